@@ -1,0 +1,364 @@
+"""The procedure of seed 002 section 3: head scoping, regime, byte/FLOP model, utilizations, roof,
+bound type, verdict, routing, rankings. Pure: it never prints, plots or writes files (house rule 4).
+
+Units: times in ms (per launch unless named *_logical_*), bytes, FLOPs, bytes/s, FLOP/s.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import traceback
+from typing import Any
+
+from roofline import routing
+from roofline.classify import classify, short_name as _short_name
+from roofline.errors import EntryError
+from roofline.inputs import Entry, Env, TopN
+from roofline.models import MODELS, ModelResult
+from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
+from roofline.shapes import resolve_shapes
+
+SKILL_VERSION = "1"
+DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
+LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
+SUSPECT_LOW = 0.001            # roofline_pct under this is as impossible as one above 1.0
+BOUND_TYPES = ("memory", "compute", "latency", "unknown")   # CLOSED set
+HEADROOM_CLASSES = ("underperforming", "moderate", "saturated", "unknown")
+_CONF_ORDER = {"low": 0, "medium": 1, "high": 2}
+
+
+def _min_conf(*cs: str) -> str:
+    return min(cs, key=lambda c: _CONF_ORDER[c])
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def pick_regime(e: Entry, topn: TopN) -> tuple[str, str]:
+    """The e2e-critical regime: the one carrying the launches over the run."""
+    if len(e.regimes) == 1:
+        r = next(iter(e.regimes))
+        return r, f"only the {r} regime is profiled"
+    nd, npf = topn.n_decode_steps, topn.n_prefill_steps
+    if nd is None or npf is None:
+        return "decode", "serving step counts absent: decode assumed e2e-critical"
+    dec = nd * e.regimes["decode"].launches_per_step
+    pre = npf * e.regimes["prefill"].launches_per_step
+    r = "decode" if dec >= pre else "prefill"
+    return r, f"{r} carries the launches ({dec:g} decode vs {pre:g} prefill launches in the run)"
+
+
+def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
+    md = norm_dtype(env.model_dtype)
+    act = norm_dtype(e.dtypes.get("act")) or md
+    weight = norm_dtype(e.dtypes.get("weight")) or md
+    # NB: an 8-bit (or narrower) activation model still writes 16-bit outputs (bf16) by default.
+    out = norm_dtype(e.dtypes.get("out")) or (act if DTYPE_BYTES.get(act, 2) >= 2 else "bf16")
+    kv = norm_dtype(e.dtypes.get("kv")) or norm_dtype(env.kv_cache_dtype) or act
+    dt = {"act": act, "weight": weight, "out": out, "kv": kv}
+    for k in list(dt):
+        if dt[k] not in DTYPE_BYTES:
+            raise EntryError(f"unknown {k} dtype {dt[k]!r}")
+        dt[f"{k}_bytes"] = DTYPE_BYTES[dt[k]]
+    return dt
+
+
+def _compute_peak(peaks: Peaks, dtype: str) -> tuple[float | None, str, list[str]]:
+    notes = []
+    p = peaks.compute_peak(dtype)
+    if p is not None:
+        return p, dtype, notes
+    for alt in ("bf16", "fp16", "fp32"):
+        if peaks.compute_peak(alt) is not None:
+            notes.append(f"no {dtype} compute peak for {peaks.device}; the {alt} roof is used")
+            return peaks.compute_peak(alt), alt, notes
+    return None, dtype, ["no compute peak at all for this device"]
+
+
+def _metrics(bytes_est: float, flops_est: float, t_s: float, peak_bw: float, peak_flops: float | None) -> dict:
+    achieved_bw = bytes_est / t_s
+    achieved_flops = flops_est / t_s
+    hbm_util = achieved_bw / peak_bw
+    compute_util = achieved_flops / peak_flops if peak_flops else 0.0
+    ai = flops_est / bytes_est if bytes_est > 0 else math.inf
+    ridge = peak_flops / peak_bw if peak_flops else math.inf
+    roof_axis = "compute" if ai > ridge else "memory"
+    pct = compute_util if roof_axis == "compute" else hbm_util
+    return {"achieved_bw_bytes_s": achieved_bw, "achieved_flops": achieved_flops, "hbm_util": hbm_util,
+            "compute_util": compute_util, "arithmetic_intensity": ai, "ridge_point": ridge,
+            "roof_axis": roof_axis, "roofline_pct_raw": pct}
+
+
+def _feasible(m: dict) -> bool:
+    return m["hbm_util"] <= 1.0 and m["compute_util"] <= 1.0
+
+
+def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
+                  counters: Any | None, all_light: list[dict]) -> tuple[dict, dict]:
+    """One head entry -> (artifact entry, model info). Raises EntryError to degrade it (L2)."""
+    notes: list[str] = []
+    op_class = classify(e.name, e.classification)
+    sname = e.short_name or _short_name(e.name)
+    out: dict[str, Any] = {"name": e.name, "short_name": sname, "pct_gpu_time": e.pct_gpu_time,
+                           "op_class": op_class, "editable": e.editable, "modeled": False}
+    if e.problems:
+        raise EntryError("; ".join(e.problems))
+    regime, why = pick_regime(e, topn)
+    reg = e.regimes[regime]
+    out.update(regime=regime, t_ms=reg.base_latency_ms, launches_per_step=reg.launches_per_step,
+               launches_per_logical_op=e.launches_per_logical_op)
+    notes.append(why)
+    if op_class == "comm":
+        raise EntryError("communication kernels are not modelled: their roof is the interconnect, not HBM")
+    if op_class not in MODELS:
+        raise EntryError(f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
+                         "classification hint): no guess is made")
+    if peaks.hbm_bw_bytes_s is None:
+        raise EntryError(f"no memory peak for {peaks.device}")
+    dt = resolve_dtypes(e, env)
+    shapes, shape_source, assumed = resolve_shapes(op_class, e, env, config, regime)
+    results: list[ModelResult] = [MODELS[op_class](s, dt) for s in shapes]
+    res = results[0]
+    if len(results) > 1:
+        # several captured shapes under one kernel name: average per launch
+        for i, c in enumerate(res.candidates):
+            c.bytes_est = sum(r.candidates[i].bytes_est for r in results) / len(results)
+            c.flops_est = sum(r.candidates[i].flops_est for r in results) / len(results)
+        notes.append(f"{len(results)} captured shapes averaged per launch")
+    if assumed:
+        notes.append("assumed " + "; ".join(assumed))
+    # Per-launch vs per-logical-op: the model counts one logical op; compare it with the summed
+    # time of the launches forming it.
+    n_l = e.launches_per_logical_op
+    t_logical_ms = reg.base_latency_ms * n_l
+    out["t_logical_op_ms"] = t_logical_ms
+    notes.append(f"unit: one logical op = {n_l} launch(es), {t_logical_ms:.6g} ms"
+                 if n_l > 1 else f"unit: one launch, {t_logical_ms:.6g} ms")
+    t_s = t_logical_ms / 1e3
+    peak_bw = peaks.hbm_bw_bytes_s
+    peak_flops, cdtype, pnotes = _compute_peak(peaks, res.compute_dtype)
+    notes += pnotes
+    # Evaluate every candidate byte model; feasibility rule: the largest feasible one.
+    alts = []
+    for c in res.candidates:
+        m = _metrics(c.bytes_est, c.flops_est, t_s, peak_bw, peak_flops)
+        alts.append({"model": c.label, "bytes_est": c.bytes_est, "flops_est": c.flops_est,
+                     "roofline_pct_raw": m["roofline_pct_raw"], "hbm_util": m["hbm_util"],
+                     "feasible": _feasible(m), "note": c.note, "_m": m})
+    feasible = [a for a in alts if a["feasible"]]
+    chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
+    if len(alts) > 1:
+        if feasible:
+            notes.append(f"byte model: {chosen['model']} (largest feasible of {', '.join(a['model'] for a in alts)})")
+        else:
+            notes.append("every candidate byte model is infeasible: the class model is wrong here")
+        for a in alts:
+            if not a["feasible"]:
+                notes.append(f"{a['model']} model implies {a['roofline_pct_raw']:.0%} of the roof: infeasible "
+                             "(L3 case; stage-C counters decide)")
+    m = dict(chosen["_m"])
+    bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
+    confidence = "medium" if shape_source == "captured" else "low"
+    if shape_source != "captured":
+        notes.append("stage A shapes (estimated): display only, do not rank on it")
+    # Stage C: measured bytes on the memory axis, useful FLOPs on the compute axis.
+    if counters is not None:
+        m, bytes_est, confidence = _apply_counters(out, counters, m, bytes_est, flops_est, t_s, peak_bw,
+                                                   peak_flops, n_l, confidence, notes)
+    # Confidence caps from the peaks.
+    if peaks.confidence == "low":
+        confidence = "low"
+        notes.append("peaks are low-confidence (L1 / ambiguous device): display only")
+    if m["roof_axis"] == "compute":
+        cc = peaks.compute_confidence(cdtype)
+        if cc == "low":
+            notes.append(f"the {cdtype} compute peak is not validated (seed 002 section 8): the compute-axis "
+                         "ratio is not usable for ranking")
+        confidence = _min_conf(confidence, "high" if cc == "high" else cc)
+    pct_raw = m.pop("roofline_pct_raw")
+    roof_axis = m.pop("roof_axis")
+    out.update(modeled=True, bytes_est=bytes_est, flops_est=flops_est, **m)
+    out["roof_axis"] = roof_axis
+    out["compute_dtype"] = cdtype
+    out["dtypes"] = {k: dt[k] for k in ("act", "weight", "out", "kv")}
+    out["shape"] = {k: v for k, v in shapes[0].items() if k not in ("seq_len_candidates",)}
+    out["shape_source"] = shape_source
+    out["byte_model"] = chosen["model"]
+    if len(alts) > 1:
+        out["alternatives"] = [{k: v for k, v in a.items() if k != "_m"} for a in alts]
+        if op_class == "moe":
+            allx = next(a for a in alts if a["model"] == "all_experts")
+            notes.append(f"all-expert model: {allx['bytes_est'] / 1e6:.1f} MB -> {allx['roofline_pct_raw']:.1%}")
+    tgt = routing.target_eff_for(op_class, regime)
+    out["target_eff"] = tgt
+    feas_pcts = [a["roofline_pct_raw"] for a in alts if a["feasible"]]
+    if len(feas_pcts) > 1 and "bytes_measured" not in out:
+        lo, hi = min(feas_pcts), max(feas_pcts)
+        out["roofline_pct_range"] = [lo, hi]
+        if tgt:
+            out["attainable_speedup_range"] = [max(1.0, tgt / hi), max(1.0, tgt / lo)]
+    out["roofline_pct_raw"] = pct_raw
+    out["roofline_pct"] = min(max(pct_raw, 0.0), 1.0)
+    out["suspect"] = False
+    out["dispatch_bound"] = False
+    out["stage_c_candidate"] = False
+    bound = "latency" if (m["hbm_util"] < LATENCY_UTIL and m["compute_util"] < LATENCY_UTIL) else roof_axis
+    verdict = True
+    if reg.base_latency_ms <= DISPATCH_FLOOR_MS:
+        # No verdict: the launch is timed by dispatch, not by its transfer or math.
+        out["dispatch_bound"] = True
+        bound = "latency"
+        verdict = False
+        notes.append(f"dispatch-bound: {reg.base_latency_ms * 1e3:.2f} us per launch is within launch-overhead "
+                     "scale (~5 us): no verdict; the lever is fusion / graph capture")
+    if not (SUSPECT_LOW <= pct_raw <= 1.0) or bytes_est <= 0:
+        # L3: an impossible ratio is the model being wrong, never a verdict.
+        out["suspect"] = True
+        out["stage_c_candidate"] = True
+        out["bytes_upper_bound"] = peak_bw * t_s
+        verdict = False
+        notes.append(f"L3 suspect: roofline_pct_raw {pct_raw:.3g} is outside [{SUSPECT_LOW}, 1]; shown clamped, "
+                     f"no verdict; the model's bytes may not exceed {peak_bw * t_s:.4g} (peak_bw x t); "
+                     "stage-C counter measurement candidate")
+    out["bound_type"] = bound if bound in BOUND_TYPES else "unknown"
+    attain = max(1.0, tgt / pct_raw) if (tgt and pct_raw > 0) else None
+    gain = e.pct_gpu_time * (1.0 - 1.0 / attain) if attain else None
+    band = routing.headroom_class(pct_raw, tgt) if tgt else "unknown"
+    if verdict and confidence != "low":
+        out["headroom_class"] = band
+        out["attainable_speedup"], out["expected_e2e_gain_pct"] = attain, gain
+    else:
+        out["headroom_class"] = "unknown"
+        out["attainable_speedup"] = attain if verdict else None
+        out["expected_e2e_gain_pct"] = gain if verdict else None
+        if verdict:
+            out["provisional_headroom_class"] = band
+    out["confidence"] = confidence
+    out["route"] = routing.route(out)
+    out["route_reason"] = routing.ROUTES[out["route"]]
+    out["byte_reduction_levers"] = (routing.byte_reduction_levers(out, all_light, res.info, dt)
+                                    if out["headroom_class"] == "saturated" else [])
+    if (op_class == "moe" and out["headroom_class"] != "saturated"
+            and any(not a["feasible"] for a in out.get("alternatives", []))):
+        # the all-expert model being infeasible is itself evidence for the stop-reading lever
+        out["byte_reduction_levers"] = [lv for lv in routing.byte_reduction_levers(out, [], res.info, dt)
+                                        if lv.startswith("stop reading")]
+    out["notes"] = "; ".join(notes)
+    return out, res.info
+
+
+def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
+    """Stage C: merge one isolated-op counter record. L4 on missing/unstable counters."""
+    out["counters"] = {
+        "source": kc.source, "launches": kc.launches, "t_ms": kc.t_ms, "dram_bytes": kc.dram_bytes,
+        "flops_issued": kc.flops_issued, "tensor_flops_by_dtype": dict(kc.tensor_flops_by_dtype),
+        "cuda_core_flops": kc.cuda_core_flops, "l2_bytes": kc.l2_bytes, "l1_bytes": kc.l1_bytes,
+        "unstable": kc.unstable, **({"extra": dict(kc.extra)} if kc.extra else {}),
+    }
+    if kc.dram_bytes is None or kc.dram_bytes <= 0 or kc.unstable:
+        why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
+        notes.append(f"L4: counters matched but {why}: stage A/B analytic result kept, confidence not raised")
+        return m, bytes_est, confidence
+    measured_bytes = kc.dram_bytes * n_l
+    out["bytes_model"] = bytes_est
+    out["bytes_measured"] = measured_bytes
+    out["flops_useful"] = flops_est
+    if kc.flops_issued:
+        out["flops_issued"] = kc.flops_issued * n_l
+        out["padding_waste_ratio"] = out["flops_issued"] / flops_est if flops_est > 0 else None
+    out["bytes_measured_over_model"] = measured_bytes / bytes_est if bytes_est > 0 else None
+    mm = _metrics(measured_bytes, flops_est, t_s, peak_bw, peak_flops)
+    notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
+                 f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
+                 f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
+    return mm, measured_bytes, "high"
+
+
+def _light(e: Entry) -> dict:
+    return {"name": e.name, "short_name": e.short_name or _short_name(e.name),
+            "op_class": classify(e.name, e.classification), "pct_gpu_time": e.pct_gpu_time}
+
+
+def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: str | None = None,
+            counters: list | None = None, head_threshold_pct: float = 5.0, head_cap: int = 8,
+            inputs_meta: dict | None = None) -> dict:
+    """Run the section-3 procedure and return the artifact (a JSON-ready dict). Never raises for a
+    problem inside one entry (L2/L5 per entry); raises only on programming errors outside the loop,
+    which the hook turns into skill_errors[]."""
+    art: dict[str, Any] = {
+        "skill": "roofline", "skill_version": SKILL_VERSION, "gfx": env.gfx, "gpu_name": env.gpu_name,
+        "peaks": peaks.to_artifact(), "stage": None, "entries": [], "ranking_by_pct": [],
+        "ranking_by_expected_gain": [], "degraded": [], "skill_errors": [],
+        "head_threshold_pct": head_threshold_pct, "head_cap": head_cap,
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "inputs": inputs_meta or {"topn": topn.path, "env": env.path},
+    }
+    if topn.round is not None:
+        art["round"] = topn.round
+    # 0. scope to the head: biggest first, >= threshold, capped; the rest is absent, not degraded
+    order = sorted(topn.entries, key=lambda e: (-(e.pct_gpu_time if _finite(e.pct_gpu_time) else -1.0), e.index))
+    head, nonfinite = [], []
+    for e in order:
+        if not _finite(e.pct_gpu_time):
+            nonfinite.append(e)
+        elif e.pct_gpu_time >= head_threshold_pct:
+            head.append(e)
+    over_cap = head[head_cap:]
+    head = head[:head_cap]
+    art["skipped"] = {"below_threshold": sum(1 for e in topn.entries if _finite(e.pct_gpu_time)
+                                             and e.pct_gpu_time < head_threshold_pct),
+                      "over_cap": [e.name for e in over_cap]}
+    all_light = [_light(e) for e in topn.entries if _finite(e.pct_gpu_time)]
+    # counters (stage C): match once
+    matched: dict[str, Any] = {}
+    if counters is not None:
+        from roofline.counters import match
+
+        matched, unmatched = match([{"name": e.name, "short_name": e.short_name} for e in head], counters)
+        art["unmatched_counters"] = list(unmatched)
+    any_captured = any(e.shapes for e in head)
+    art["stage"] = stage or ("C" if matched else ("B" if any_captured else "A"))
+    for e in nonfinite:
+        art["degraded"].append({"name": e.name, "reason": "; ".join(e.problems) or "pct_gpu_time is not a number"})
+    for e in head:
+        light = next(x for x in all_light if x["name"] == e.name and x["pct_gpu_time"] == e.pct_gpu_time)
+        try:
+            ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], matched.get(e.name), all_light)
+        except EntryError as exc:
+            ent = _degraded_entry(e, light, str(exc))
+            art["degraded"].append({"name": e.name, "reason": str(exc)})
+        except Exception as exc:  # L5 inside one entry: degrade it, record the error, go on
+            ent = _degraded_entry(e, light, f"internal error: {exc.__class__.__name__}: {exc}")
+            art["degraded"].append({"name": e.name, "reason": f"internal error: {exc.__class__.__name__}: {exc}"})
+            art["skill_errors"].append({"where": f"entry {e.name}", "error": f"{exc.__class__.__name__}: {exc}",
+                                        "traceback": traceback.format_exc(limit=4)})
+        art["entries"].append(ent)
+    art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
+    return art
+
+
+def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
+    regime = "decode" if "decode" in e.regimes else next(iter(e.regimes), None)
+    r = e.regimes.get(regime) if regime else None
+    return {"name": e.name, "short_name": light["short_name"], "pct_gpu_time": e.pct_gpu_time,
+            "regime": regime, "op_class": light["op_class"], "modeled": False, "editable": e.editable,
+            "t_ms": r.base_latency_ms if r else None, "launches_per_step": r.launches_per_step if r else None,
+            "bound_type": "unknown", "headroom_class": "unknown", "confidence": "low", "suspect": False,
+            "attainable_speedup": None, "expected_e2e_gain_pct": None, "byte_reduction_levers": [],
+            "route": "host_side" if e.editable is False else "pct_fallback",
+            "route_reason": routing.ROUTES["host_side" if e.editable is False else "pct_fallback"],
+            "notes": f"degraded (L2): {reason}"}
+
+
+def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
+    """Both rankings, side by side (section 2). By expected gain: entries with a verdict at medium or
+    high confidence, biggest gain first; every other entry follows in pct_gpu_time order (the
+    routing table's fallback), so the consumer sees the disagreement instead of a blend."""
+    by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
+    ranked = [e for e in entries if e.get("headroom_class") not in (None, "unknown")
+              and e.get("confidence") in ("medium", "high") and e.get("expected_e2e_gain_pct") is not None]
+    ranked.sort(key=lambda e: (-e["expected_e2e_gain_pct"], -e["pct_gpu_time"]))
+    names = [e["name"] for e in ranked]
+    rest = [n for n in by_pct if n not in names]
+    return by_pct, names + rest

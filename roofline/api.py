@@ -1,0 +1,96 @@
+"""Python API: `roofline.analyze(...)`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from roofline import inputs as _in
+from roofline.errors import InputError
+
+STAGES = ("A", "B", "C")
+
+
+def locate_inputs(topn_path: Path, env=None, config=None) -> tuple[Any, Any]:
+    """env_report.json / config.json: explicit, else the Top-N's directory and its parents."""
+    if env is None:
+        env = _in.find_upwards(topn_path.parent, "env_report.json")
+        if env is None:
+            raise InputError(str(topn_path), "", "no env_report.json beside it or in any parent "
+                             "directory: pass --env FILE")
+    if config is None:
+        config = _in.find_upwards(topn_path.parent, "config.json")  # optional
+    return env, config
+
+
+def load_all(topn, env=None, config=None):
+    """Paths or already-parsed dicts -> (TopN, Env, config dict|None, meta)."""
+    meta: dict[str, Any] = {}
+    if isinstance(topn, dict):
+        t = _in.parse_topn(topn, "<topn dict>")
+        base = Path.cwd()
+    else:
+        topn = Path(topn)
+        t = _in.load_topn(topn)
+        base = topn
+        env, config = locate_inputs(topn, env, config)
+    meta["topn"] = t.path
+    if isinstance(env, dict):
+        e = _in.parse_env(env, "<env dict>")
+    elif env is None:
+        raise InputError("env_report.json", "", "required: pass env=")
+    else:
+        e = _in.load_env(env)
+    meta["env"] = e.path
+    cfg = None
+    if isinstance(config, dict):
+        cfg = _in.parse_config(config, "<config dict>")
+        meta["config"] = "<config dict>"
+    elif config is not None:
+        cfg = _in.load_config(config)
+        meta["config"] = str(config)
+    else:
+        meta["config"] = None
+    return t, e, cfg, meta, base
+
+
+def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=None,
+            head_threshold_pct: float = 5.0, head_cap: int = 8, peaks_file=None, device_props=None,
+            as_dataframe: bool = False):
+    """Analyse a Top-N and return the artifact of seed 002 section 2 as a dict (or, with
+    as_dataframe=True, one row per analysed entry as a pandas DataFrame).
+
+    topn: path to profile_topN.json or its parsed dict. env/config: paths or dicts; without them,
+    env_report.json and config.json are looked for beside the Top-N and in its parents.
+    counters: a path to an .ncu-rep / ncu raw CSV / rocprofv3 CSV, or a list of KernelCounters.
+    Raises InputError on a malformed file; everything inside one entry degrades instead.
+    """
+    from roofline import analysis, peaks as _peaks
+
+    if stage is not None and stage not in STAGES:
+        raise InputError("--stage", "", f"expected one of A, B, C, got {stage!r}")
+    t, e, cfg, meta, _ = load_all(topn, env, config)
+    kcs = None
+    if counters is not None:
+        if isinstance(counters, (str, Path)):
+            from roofline.counters import load as load_counters
+
+            meta["counters"] = str(counters)
+            kcs = load_counters(counters)
+        else:
+            kcs = list(counters)
+    pk = _peaks.resolve(e.gpu_name, e.gfx, device_props=device_props, peaks_file=peaks_file)
+    art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
+                           head_cap=head_cap, inputs_meta=meta)
+    if as_dataframe:
+        return to_dataframe(art)
+    return art
+
+
+def to_dataframe(art: dict):
+    import pandas as pd
+
+    cols = ["name", "short_name", "pct_gpu_time", "regime", "op_class", "modeled", "t_ms", "bytes_est",
+            "flops_est", "hbm_util", "compute_util", "arithmetic_intensity", "ridge_point", "bound_type",
+            "roofline_pct", "target_eff", "attainable_speedup", "expected_e2e_gain_pct", "headroom_class",
+            "confidence", "suspect", "route"]
+    return pd.DataFrame([{c: e.get(c) for c in cols} for e in art["entries"]], columns=cols)

@@ -1,0 +1,86 @@
+"""`roofline analyze`: the pipeline's main entry on the command line."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from roofline.errors import InputError, PeaksError, RooflineError
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
+
+
+@click.command("analyze")
+@click.argument("topn", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--env", "env", type=click.Path(dir_okay=False, path_type=Path),
+              help="env_report.json (default: beside the Top-N, then each parent directory).")
+@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              help="The model's Hugging Face config.json (optional; same search as --env).")
+@click.option("--counters", type=click.Path(dir_okay=False, path_type=Path),
+              help="Stage C: an .ncu-rep, the CSV of `ncu --import R --csv --page raw`, or a rocprofv3 counter CSV.")
+@click.option("--stage", type=click.Choice(["A", "B", "C"]), default=None,
+              help="Force the stage label (default: C with counters, B when captured shapes are present, else A).")
+@click.option("--head-threshold", "head_threshold", type=float, default=5.0, show_default=True,
+              help="Analyse only entries with pct_gpu_time >= this (HEAD_THRESHOLD_PCT).")
+@click.option("--head-cap", type=click.IntRange(min=1), default=8, show_default=True, help="At most this many head entries.")
+@click.option("--analysis-skill", type=click.Choice(["roofline", "none"]), default="roofline", show_default=True,
+              help="`none` = level L0: emit nothing at all.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the artifact here (default: beside the Top-N).")
+@click.option("--format", "fmt", type=click.Choice(["json", "md", "table"]), default="table", show_default=True,
+              help="What to print on stdout after writing the artifact.")
+@click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="A peak table (YAML, the format of `roofline peaks show`) overriding the built-in ones.")
+@click.option("--no-write", is_flag=True, help="Print only; write no artifact.")
+def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analysis_skill, out_dir, fmt,
+            peaks_file, no_write):
+    """Analyse TOPN (profile_topN.json) into profile_roofline.json and profile_roofline.md.
+
+    For each head kernel: its byte/FLOP model, achieved bandwidth and FLOP/s against the device's
+    roofs, the bound type (memory | compute | latency | unknown), a headroom verdict against what a
+    good kernel of its class reaches (target_eff), the attainable speedup and the expected
+    end-to-end gain, the route (which kind of fix), and both rankings: by % of GPU time and by
+    expected gain. Entries that cannot be modelled degrade one by one; the run does not fail.
+
+    Without TOPN, the bundled worked example (seed 002 section 9) is analysed and nothing is written.
+
+    Exit codes: 0 on success (degraded entries included), 2 on unusable input.
+    """
+    if analysis_skill == "none":
+        return  # L0: emit nothing; the caller behaves as before this feature existed
+    from roofline import report
+    from roofline.api import analyze as api_analyze
+
+    if topn is None:
+        topn, no_write = EXAMPLE, True
+        click.echo(f"(no TOPN given: analysing the bundled example {EXAMPLE})", err=True)
+    try:
+        art = api_analyze(topn, env, config, stage=stage, counters=counters, head_threshold_pct=head_threshold,
+                          head_cap=head_cap, peaks_file=peaks_file)
+    except InputError as exc:
+        click.echo(f"roofline analyze: {exc}", err=True)
+        sys.exit(2)
+    except PeaksError as exc:
+        click.echo(f"roofline analyze: {exc}", err=True)
+        sys.exit(2)
+    except RooflineError as exc:
+        click.echo(f"roofline analyze: {exc}", err=True)
+        sys.exit(2)
+    if not no_write:
+        dest = out_dir or topn.parent
+        try:
+            pj, pm = report.write_artifact(art, dest)
+        except OSError as exc:
+            click.echo(f"roofline analyze: cannot write the artifact in {dest}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+        click.echo(f"wrote {pj} and {pm.name}", err=True)
+    if fmt == "json":
+        click.echo(report.to_json(art), nl=False)
+    elif fmt == "md":
+        click.echo(report.to_markdown(art), nl=False)
+    else:
+        click.echo(report.render_table(art), nl=False)
+        if art["degraded"]:
+            click.echo(f"{len(art['degraded'])} degraded: " + "; ".join(f"{d['name']}: {d['reason']}"
+                                                                      for d in art["degraded"]), err=True)

@@ -1,0 +1,303 @@
+"""Load and validate the pipeline's files (shared/spec/INPUTS.md) into typed records.
+
+Malformed file (missing, not JSON, wrong top-level type, required field missing, field of the wrong
+type) -> InputError, one line: file, JSON path, what was expected. A well-typed but impossible value
+inside one entry (negative/zero/NaN latency, pct above 100, a zero dimension) is NOT an input error:
+it is recorded on the entry as `problems` and the analysis degrades that entry only.
+Extra fields are ignored, never an error.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import InputError
+
+REGIMES = ("decode", "prefill")
+
+
+def _tname(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
+
+
+def read_json(path: str | Path) -> Any:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(str(p), "", "file not found")
+    if p.is_dir():
+        raise InputError(str(p), "", "expected a JSON file, got a directory")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(p), "", f"cannot be read ({exc.__class__.__name__}: {exc})") from None
+    if not text.strip():
+        raise InputError(str(p), "", "file is empty, expected a JSON object")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(p), "", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                         " (truncated?)" if exc.pos >= len(text.rstrip()) - 1 else
+                         f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+class _V:
+    """Small typed-field validator that knows the file name for its messages."""
+
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, path: str, expected: str, got: Any = ...):
+        tail = "" if got is ... else f", got {_tname(got)}"
+        raise InputError(self.file, path, f"expected {expected}{tail}")
+
+    def obj(self, v, path):
+        if not isinstance(v, dict):
+            self.fail(path, "an object", v)
+        return v
+
+    def num(self, v, path):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            self.fail(path, "a number", v)
+        return float(v)
+
+    def int_(self, v, path):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+            self.fail(path, "an integer", v)
+        return int(v)
+
+    def str_(self, v, path):
+        if not isinstance(v, str):
+            self.fail(path, "a string", v)
+        return v
+
+    def bool_(self, v, path):
+        if not isinstance(v, bool):
+            self.fail(path, "true or false", v)
+        return v
+
+    def req(self, d: dict, key: str, path: str):
+        if key not in d:
+            raise InputError(self.file, f"{path}.{key}" if path else key, "required field is missing")
+        return d[key]
+
+
+@dataclass
+class Regime:
+    base_latency_ms: float
+    launches_per_step: float
+
+
+@dataclass
+class Entry:
+    index: int
+    name: str
+    pct_gpu_time: float
+    regimes: dict[str, Regime]
+    short_name: str | None = None
+    classification: str | None = None
+    editable: bool = True
+    launches_per_logical_op: int = 1
+    est_shape: dict | None = None
+    shapes: list[dict] | None = None
+    dtypes: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)   # impossible values -> degrade this entry
+    raw: dict = field(default_factory=dict)
+
+
+@dataclass
+class TopN:
+    path: str
+    entries: list[Entry]
+    schema_version: int | None = None
+    round: int | None = None
+    total_gpu_time_ms: float | None = None
+    n_decode_steps: float | None = None
+    n_prefill_steps: float | None = None
+    raw: dict = field(default_factory=dict)
+
+
+@dataclass
+class Env:
+    path: str | None
+    gfx: str
+    model_dtype: str
+    model_arch_class: str
+    workload: dict[str, float]
+    gpu_name: str | None = None
+    kv_cache_dtype: str | None = None
+    raw: dict = field(default_factory=dict)
+
+
+def _bad_number(x: float) -> bool:
+    return math.isnan(x) or math.isinf(x)
+
+
+def parse_topn(data: Any, file: str = "profile_topN.json") -> TopN:
+    v = _V(file)
+    v.obj(data, "(top level)") if isinstance(data, dict) else v.fail("(top level)", "a JSON object", data)
+    entries_raw = v.req(data, "entries", "")
+    if not isinstance(entries_raw, list):
+        v.fail("entries", "an array", entries_raw)
+    serving = data.get("serving")
+    n_dec = n_pre = None
+    if serving is not None:
+        v.obj(serving, "serving")
+        if "n_decode_steps" in serving:
+            n_dec = v.num(serving["n_decode_steps"], "serving.n_decode_steps")
+        if "n_prefill_steps" in serving:
+            n_pre = v.num(serving["n_prefill_steps"], "serving.n_prefill_steps")
+    total = v.num(data["total_gpu_time_ms"], "total_gpu_time_ms") if "total_gpu_time_ms" in data else None
+    sv = v.int_(data["schema_version"], "schema_version") if "schema_version" in data else None
+    rnd = v.int_(data["round"], "round") if "round" in data else None
+    entries = [_parse_entry(v, e, i) for i, e in enumerate(entries_raw)]
+    return TopN(path=file, entries=entries, schema_version=sv, round=rnd, total_gpu_time_ms=total,
+                n_decode_steps=n_dec, n_prefill_steps=n_pre, raw=data)
+
+
+def _parse_entry(v: _V, e: Any, i: int) -> Entry:
+    p = f"entries[{i}]"
+    v.obj(e, p)
+    name = v.str_(v.req(e, "name", p), f"{p}.name")
+    pct = v.num(v.req(e, "pct_gpu_time", p), f"{p}.pct_gpu_time")
+    regs_raw = v.obj(v.req(e, "regimes", p), f"{p}.regimes")
+    problems: list[str] = []
+    if not name.strip():
+        problems.append("name is empty")
+    if _bad_number(pct) or pct < 0 or pct > 100:
+        problems.append(f"pct_gpu_time {pct} is outside 0..100")
+    regimes: dict[str, Regime] = {}
+    for rname, r in regs_raw.items():
+        if rname not in REGIMES:
+            continue  # extra fields are ignored
+        rp = f"{p}.regimes.{rname}"
+        v.obj(r, rp)
+        lat = v.num(v.req(r, "base_latency_ms", rp), f"{rp}.base_latency_ms")
+        lps = v.num(v.req(r, "launches_per_step", rp), f"{rp}.launches_per_step")
+        if _bad_number(lat) or lat <= 0:
+            problems.append(f"regimes.{rname}.base_latency_ms is {lat}: must be a positive time")
+        if _bad_number(lps) or lps <= 0:
+            problems.append(f"regimes.{rname}.launches_per_step is {lps}: must be positive")
+        regimes[rname] = Regime(lat, lps)
+    if not regimes:
+        raise InputError(v.file, f"{p}.regimes", "expected at least one of 'decode' or 'prefill'")
+    ent = Entry(index=i, name=name, pct_gpu_time=pct, regimes=regimes, problems=problems, raw=e)
+    if "short_name" in e and e["short_name"] is not None:
+        ent.short_name = v.str_(e["short_name"], f"{p}.short_name")
+    if "classification" in e and e["classification"] is not None:
+        ent.classification = v.str_(e["classification"], f"{p}.classification").strip().lower()
+    if "editable" in e and e["editable"] is not None:
+        ent.editable = v.bool_(e["editable"], f"{p}.editable")
+    if "launches_per_logical_op" in e and e["launches_per_logical_op"] is not None:
+        n = v.int_(e["launches_per_logical_op"], f"{p}.launches_per_logical_op")
+        if n < 1:
+            problems.append(f"launches_per_logical_op is {n}: must be >= 1")
+        ent.launches_per_logical_op = max(n, 1)
+    if "est_shape" in e and e["est_shape"] is not None:
+        ent.est_shape = _shape(v, e["est_shape"], f"{p}.est_shape", problems)
+    if "shapes" in e and e["shapes"] is not None:
+        if not isinstance(e["shapes"], list):
+            v.fail(f"{p}.shapes", "an array of objects", e["shapes"])
+        ent.shapes = [_shape(v, s, f"{p}.shapes[{j}]", problems) for j, s in enumerate(e["shapes"])]
+    if "dtypes" in e and e["dtypes"] is not None:
+        d = v.obj(e["dtypes"], f"{p}.dtypes")
+        ent.dtypes = {k: v.str_(x, f"{p}.dtypes.{k}") for k, x in d.items() if x is not None}
+    return ent
+
+
+_BOOL_KEYS = {"paged", "causal"}
+
+
+def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:
+    v.obj(s, path)
+    out: dict = {}
+    for k, x in s.items():
+        if k in _BOOL_KEYS:
+            out[k] = v.bool_(x, f"{path}.{k}")
+        elif k == "shape":
+            if not isinstance(x, list):
+                v.fail(f"{path}.shape", "an array of integers", x)
+            dims = [v.int_(d, f"{path}.shape[{j}]") for j, d in enumerate(x)]
+            if any(d <= 0 for d in dims):
+                problems.append(f"{path.split('.', 1)[1]}.shape has a zero or negative dimension: {dims}")
+            out[k] = dims
+        elif isinstance(x, (int, float)) and not isinstance(x, bool):
+            if _bad_number(float(x)) or x <= 0:
+                problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: a dimension must be positive")
+            out[k] = x
+        else:
+            out[k] = x  # unknown keys kept, never an error
+    return out
+
+
+def parse_env(data: Any, file: str = "env_report.json") -> Env:
+    v = _V(file)
+    if not isinstance(data, dict):
+        v.fail("(top level)", "a JSON object", data)
+    gfx = v.str_(v.req(data, "gfx", ""), "gfx")
+    mdt = v.str_(v.req(data, "model_dtype", ""), "model_dtype")
+    mac = v.str_(v.req(data, "model_arch_class", ""), "model_arch_class")
+    wl = v.obj(v.req(data, "workload", ""), "workload")
+    workload = {}
+    for k in ("isl", "osl", "conc"):
+        workload[k] = v.num(v.req(wl, k, "workload"), f"workload.{k}")
+        if workload[k] <= 0 or _bad_number(workload[k]):
+            raise InputError(file, f"workload.{k}", f"expected a positive number, got {workload[k]}")
+    env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, raw=data)
+    if data.get("gpu_name") is not None:
+        env.gpu_name = v.str_(data["gpu_name"], "gpu_name")
+    if data.get("kv_cache_dtype") is not None:
+        env.kv_cache_dtype = v.str_(data["kv_cache_dtype"], "kv_cache_dtype")
+    return env
+
+
+def parse_config(data: Any, file: str = "config.json") -> dict:
+    """A Hugging Face config.json. Multimodal configs keep the LM under `text_config`; it is merged
+    over the top level. Only numbers are read from it, by name, when a shape needs them."""
+    v = _V(file)
+    if not isinstance(data, dict):
+        v.fail("(top level)", "a JSON object", data)
+    merged = dict(data)
+    tc = data.get("text_config")
+    if isinstance(tc, dict):
+        merged.update(tc)
+    return merged
+
+
+def load_topn(path) -> TopN:
+    return parse_topn(read_json(path), str(path))
+
+
+def load_env(path) -> Env:
+    return parse_env(read_json(path), str(path))
+
+
+def load_config(path) -> dict:
+    return parse_config(read_json(path), str(path))
+
+
+def find_upwards(start: Path, name: str, max_levels: int = 6) -> Path | None:
+    """Look for `name` in `start` and each parent (the Top-N's directory up to the run root)."""
+    d = start.resolve()
+    for _ in range(max_levels + 1):
+        cand = d / name
+        if cand.is_file():
+            return cand
+        if d.parent == d:
+            break
+        d = d.parent
+    return None

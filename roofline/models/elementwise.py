@@ -1,0 +1,30 @@
+"""Elementwise / norm / quant (seed 002 section 4): pure streaming."""
+from __future__ import annotations
+
+import math
+
+from roofline.models import Candidate, ModelResult, register
+
+
+def elems_of(shape: dict, key: str) -> int:
+    if key in shape:
+        return int(shape[key])
+    if "shape" in shape:
+        return int(math.prod(int(x) for x in shape["shape"]))
+    raise KeyError(key)
+
+
+@register("elementwise")
+def model(shape: dict, dt: dict) -> ModelResult:
+    e_in = elems_of(shape, "elems_in")
+    e_out = int(shape["elems_out"]) if "elems_out" in shape else e_in
+    nbytes = e_in * dt["act_bytes"] + e_out * dt["out_bytes"]
+    # NB: a few FLOPs per element; 1 per input element is enough to place it far left of the ridge.
+    flops = float(e_in)
+    return ModelResult([Candidate("stream", nbytes, flops)], compute_dtype="fp32",
+                       info={"elems_in": e_in, "elems_out": e_out})
+
+
+# norm and quant stream the same way; their target_eff differs only if the priors say so
+register("norm")(model)
+register("quant")(model)

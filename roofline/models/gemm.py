@@ -1,0 +1,23 @@
+"""Dense GEMM [M,K] x [K,N] (seed 002 section 4)."""
+from __future__ import annotations
+
+from roofline.models import Candidate, ModelResult, register, wider
+
+
+def gemm_counts(M: int, N: int, K: int, a_bytes: float, w_bytes: float, out_bytes: float,
+                batch: int = 1) -> tuple[float, float]:
+    """(flops, bytes) of C = A·B. NB: fewest bytes: A, B and C each cross HBM once; re-reads that
+    L2 does not catch are the kernel's problem, not the model's (stage C measures them)."""
+    flops = 2.0 * M * N * K * batch
+    nbytes = batch * (M * K * a_bytes + K * N * w_bytes + M * N * out_bytes)
+    return flops, nbytes
+
+
+@register("gemm")
+def model(shape: dict, dt: dict) -> ModelResult:
+    M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
+    batch = int(shape.get("batch", 1))
+    flops, nbytes = gemm_counts(M, N, K, dt["act_bytes"], dt["weight_bytes"], dt["out_bytes"], batch)
+    return ModelResult(candidates=[Candidate("dense", nbytes, flops)],
+                       compute_dtype=wider(dt["act"], dt["weight"]),
+                       info={"M": M, "N": N, "K": K, "batch": batch})

@@ -1,0 +1,238 @@
+"""Hardware peaks: the tables in roofline/data/peaks/*.yaml are the single source of every number.
+
+Resolution order (INPUTS.md): gpu_name first, then the device key (`gfx`: an AMD gfx id or an NVIDIA
+sm id). An unknown device is level L1 of seed 002: peaks derived from device properties, confidence
+"low", so every entry becomes display-only.
+
+Which figure is the roof:
+- memory: the vendor's HBM pin rate (datasheet). Streaming reaches ~0.85-0.9 of it; target_eff
+  prices that in. A table with only a measured figure uses it and says so.
+- compute, per dtype: a validated microbenchmark figure where the table has one ("measured" or
+  "validated"), otherwise the datasheet dense figure with confidence "medium".
+Validation (seed 002 section 8): BF16 and FP16 tensor rates are equal on these parts, so measured
+bf16 and fp16 peaks that differ by more than 5% mean the microbench is mis-calibrated and the
+compute axis for those dtypes is not usable for ranking.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import PeaksError
+
+BF16_FP16_TOLERANCE = 0.05  # seed 002 section 8: equal rates; >5% apart = mis-calibrated microbench
+DTYPE_ALIASES = {
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+    "float64": "fp64", "double": "fp64", "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8", "fp4": "fp4",
+    "mxfp4": "fp4", "nvfp4": "fp4", "tf32": "tf32",
+}
+DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
+
+
+def norm_dtype(dtype: str | None) -> str | None:
+    if dtype is None:
+        return None
+    d = str(dtype).strip().lower().replace("torch.", "")
+    return DTYPE_ALIASES.get(d, d)
+
+
+@dataclass
+class Peaks:
+    device: str
+    gfx: str | None
+    vendor: str | None
+    hbm_bw_bytes_s: float | None
+    hbm_bw_kind: str                          # "datasheet" | "measured" | "derived"
+    flops: dict[str, float]                   # dtype -> FLOP/s roof actually used
+    flops_kind: dict[str, str]                # dtype -> "measured" | "validated" | "datasheet" | "derived"
+    source: str                               # "table" | "derived" | "file"
+    confidence: str                           # "high" | "medium" | "low"
+    compute_unusable_dtypes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)  # what -> citation
+    table_file: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def compute_peak(self, dtype: str) -> float | None:
+        return self.flops.get(norm_dtype(dtype) or "")
+
+    def compute_confidence(self, dtype: str) -> str:
+        d = norm_dtype(dtype) or ""
+        if d in self.compute_unusable_dtypes or d not in self.flops:
+            return "low"
+        kind = self.flops_kind.get(d)
+        if self.confidence == "low" or kind == "derived":
+            return "low"
+        return "high" if kind in ("measured", "validated") else "medium"
+
+    def to_artifact(self) -> dict:
+        """The `peaks` block of profile_roofline.json (seed 002 section 2), plus provenance."""
+        return {
+            "device": self.device,
+            "hbm_bw_bytes_s": self.hbm_bw_bytes_s,
+            "flops": dict(self.flops),
+            "flops_kind": dict(self.flops_kind),
+            "hbm_bw_kind": self.hbm_bw_kind,
+            "source": self.source,
+            "confidence": self.confidence,
+            "compute_unusable_dtypes": list(self.compute_unusable_dtypes),
+            "table_file": self.table_file,
+            "notes": list(self.notes),
+        }
+
+
+def peaks_dir() -> Path:
+    env = os.environ.get("ROOFLINE_PEAKS_DIR")
+    if env:
+        return Path(env)
+    return Path(str(resources.files("roofline") / "data" / "peaks"))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_tables(directory: str) -> tuple[tuple[str, dict], ...]:
+    import yaml
+
+    out = []
+    for p in sorted(Path(directory).glob("*.yaml")):
+        with open(p, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+        if not isinstance(data, dict) or "device" not in data:
+            raise PeaksError(f"{p}: not a peak table (needs a 'device' key)")
+        out.append((str(p), data))
+    return tuple(out)
+
+
+def load_tables(directory: str | Path | None = None) -> list[tuple[str, dict]]:
+    return list(_load_tables(str(directory or peaks_dir())))
+
+
+def _norm_name(s: str) -> str:
+    return " ".join(str(s).lower().replace("-", " ").replace("_", " ").split())
+
+
+def _pick(fig: Any) -> tuple[float | None, str | None, str | None]:
+    """A figure block {measured|validated|datasheet: {value, source}} -> (value, kind, source)."""
+    if isinstance(fig, (int, float)):
+        return float(fig), "datasheet", None
+    if not isinstance(fig, dict):
+        return None, None, None
+    for kind in ("measured", "validated", "datasheet", "derived"):
+        blk = fig.get(kind)
+        if isinstance(blk, dict) and blk.get("value") is not None:
+            return float(blk["value"]), kind, blk.get("source")
+        if isinstance(blk, (int, float)):
+            return float(blk), kind, None
+    return None, None, None
+
+
+def from_table(data: dict, table_file: str | None = None, confidence: str = "high",
+               source: str = "table") -> Peaks:
+    notes: list[str] = []
+    sources: dict[str, str] = {}
+    bw_block = data.get("hbm_bw_bytes_s") or {}
+    # Memory roof: the pin rate (datasheet) by convention; a measured-only table uses what it has.
+    if isinstance(bw_block, dict) and isinstance(bw_block.get("datasheet"), dict):
+        hbm = float(bw_block["datasheet"]["value"])
+        hbm_kind = "datasheet"
+        sources["hbm_bw_bytes_s"] = bw_block["datasheet"].get("source", "")
+    else:
+        hbm, hbm_kind, src = _pick(bw_block)
+        if src:
+            sources["hbm_bw_bytes_s"] = src
+        hbm_kind = hbm_kind or "unknown"
+        if hbm is not None and hbm_kind != "datasheet":
+            notes.append(f"memory roof is the {hbm_kind} figure (no datasheet pin rate in the table)")
+    flops: dict[str, float] = {}
+    kinds: dict[str, str] = {}
+    raw_measured: dict[str, float] = {}
+    for dtype, fig in (data.get("flops") or {}).items():
+        val, kind, src = _pick(fig)
+        if val is None:
+            continue
+        d = norm_dtype(dtype)
+        flops[d], kinds[d] = val, kind
+        if src:
+            sources[f"flops.{d}"] = src
+        if kind == "measured":
+            raw_measured[d] = val
+    unusable: list[str] = []
+    if "bf16" in raw_measured and "fp16" in raw_measured:
+        a, b = raw_measured["bf16"], raw_measured["fp16"]
+        rel = abs(a - b) / max(a, b)
+        if rel > BF16_FP16_TOLERANCE:
+            unusable = ["bf16", "fp16"]
+            notes.append(
+                f"measured bf16 ({a:.4g}) and fp16 ({b:.4g}) peaks differ by {rel:.1%} > "
+                f"{BF16_FP16_TOLERANCE:.0%}: the microbench is mis-calibrated, the compute axis for "
+                "bf16/fp16 is not usable for ranking (seed 002 section 8)")
+    return Peaks(
+        device=str(data.get("device")), gfx=data.get("gfx"), vendor=data.get("vendor"),
+        hbm_bw_bytes_s=hbm, hbm_bw_kind=hbm_kind, flops=flops, flops_kind=kinds, source=source,
+        confidence=confidence, compute_unusable_dtypes=unusable, notes=notes, sources=sources,
+        table_file=table_file, raw=data,
+    )
+
+
+def resolve(gpu_name: str | None = None, gfx: str | None = None, *, device_props: dict | None = None,
+            peaks_file: str | Path | None = None, directory: str | Path | None = None) -> Peaks:
+    """Resolve the peaks for a device: explicit file, then gpu_name, then gfx, then L1 (derived).
+
+    Raises PeaksError only when nothing at all can be derived (no table, no device properties).
+    """
+    if peaks_file:
+        import yaml
+
+        with open(peaks_file, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+        if not isinstance(data, dict):
+            raise PeaksError(f"{peaks_file}: not a peak table")
+        return from_table(data, str(peaks_file), source="file")
+    tables = load_tables(directory)
+    if gpu_name:
+        key = _norm_name(gpu_name)
+        for path, data in tables:
+            names = [_norm_name(n) for n in data.get("names", [])] + [_norm_name(data["device"])]
+            if key in names:
+                return from_table(data, path)
+    if gfx:
+        g = str(gfx).strip().lower()
+        hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == g]
+        if len(hits) == 1:
+            pk = from_table(hits[0][1], hits[0][0])
+            if gpu_name:
+                pk.notes.append(f"gpu_name {gpu_name!r} is not in the tables; resolved by gfx {gfx}")
+            return pk
+        if len(hits) > 1:
+            default = [h for h in hits if h[1].get("gfx_default")] or hits[:1]
+            pk = from_table(default[0][1], default[0][0], confidence="low")
+            others = ", ".join(d["device"] for _, d in hits)
+            pk.notes.append(f"{gfx} is shared by {others}; took {pk.device} with confidence low: "
+                            "pass gpu_name to pick the right one")
+            return pk
+    return derive(gpu_name, gfx, device_props)
+
+
+def derive(gpu_name: str | None, gfx: str | None, props: dict | None) -> Peaks:
+    """Level L1: peaks from device properties (confidence low). `props` keys (any subset):
+    hbm_bw_bytes_s, memory_clock_hz + memory_bus_width_bits, flops: {dtype: FLOP/s}."""
+    props = dict(props or {})
+    hbm = props.get("hbm_bw_bytes_s")
+    if hbm is None and props.get("memory_clock_hz") and props.get("memory_bus_width_bits"):
+        # NB: DDR: two transfers per clock; bus width in bits -> bytes.
+        hbm = 2.0 * float(props["memory_clock_hz"]) * float(props["memory_bus_width_bits"]) / 8.0
+    flops = {norm_dtype(k): float(v) for k, v in (props.get("flops") or {}).items()}
+    if hbm is None and not flops:
+        raise PeaksError(
+            f"no peak table for device {gpu_name or '?'} ({gfx or '?'}) and no device properties to "
+            "derive peaks from: pass --peaks FILE (see `roofline peaks show h200` for the format)")
+    pk = Peaks(device=gpu_name or gfx or "unknown", gfx=gfx, vendor=None, hbm_bw_bytes_s=hbm,
+               hbm_bw_kind="derived", flops=flops, flops_kind={d: "derived" for d in flops},
+               source="derived", confidence="low")
+    pk.notes.append("level L1: device not in the peak tables; peaks derived from device properties, "
+                    "every entry is display-only (confidence low)")
+    return pk

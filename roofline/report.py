@@ -1,0 +1,167 @@
+"""The artifact JSON and its markdown twin; the terminal table. Writes are atomic: a temp file in
+the same directory, fsync, then os.replace, so a crash never leaves a half-written artifact and a
+failed re-run leaves the previous one in place."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+ARTIFACT_JSON = "profile_roofline.json"
+ARTIFACT_MD = "profile_roofline.md"
+
+
+def _clean(o):
+    """JSON has no NaN/inf: write them as null (the schema allows null where a value can be absent)."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def to_json(art: dict) -> str:
+    return json.dumps(_clean(art), indent=2, allow_nan=False) + "\n"
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_artifact(art: dict, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write profile_roofline.json and .md into out_dir, each atomically; JSON first is fine since
+    both are rendered before either is written (a rendering error writes nothing)."""
+    out_dir = Path(out_dir)
+    js, md = to_json(art), to_markdown(art)
+    pj, pm = out_dir / ARTIFACT_JSON, out_dir / ARTIFACT_MD
+    atomic_write(pj, js)
+    atomic_write(pm, md)
+    return pj, pm
+
+
+def _pct(x, digits=0):
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _x(x):
+    return "-" if x is None else f"{x:.3f}x"
+
+
+def _gain(x):
+    return "-" if x is None else f"+{x:.2f}%"
+
+
+def table_rows(art: dict) -> list[list[str]]:
+    by_name = {e["name"]: e for e in art["entries"]}
+    rows = []
+    for rank, name in enumerate(art["ranking_by_pct"], 1):
+        e = by_name[name]
+        gain_rank = art["ranking_by_expected_gain"].index(name) + 1
+        pct = _pct(e.get("roofline_pct"))
+        if e.get("suspect"):
+            pct += " (suspect)"
+        hc = e.get("headroom_class", "unknown")
+        if e.get("provisional_headroom_class"):
+            hc += f" (provisional: {e['provisional_headroom_class']})"
+        rows.append([str(rank), str(gain_rank), e.get("short_name") or name, f"{e['pct_gpu_time']:.2f}",
+                     e.get("bound_type", "unknown"), pct, hc, _x(e.get("attainable_speedup")),
+                     _gain(e.get("expected_e2e_gain_pct")), e.get("confidence", "low"), e.get("route", "")])
+    return rows
+
+
+HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain",
+           "conf", "route"]
+
+
+def render_table(art: dict) -> str:
+    rows = table_rows(art)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(HEADERS)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+    out = [line(HEADERS), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    if not rows:
+        out.append("(no entry at or above the head threshold)")
+    return "\n".join(out) + "\n"
+
+
+def to_markdown(art: dict) -> str:
+    pk = art.get("peaks") or {"device": "unknown", "flops": {}, "flops_kind": {}, "hbm_bw_bytes_s": None}
+    L = [f"# Roofline headroom: stage {art['stage']}", ""]
+    flops = ", ".join(f"{d} {v / 1e12:.0f} TFLOP/s ({pk['flops_kind'].get(d)})" for d, v in pk["flops"].items())
+    L.append(f"Device **{pk['device']}** ({art.get('gfx')}); memory roof {pk['hbm_bw_bytes_s'] / 1e12:.2f} TB/s "
+             f"({pk['hbm_bw_kind']}); compute roofs: {flops}. Peaks: {pk['source']}, confidence {pk['confidence']}."
+             if pk.get("hbm_bw_bytes_s") else f"Device **{pk['device']}**: no memory roof.")
+    L.append("")
+    L.append(f"Head: entries with pct_gpu_time >= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}. "
+             "Ranks: `#pct` by share of GPU time, `#gain` by expected end-to-end gain (both kept: they disagree "
+             "on purpose).")
+    L.append("")
+    rows = table_rows(art)
+    L.append("| " + " | ".join(HEADERS) + " |")
+    L.append("|" + "|".join("---" for _ in HEADERS) + "|")
+    for r in rows:
+        L.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
+    if not rows:
+        L.append("\n_No entry at or above the head threshold._")
+    if art.get("plot"):
+        L += ["", f"![roofline]({art['plot']})"]
+    L += ["", "## Entries", ""]
+    for e in art["entries"]:
+        L.append(f"### {e.get('short_name')} ({e['pct_gpu_time']:.2f}% GPU)")
+        L.append("")
+        L.append(f"- name: `{e['name']}`")
+        if e.get("modeled"):
+            L.append(f"- {e['op_class']}, {e['regime']}, {e['t_ms'] * 1e3:.2f} us/launch x "
+                     f"{e.get('launches_per_logical_op', 1)} per logical op; bytes {e['bytes_est'] / 1e6:.3f} MB, "
+                     f"FLOPs {e['flops_est'] / 1e9:.3f} G, AI {e['arithmetic_intensity']:.2f} vs ridge "
+                     f"{e['ridge_point']:.1f}")
+            L.append(f"- achieved {e['achieved_bw_bytes_s'] / 1e12:.3f} TB/s (hbm_util {_pct(e['hbm_util'], 1)}), "
+                     f"{e['achieved_flops'] / 1e12:.2f} TFLOP/s (compute_util {_pct(e['compute_util'], 1)}); "
+                     f"roofline {_pct(e['roofline_pct_raw'], 1)} vs target_eff {e['target_eff']:.2f}")
+            if e.get("bytes_measured") is not None:
+                L.append(f"- stage C: measured {e['bytes_measured'] / 1e6:.3f} MB vs model {e['bytes_model'] / 1e6:.3f} MB"
+                         + (f"; issued/useful FLOPs {e['padding_waste_ratio']:.2f}" if e.get("padding_waste_ratio") else ""))
+            for a in e.get("alternatives", []):
+                L.append(f"  - byte model `{a['model']}`: {a['bytes_est'] / 1e6:.1f} MB -> "
+                         f"{_pct(a['roofline_pct_raw'], 1)} ({'feasible' if a['feasible'] else 'INFEASIBLE'})")
+        if e.get("measured"):
+            ms = e["measured"]
+            L.append(f"- predicted vs measured: attainable {_x(e.get('attainable_speedup'))} predicted, "
+                     f"{_x(ms.get('measured_attainable_speedup'))} measured ({ms.get('verdict', '')})")
+        L.append(f"- route: {e.get('route_reason', '')}")
+        for lv in e.get("byte_reduction_levers", []):
+            L.append(f"  - lever: {lv}")
+        if e.get("notes"):
+            L.append(f"- notes: {e['notes']}")
+        L.append("")
+    L.append("## Degraded")
+    L.append("")
+    if art["degraded"]:
+        for d in art["degraded"]:
+            L.append(f"- `{d['name']}`: {d['reason']}")
+    else:
+        L.append("None.")
+    if art.get("unmatched_counters"):
+        L += ["", "## Counter rows matching no head entry", ""] + [f"- `{n}`" for n in art["unmatched_counters"]]
+    if art["skill_errors"]:
+        L += ["", "## Skill errors", ""] + [f"- {s['where']}: {s['error']}" for s in art["skill_errors"]]
+    if pk.get("notes"):
+        L += ["", "## Peak notes", ""] + [f"- {n}" for n in pk["notes"]]
+    return "\n".join(L) + "\n"

@@ -1,0 +1,117 @@
+"""Seed 002 section 7: target_eff priors, the routing table, the shippability gate and the
+byte-reduction levers. Every prior lives in TARGET_EFF and nowhere else."""
+from __future__ import annotations
+
+# target_eff: how close a WELL-implemented kernel of this class gets to its roofline bound. Set by
+# access regularity. Priors, not constants: `roofline playbook` proposes corrections (section 8).
+TARGET_EFF: dict[str, float] = {
+    "gemm": 0.90,          # regular, dense compute
+    "moe": 0.90,           # decode weight streaming is essentially a memcpy
+    "elementwise": 0.85,   # pure streaming: trivial streams top out near 0.85 of the pin rate
+    "norm": 0.85,          # (seed: 0.85-0.90; the low end, since a row reduction adds a dependency)
+    "quant": 0.85,
+    "attn_decode": 0.50,   # irregular paged KV access, occupancy-sensitive
+    "attn_prefill": 0.70,  # NB: not in the seed; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
+}
+
+# Headroom bands, against target_eff (section 3 step 6).
+SATURATED_FRAC = 0.9
+MODERATE_FRAC = 0.6
+# pct_gpu_time at or above which a head counts as "high" in the routing table. The head threshold
+# already drops what is below the noise band, so every analysed head is high by default.
+HIGH_PCT_GPU_TIME = 5.0
+
+ROUTES = {
+    "kernel_track_top": "kernel track, top priority: real micro-optimization headroom",
+    "kernel_track_latency": "kernel track: the lever is occupancy / dependency chain / fusion / split-K, not byte reduction",
+    "kernel_track_moderate": "kernel track, after the underperforming heads: moderate headroom",
+    "byte_reduction": "byte-reduction / algorithmic track (NOT dropped): move fewer bytes for the same work",
+    "fewer_bytes_or_fusion": "occupancy/access pattern is the ceiling: fewer bytes (e.g. fp8 KV) or fusion; not more tuning",
+    "fewer_flops": "compute-saturated: fewer or cheaper FLOPs (lower precision, algorithmic change); not more tuning",
+    "fusion_or_graph": "dispatch-bound: fuse it away or capture it in a graph; kernel tuning cannot help",
+    "host_side": "host-side track only (not editable): dispatch/path selection, tuning DB, backend swap",
+    "low_priority": "low priority (ordinary Amdahl)",
+    "pct_fallback": "no verdict: fall back to pct_gpu_time ordering",
+}
+
+
+def target_eff_for(op_class: str, regime: str) -> float | None:
+    if op_class == "attn":
+        return TARGET_EFF["attn_prefill" if regime == "prefill" else "attn_decode"]
+    return TARGET_EFF.get(op_class)
+
+
+def headroom_class(roofline_pct: float, target_eff: float) -> str:
+    if roofline_pct >= SATURATED_FRAC * target_eff:
+        return "saturated"
+    if roofline_pct >= MODERATE_FRAC * target_eff:
+        return "moderate"
+    return "underperforming"
+
+
+def route(entry: dict) -> str:
+    """The routing table of section 7, applied after the shippability gate. Returns a ROUTES key."""
+    if entry.get("editable") is False:
+        return "host_side"
+    if entry.get("dispatch_bound"):
+        return "fusion_or_graph"
+    hc, bt = entry.get("headroom_class"), entry.get("bound_type")
+    if hc in (None, "unknown") or entry.get("confidence") == "low":
+        return "pct_fallback"
+    if entry.get("pct_gpu_time", 0.0) < HIGH_PCT_GPU_TIME:
+        return "low_priority"
+    if hc == "underperforming":
+        return "kernel_track_latency" if bt == "latency" else "kernel_track_top"
+    if hc == "moderate":
+        return "kernel_track_latency" if bt == "latency" else "kernel_track_moderate"
+    # saturated
+    if bt == "memory":
+        return "byte_reduction"
+    if bt == "latency":
+        return "fewer_bytes_or_fusion"
+    return "fewer_flops"
+
+
+_FUSABLE = ("elementwise", "norm", "quant")
+_NARROWER = {"fp32": "bf16", "bf16": "fp8", "fp16": "fp8", "fp8": "fp4"}
+
+
+def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict, dtypes: dict) -> list[str]:
+    """Section 7.1: levers that make a saturated kernel move fewer bytes for the same work."""
+    levers: list[str] = []
+    # 1. fuse an adjacent op away: prologue/epilogue kernels that appear separately in the Top-N
+    for other in all_entries:
+        if other is entry or other.get("op_class") not in _FUSABLE:
+            continue
+        levers.append(
+            f"fuse {other['short_name']} ({other['op_class']}, {other['pct_gpu_time']:.2f}% GPU) into "
+            "this kernel: removes an activation round-trip and that kernel's own time")
+    # 2. stop reading what isn't used
+    if entry.get("op_class") == "moe" and model_info.get("experts_hit") is not None:
+        hit, E = model_info["experts_hit"], model_info["E"]
+        if hit < E - 0.5:
+            waste = (E - hit) * model_info["expert_weight_bytes"]
+            levers.append(
+                f"stop reading unrouted experts: routing touches ~{hit:.0f} of {E} experts; streaming all "
+                f"of them moves {waste / 1e6:.0f} MB more per logical op")
+    # 3. layout / packing
+    waste_ratio = entry.get("padding_waste_ratio")
+    if waste_ratio is not None and waste_ratio > 1.05:
+        levers.append(f"layout/packing: the hardware issued {waste_ratio:.2f}x the useful FLOPs (padding); "
+                      "remove padding waste, improve coalescing and L2 reuse between stages")
+    else:
+        levers.append("layout/packing: remove padding waste, improve coalescing, improve L2 reuse between "
+                      "stages of the same logical op")
+    # 4. lower precision (lossy)
+    op = entry.get("op_class")
+    if op == "attn":
+        kv = dtypes.get("kv")
+        if kv in _NARROWER:
+            levers.append(f"lower-precision KV cache ({kv} -> {_NARROWER[kv]}): halves KV bytes; LOSSY, must "
+                          "pass the accuracy gate")
+    else:
+        w = dtypes.get("weight")
+        if op in ("gemm", "moe") and w in _NARROWER:
+            levers.append(f"lower-precision weights ({w} -> {_NARROWER[w]}): halves weight bytes; LOSSY, must "
+                          "pass the accuracy gate")
+    return levers
