@@ -50,9 +50,9 @@ def read_json(path: str | Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(str(p), "", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-                         " (truncated?)" if exc.pos >= len(text.rstrip()) - 1 else
-                         f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated")
+        raise InputError(str(p), "", f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+                         + (" - truncated?" if truncated else "")) from None
 
 
 class _V:

@@ -1,0 +1,96 @@
+"""Stage-C counter readers: Nsight Compute (.ncu-rep, raw-page CSV) and rocprofv3 CSV.
+
+    from roofline.counters import load, match, CounterReadError
+    records = load("known.ncu-rep")            # -> list[KernelCounters], one per kernel name
+    by_entry, unmatched = match(topn_entries, records)
+
+`load` decides the format from the file's CONTENT, not its name:
+- gzip                                   -> decompressed, then as below
+- binary (NUL bytes or not UTF-8)        -> Nsight Compute report, through `ncu_report`
+- text whose header row is "ID",...,"Kernel Name",...   -> `ncu --import R --csv --page raw`
+- text with Kernel_Name, Counter_Name, Counter_Value    -> rocprofv3 counter collection
+Anything else, or a file that fails to parse, raises CounterReadError (a ValueError) whose
+message is one line naming the file and the problem.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import tempfile
+import zlib
+from pathlib import Path
+
+from .base import KernelCounters
+from .errors import CounterReadError
+from .match import canonical_name, match, short_name
+
+__all__ = ["KernelCounters", "CounterReadError", "load", "match", "canonical_name", "short_name"]
+
+_SNIFF = 1 << 16
+
+
+def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
+    """Read a counter file into one KernelCounters per kernel name (per-launch averages)."""
+    p = Path(path)
+    if not p.exists():
+        raise CounterReadError(p, "no such file")
+    if not p.is_file():
+        raise CounterReadError(p, "not a regular file")
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise CounterReadError(p, f"cannot be read ({e.strerror or e})") from e
+    if not raw.strip():
+        raise CounterReadError(p, "the file is empty")
+    if raw[:2] == b"\x1f\x8b":                 # gzip: any of the formats below, compressed
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise CounterReadError(p, f"gzip data is corrupt ({e})") from e
+        if b"\x00" in raw[:_SNIFF] or not _is_utf8(raw):
+            from .ncu import read_ncu_rep
+
+            with tempfile.TemporaryDirectory(prefix="roofline-ncu-") as d:
+                tmp = Path(d) / (p.name[:-3] if p.name.endswith(".gz") else p.name + ".ncu-rep")
+                tmp.write_bytes(raw)
+                try:
+                    return read_ncu_rep(tmp)
+                except CounterReadError as e:
+                    raise CounterReadError(p, e.problem) from e
+    text = raw.decode("utf-8-sig") if b"\x00" not in raw[:_SNIFF] and _is_utf8(raw) else None
+    if text is None:
+        from .ncu import read_ncu_rep
+
+        return read_ncu_rep(p)
+
+    first = _first_table_row(text)
+    from .ncu import is_ncu_csv_header, read_ncu_csv_text
+    from .rocprof import MOPS_F8_FLOPS_PER_UNIT, is_rocprof_header, read_rocprof_csv_text
+
+    if first is not None and is_ncu_csv_header(first):
+        return read_ncu_csv_text(text, p)
+    if first is not None and is_rocprof_header(first):
+        return read_rocprof_csv_text(text, p, mops_f8_factor or MOPS_F8_FLOPS_PER_UNIT)
+    raise CounterReadError(p, "not a counter file this reader knows (expected an .ncu-rep, the CSV of "
+                              "`ncu --import R --csv --page raw`, or a rocprofv3 counter-collection CSV)")
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _first_table_row(text: str) -> list[str] | None:
+    """The first CSV row that is not an ncu log line (==PROF==, ==WARNING==, ...)."""
+    for line in text.splitlines()[:200]:
+        if not line.strip() or line.startswith("=="):
+            continue
+        try:
+            return next(csv.reader(io.StringIO(line)))
+        except (csv.Error, StopIteration):
+            return None
+    return None

@@ -1,0 +1,67 @@
+"""Per-launch averaging over the launches of one kernel name, and the `unstable` flag."""
+from __future__ import annotations
+
+from statistics import fmean
+
+from .base import KernelCounters
+
+# Launches of one kernel name are flagged `unstable` when (max - min) / mean of their duration,
+# DRAM bytes or issued FLOPs exceeds this band. On the H200 fixture two launches of one GEMM
+# differ by 0.3% in time and 0.2% in DRAM bytes (tensor FLOPs: exactly equal), so 20% is far
+# above counter noise and catches the real cause of disagreement: one kernel name launched on
+# different shapes (whose average is not the per-launch work of any of them).
+UNSTABLE_BAND = 0.20
+
+_SCALARS = ("t_ms", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "cuda_core_flops",
+            "l2_bytes", "l1_bytes", "report_peak_hbm_bw_bytes_s", "report_sm_clock_hz")
+_STABILITY_KEYS = ("t_ms", "dram_bytes", "flops_issued")
+
+
+def _mean(values):
+    vals = [v for v in values if v is not None]
+    return fmean(vals) if vals else None
+
+
+def spread(values) -> float | None:
+    """(max - min) / mean over the measured values, None with fewer than two."""
+    vals = [float(v) for v in values if v is not None]
+    if len(vals) < 2:
+        return None
+    m = fmean(vals)
+    if m == 0:
+        return 0.0 if max(vals) == min(vals) else float("inf")
+    return (max(vals) - min(vals)) / abs(m)
+
+
+def average(name: str, launches: list[KernelCounters], source: str,
+            band: float = UNSTABLE_BAND) -> KernelCounters:
+    """One KernelCounters per name: field-wise mean over the launches that measured it."""
+    if len(launches) == 1:
+        kc = launches[0]
+        kc.launches = 1
+        return kc
+    out = KernelCounters(name=name, launches=len(launches), source=source)
+    for f in _SCALARS:
+        setattr(out, f, _mean(getattr(k, f) for k in launches))
+    dtypes = [d for k in launches for d in k.tensor_flops_by_dtype]
+    for d in dict.fromkeys(dtypes):
+        out.tensor_flops_by_dtype[d] = _mean(k.tensor_flops_by_dtype.get(d) for k in launches)
+    for key in dict.fromkeys(x for k in launches for x in k.extra):
+        out.extra[key] = _mean(k.extra.get(key) for k in launches)
+    out.device_name = next((k.device_name for k in launches if k.device_name), None)
+    worst = 0.0
+    for key in _STABILITY_KEYS:
+        s = spread(getattr(k, key) for k in launches)
+        if s is not None:
+            out.extra[f"launch_spread.{key}"] = s
+            worst = max(worst, s)
+    out.unstable = worst > band or any(k.unstable for k in launches)
+    return out
+
+
+def group_average(named: list[tuple[str, KernelCounters]], source: str) -> list[KernelCounters]:
+    """Average launches that share a name; order of first appearance is kept."""
+    groups: dict[str, list[KernelCounters]] = {}
+    for name, kc in named:
+        groups.setdefault(name, []).append(kc)
+    return [average(n, ks, source) for n, ks in groups.items()]

@@ -1,0 +1,225 @@
+"""Nsight Compute readers: .ncu-rep (through the `ncu_report` module of the PyPI package
+`ncu-report`, no GPU needed) and the CSV of `ncu --import R --csv --page raw` (with or without
+`--print-units base`).
+
+Both readers first turn every launch into {metric name: value in ncu's base unit} and share
+`launch_counters()` for the arithmetic, so the two paths give the same KernelCounters for the
+same report (names aside: ncu_report's demangler and the ncu 2025.3.1 CLI's print a few names
+differently, e.g. `(int)8` vs `8`; `roofline.counters.match.canonical_name` maps both to one).
+
+Metric names are Hopper's (`ncu --query-metrics --chip gh100`); see shared/reference/H200.md.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from .aggregate import group_average
+from .base import KernelCounters
+from .errors import CounterReadError
+from .units import UnitError, parse_number, unit_factor
+
+DURATION = "gpu__time_duration.sum"
+DRAM_READ = "dram__bytes_read.sum"
+DRAM_WRITE = "dram__bytes_write.sum"
+DRAM_TOTAL = "dram__bytes.sum"
+DRAM_PEAK_PER_CYCLE = "dram__bytes.sum.peak_sustained"
+DRAM_CLOCK = "dram__cycles_elapsed.avg.per_second"
+SM_CLOCK_MEASURED = "sm__cycles_elapsed.avg.per_second"
+SM_CLOCK_MAX_KHZ = "device__attribute_max_gpu_frequency_khz"   # kHz, printed unitless
+L2_BYTES = "lts__t_bytes.sum"
+L1_BYTES = "l1tex__t_bytes.sum"
+DEVICE_NAME = "device__attribute_display_name"
+
+# issued tensor-pipe ops per source dtype; an FMA counts as 2 (they are FLOPs), padding included.
+# Several names per dtype: the first present wins; a list inside means "sum these" (chips that
+# split fp16 by accumulator type).
+TENSOR_OPS: dict[str, list] = {
+    "bf16": ["sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_bf16.sum"],
+    "fp16": ["sm__ops_path_tensor_src_fp16.sum",
+             ["sm__ops_path_tensor_src_fp16_dst_fp16.sum", "sm__ops_path_tensor_src_fp16_dst_fp32.sum"]],
+    "fp8": ["sm__ops_path_tensor_src_fp8.sum"],
+    "tf32": ["sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_tf32.sum"],
+    "fp64": ["sm__ops_path_tensor_src_fp64.sum"],
+    "int8": ["sm__ops_path_tensor_src_int8.sum"],        # integer ops, kept apart by its key
+}
+# dense (sparsity off) tensor peaks per cycle: the ones to divide dense FLOPs by (H200.md:
+# sm__ops_path_tensor_src_bf16_dst_fp32.sum.peak_sustained is 2x this, it includes sparsity)
+TENSOR_PEAKS_PER_CYCLE = {
+    "bf16": "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained",
+    "fp16": "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum.peak_sustained",
+    "fp8": "sm__ops_path_tensor_src_fp8_sparsity_off.sum.peak_sustained",
+    "tf32": "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off.sum.peak_sustained",
+}
+# CUDA-core (thread-level SASS) FLOPs: 2*fma + add + mul per precision.
+# Caveat: HFMA2/HADD2 (packed half2) count once per thread instruction, like ncu's own roofline.
+CUDA_CORE = {prec: {op: f"sm__sass_thread_inst_executed_op_{letter}{op}_pred_on.sum" for op in ("add", "mul", "fma")}
+             for prec, letter in (("half", "h"), ("single", "f"), ("double", "d"))}
+# corroborating metrics copied into `extra` when present (value in base units)
+EXTRA = {
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "compute_memory_throughput_pct",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
+    "launch__grid_size": "grid_size",
+    "launch__block_size": "block_size",
+    "launch__registers_per_thread": "registers_per_thread",
+    SM_CLOCK_MEASURED: "sm_clock_hz_measured",
+    DRAM_CLOCK: "dram_clock_hz",
+    "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum": "tensor_ops_bf16_hgmma_dense",
+}
+
+
+def _flat(names):
+    for n in names:
+        if isinstance(n, list):
+            yield from n
+        else:
+            yield n
+
+
+WANTED: tuple[str, ...] = tuple(dict.fromkeys(
+    [DURATION, DRAM_READ, DRAM_WRITE, DRAM_TOTAL, DRAM_PEAK_PER_CYCLE, DRAM_CLOCK, SM_CLOCK_MEASURED,
+     SM_CLOCK_MAX_KHZ, L2_BYTES, L1_BYTES]
+    + list(_flat(n for v in TENSOR_OPS.values() for n in v))
+    + list(TENSOR_PEAKS_PER_CYCLE.values())
+    + [m for d in CUDA_CORE.values() for m in d.values()]
+    + list(EXTRA)))
+
+
+def launch_counters(name: str, m: dict[str, float | None], source: str,
+                    device_name: str | None = None) -> KernelCounters:
+    """One launch's KernelCounters from {metric: value in ncu base units} (absent = missing)."""
+    g = m.get
+    kc = KernelCounters(name=name, launches=1, source=source, device_name=device_name)
+    if g(DURATION) is not None:
+        kc.t_ms = g(DURATION) / 1e6                       # ns -> ms
+    kc.dram_read_bytes, kc.dram_write_bytes = g(DRAM_READ), g(DRAM_WRITE)
+    if kc.dram_read_bytes is not None and kc.dram_write_bytes is not None:
+        kc.dram_bytes = kc.dram_read_bytes + kc.dram_write_bytes
+    else:
+        kc.dram_bytes = g(DRAM_TOTAL)
+    for dtype, candidates in TENSOR_OPS.items():
+        for c in candidates:
+            parts = c if isinstance(c, list) else [c]
+            vals = [g(p) for p in parts]
+            if all(v is not None for v in vals):
+                kc.tensor_flops_by_dtype[dtype] = float(sum(vals))
+                break
+    total = None
+    for prec, ops in CUDA_CORE.items():
+        vals = {op: g(metric) for op, metric in ops.items()}
+        if all(v is None for v in vals.values()):
+            continue
+        f = 2 * (vals["fma"] or 0.0) + (vals["add"] or 0.0) + (vals["mul"] or 0.0)
+        kc.extra[f"cuda_core_flops_{prec}"] = f
+        total = (total or 0.0) + f
+    kc.cuda_core_flops = total
+    kc.l2_bytes, kc.l1_bytes = g(L2_BYTES), g(L1_BYTES)
+    if g(DRAM_PEAK_PER_CYCLE) is not None and g(DRAM_CLOCK) is not None:
+        kc.report_peak_hbm_bw_bytes_s = g(DRAM_PEAK_PER_CYCLE) * g(DRAM_CLOCK)
+    # the SM clock for a peak is the device's maximum (boost) clock; the measured average over
+    # the kernel (clocks float under --clock-control none) goes to extra
+    if g(SM_CLOCK_MAX_KHZ) is not None:
+        kc.report_sm_clock_hz = g(SM_CLOCK_MAX_KHZ) * 1e3
+    else:
+        kc.report_sm_clock_hz = g(SM_CLOCK_MEASURED)
+    for dtype, metric in TENSOR_PEAKS_PER_CYCLE.items():
+        if g(metric) is not None:
+            kc.extra[f"peak_tensor_ops_per_cycle_dense.{dtype}"] = g(metric)
+    for metric, key in EXTRA.items():
+        if g(metric) is not None:
+            kc.extra[key] = g(metric)
+    return kc
+
+
+# ----------------------------------------------------------------------------- .ncu-rep
+def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
+    try:
+        import ncu_report  # the PyPI package `ncu-report`
+    except ImportError as e:  # pragma: no cover - it is a declared dependency
+        raise CounterReadError(path, f"reading .ncu-rep needs the ncu-report package ({e})") from e
+    try:
+        ctx = ncu_report.load_report(str(path))
+    except Exception as e:  # noqa: BLE001 - any failure of the loader is a bad file
+        raise CounterReadError(path, f"not a loadable Nsight Compute report ({type(e).__name__}: {e})") from e
+    demangled = ncu_report.IAction.NameBase_DEMANGLED
+    named: list[tuple[str, KernelCounters]] = []
+    try:
+        for ri in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(ri)
+            for ai in range(rng.num_actions()):
+                act = rng.action_by_idx(ai)
+                name = act.name(demangled) or act.name()
+                vals: dict[str, float | None] = {}
+                for metric in WANTED:
+                    mm = act.metric_by_name(metric)
+                    if mm is None or not mm.has_value():
+                        continue
+                    try:
+                        vals[metric] = mm.as_double() * unit_factor(mm.unit())
+                    except UnitError as e:
+                        raise CounterReadError(path, f"{metric}: {e}") from e
+                dn = act.metric_by_name(DEVICE_NAME)
+                dev = dn.as_string() if dn is not None and dn.has_value() else None
+                named.append((name, launch_counters(name, vals, "ncu-rep", dev)))
+    except CounterReadError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise CounterReadError(path, f"report could not be walked ({type(e).__name__}: {e})") from e
+    if not named:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+        if magic[:3] != b"NVR":   # every .ncu-rep seen here starts with b"NVR\0"
+            raise CounterReadError(path, "binary file that is not an Nsight Compute report (no NVR header)")
+        raise CounterReadError(path, "the Nsight Compute report holds no kernel results (empty or truncated)")
+    return group_average(named, "ncu-rep")
+
+
+# ----------------------------------------------------------------------------- raw-page CSV
+def is_ncu_csv_header(cells: list[str]) -> bool:
+    return bool(cells) and cells[0].strip() == "ID" and "Kernel Name" in cells
+
+
+def read_ncu_csv_text(text: str, path: str | Path) -> list[KernelCounters]:
+    lines = text.splitlines()
+    # ncu may print ==PROF==/==WARNING== lines before the table: start at the header row
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"') or ln.startswith("ID,")), None)
+    if start is None:
+        raise CounterReadError(path, 'no ncu raw-page header ("ID", ..., "Kernel Name", ...) found')
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header = rows[0]
+    if not is_ncu_csv_header(header):
+        raise CounterReadError(path, "header row lacks the 'Kernel Name' column of `ncu --csv --page raw`")
+    col = {h: i for i, h in enumerate(header)}
+    body = rows[1:]
+    units = [""] * len(header)
+    if body and body[0] and body[0][0].strip() == "" and body[0][col["Kernel Name"]].strip() == "":
+        units = body[0] + [""] * (len(header) - len(body[0]))
+        body = body[1:]
+    present = [m for m in WANTED if m in col]
+    factors = {}
+    for m in present:
+        try:
+            factors[m] = unit_factor(units[col[m]])
+        except UnitError as e:
+            raise CounterReadError(path, f"column {m}: {e}") from e
+    name_i, dev_i = col["Kernel Name"], col.get(DEVICE_NAME)
+    named: list[tuple[str, KernelCounters]] = []
+    for r in body:
+        if not r or all(not c.strip() for c in r):
+            continue
+        if len(r) < len(header):
+            raise CounterReadError(path, f"row {r[0]!r} has {len(r)} cells, the header {len(header)}")
+        vals = {}
+        for m in present:
+            v = parse_number(r[col[m]])
+            if v is not None:
+                vals[m] = v * factors[m]
+        name = r[name_i]
+        dev = r[dev_i] if dev_i is not None and r[dev_i] else None
+        named.append((name, launch_counters(name, vals, "ncu-csv", dev)))
+    if not named:
+        raise CounterReadError(path, "the CSV holds a header but no kernel rows")
+    return group_average(named, "ncu-csv")

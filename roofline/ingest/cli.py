@@ -1,0 +1,131 @@
+"""`roofline topn`: a profile_topN.json from a PyTorch trace or an Nsight Compute report."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+
+import click
+
+_ROUND_RE = re.compile(r"round_(\d+)")
+
+
+def _fail(path: str, problem: str) -> None:
+    click.echo(f"roofline topn: {path}: {problem}", err=True)
+    sys.exit(2)
+
+
+def _kind(path: str) -> str:
+    low = path.lower()
+    if low.endswith(".ncu-rep") or low.endswith(".ncu-rep.gz"):
+        return "ncu-rep"
+    if low.endswith(".csv") or low.endswith(".csv.gz"):
+        return "ncu-csv"
+    return "trace"
+
+
+def _write_atomic(path: str, doc: dict) -> None:
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".topn.", suffix=".json", dir=d)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@click.command(name="topn")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", "out_path", default="profile_topN.json", show_default=True,
+              type=click.Path(dir_okay=False), help="Where to write the Top-N JSON.")
+@click.option("--decode-steps", type=click.IntRange(min=1), default=None,
+              help="Decode steps in the profiled window (launches_per_step = launches / steps).")
+@click.option("--prefill-steps", type=click.IntRange(min=1), default=None,
+              help="Prefill steps in the profiled window.")
+@click.option("--regime", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True,
+              help="Regime of all kernels when neither step counts nor step ranges tell.")
+@click.option("--decode-range", default="decode", show_default=True,
+              help="Regex (case-insensitive) of record_function range names that mark one decode step.")
+@click.option("--prefill-range", default="prefill", show_default=True,
+              help="Regex (case-insensitive) of range names that mark one prefill step.")
+@click.option("--top", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Keep at most this many kernel names (by GPU time).")
+@click.option("--min-pct", type=click.FloatRange(min=0, max=100), default=0.0, show_default=True,
+              help="Drop kernels below this share of GPU time (percent).")
+@click.option("--round", "round_no", type=int, default=None,
+              help="Round number (default: from a round_<R> folder in the -o path, else 0).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, prefill_range, top, min_pct,
+         round_no, quiet):
+    """Build a profile_topN.json from SOURCE: a PyTorch profiler Chrome trace (.json or .json.gz,
+    export_chrome_trace; record_shapes=True fills shapes/dtypes), an Nsight Compute report
+    (.ncu-rep, optionally .gz) or its raw-page CSV (ncu --import R --csv --page raw).
+
+    Times in the output are milliseconds; pct_gpu_time is percent of all kernel time in the window.
+    Without --decode-steps/--prefill-steps, steps come from step ranges in the trace (range names
+    matching --decode-range/--prefill-range, or ProfilerStep#N), else the window is one step; the
+    assumption is written to 'notes' and to stderr. Exit 2 on unusable input, with one line on stderr.
+    """
+    from roofline.ingest.topn import StepPlan, TopNError, aggregate_trace, build_topn
+
+    for rx in (decode_range, prefill_range):
+        try:
+            re.compile(rx)
+        except re.error as exc:
+            _fail(source, f"bad range regex {rx!r}: {exc}")
+    if not os.path.isfile(source):
+        _fail(source, "no such file")
+    if round_no is None:
+        m = _ROUND_RE.search(os.path.abspath(out_path))
+        round_no = int(m.group(1)) if m else 0
+    kind = _kind(source)
+    try:
+        if kind == "trace":
+            from roofline.ingest.torch_trace import TraceError, parse_trace
+            plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
+            try:
+                pt = parse_trace(source, range_regex=[decode_range, prefill_range])
+                aggs, steps, notes = aggregate_trace(pt, plan)
+            except TraceError as exc:
+                _fail(source, str(exc))
+            src = {"kind": "torch_trace", "path": os.path.basename(source), "kernel_launches": pt.n_kernels,
+                   "events": pt.n_events}
+            if pt.device_names:
+                src["devices"] = sorted(set(pt.device_names))
+            doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
+                             round_no=round_no, source=src)
+        else:
+            from roofline.ingest.ncu import NcuError, ncu_steps, read_ncu
+            reg = "prefill" if (prefill_steps is not None and decode_steps is None) else regime
+            if decode_steps is not None and prefill_steps is not None:
+                _fail(source, "an ncu report has no step ranges: give --decode-steps or --prefill-steps, not both")
+            n_steps = decode_steps if reg == "decode" else prefill_steps
+            try:
+                aggs, bad = read_ncu(source, reg)
+            except NcuError as exc:
+                _fail(source, str(exc))
+            steps, notes = ncu_steps(aggs, reg, n_steps)
+            if bad:
+                notes.append(f"{bad} CSV rows without a usable duration skipped")
+            src = {"kind": kind, "path": os.path.basename(source),
+                   "kernel_launches": sum(a.all_count for a in aggs)}
+            doc = build_topn(aggs, steps, notes, top=top, min_pct=min_pct, round_no=round_no, source=src)
+    except TopNError as exc:
+        _fail(source, str(exc))
+    try:
+        _write_atomic(out_path, doc)
+    except OSError as exc:
+        _fail(out_path, f"cannot write: {exc.strerror or exc}")
+    if not quiet:
+        for n in doc["notes"]:
+            click.echo(f"roofline topn: note: {n}", err=True)
+        click.echo(f"roofline topn: wrote {out_path}: {len(doc['entries'])} kernels, "
+                   f"{doc['total_gpu_time_ms']:.3f} ms GPU time, steps decode={doc['serving']['n_decode_steps']} "
+                   f"prefill={doc['serving']['n_prefill_steps']}", err=True)

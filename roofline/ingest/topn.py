@@ -1,0 +1,277 @@
+"""Build a profile_topN.json (../shared/spec/INPUTS.md) from parsed profiler output.
+
+Two sources feed the same builder: a PyTorch trace (:mod:`roofline.ingest.torch_trace`) and an
+Nsight Compute report (:mod:`roofline.ingest.ncu`). Both reduce to *launches*: (kernel name,
+duration, regime, linked op signature).
+
+Steps and regimes, in order of precedence:
+1. explicit ``decode_steps`` / ``prefill_steps``;
+2. step ranges in the trace (record_function / user_annotation names matching ``decode_range`` /
+   ``prefill_range``; kernels are placed by their GPU-side ``gpu_user_annotation`` interval, else by
+   their launch's CPU time), counted per regime;
+3. ``ProfilerStep#N`` ranges (torch.profiler's ``prof.step()``), all in ``default_regime``;
+4. otherwise the whole window is assumed to be one step of ``default_regime``.
+Whatever was assumed is written to ``notes`` (and the CLI echoes it to stderr).
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from roofline.classify import classify, is_library_kernel, short_name
+from roofline.ingest.shapes import shape_for
+
+REGIMES = ("decode", "prefill")
+
+
+class TopNError(Exception):
+    """The profiler output holds nothing to rank (e.g. no kernels)."""
+
+
+@dataclass
+class StepPlan:
+    decode_steps: int | None = None
+    prefill_steps: int | None = None
+    default_regime: str = "decode"
+    decode_range: str = "decode"      # regexes, case-insensitive
+    prefill_range: str = "prefill"
+
+
+@dataclass
+class KernelAgg:
+    name: str
+    count: Counter = field(default_factory=Counter)        # regime -> launches
+    total_us: Counter = field(default_factory=Counter)     # regime -> summed duration (us)
+    sigs: Counter = field(default_factory=Counter)         # (sig idx, regime) -> launches
+    launch_dims: Counter = field(default_factory=Counter)  # (grid, block) -> launches
+
+    @property
+    def all_us(self) -> float:
+        return sum(self.total_us.values())
+
+    @property
+    def all_count(self) -> int:
+        return sum(self.count.values())
+
+
+def _regime_of_name(name: str, plan: StepPlan) -> str | None:
+    if re.search(plan.decode_range, name, re.IGNORECASE):
+        return "decode"
+    if re.search(plan.prefill_range, name, re.IGNORECASE):
+        return "prefill"
+    return None
+
+
+def aggregate_trace(pt, plan: StepPlan):
+    """Per-kernel aggregates, steps per regime, and notes, from a ParsedTrace."""
+    notes: list[str] = []
+    if pt.n_kernels == 0:
+        raise TopNError(f"the trace holds no GPU kernel events (cat 'kernel'; {pt.n_events} events read)")
+    # ---- ranges
+    cpu_r = defaultdict(list)
+    gpu_r = defaultdict(list)
+    prof_steps = set()
+    for r in pt.ranges:
+        if r.name.startswith("ProfilerStep#"):
+            if not r.gpu:
+                prof_steps.add(r.name)
+            continue
+        reg = _regime_of_name(r.name, plan)
+        if reg is None:
+            continue
+        (gpu_r if r.gpu else cpu_r)[reg].append(r)
+    range_mode = bool(cpu_r or gpu_r)
+    steps: dict[str, int] = {}
+    explicit = {"decode": plan.decode_steps, "prefill": plan.prefill_steps}
+
+    # ---- per-launch regime
+    n = pt.n_kernels
+    regime_of = [plan.default_regime] * n
+    outside = 0
+    outside_us = 0.0
+    if range_mode:
+        for reg in REGIMES:
+            c = len(cpu_r[reg]) or len({r.ext_id for r in gpu_r[reg]})
+            if c:
+                steps[reg] = c
+        ivs = []
+        use_gpu = bool(gpu_r)
+        for reg, rs in (gpu_r if use_gpu else cpu_r).items():
+            ivs.extend((r.ts_us, r.ts_us + r.dur_us, reg) for r in rs)
+        ivs.sort()
+        starts = [a for a, _, _ in ivs]
+        for i in range(n):
+            t = pt.k_ts[i] if use_gpu else pt.corr_ts.get(pt.k_corr[i])
+            reg = None
+            if t is not None:
+                j = bisect.bisect_right(starts, t) - 1
+                if j >= 0 and t <= ivs[j][1]:
+                    reg = ivs[j][2]
+            if reg is None:
+                outside += 1
+                outside_us += pt.k_dur[i]
+                reg = "outside"
+            regime_of[i] = reg
+        where = "GPU-side ranges (gpu_user_annotation)" if use_gpu else "CPU-side ranges (launch time)"
+        notes.append("regimes and step counts from step ranges in the trace ("
+                     + ", ".join(f"{k}: {v} x '{(cpu_r[k] or gpu_r[k])[0].name}'" for k, v in steps.items())
+                     + f"); kernels placed by {where}")
+        if outside:
+            notes.append(f"{outside} launches ({outside_us/1000:.3f} ms) ran outside any step range: counted in "
+                         "total_gpu_time_ms and pct_gpu_time, not in regimes")
+        for reg in REGIMES:
+            if explicit[reg] is not None:
+                if reg in steps and steps[reg] != explicit[reg]:
+                    notes.append(f"--{reg}-steps {explicit[reg]} overrides the {steps[reg]} {reg} ranges in the trace")
+                steps[reg] = explicit[reg]
+    else:
+        given = [r for r in REGIMES if explicit[r] is not None]
+        if len(given) == 2:
+            raise TopNError("both --decode-steps and --prefill-steps given, but the trace has no step ranges "
+                            f"matching {plan.decode_range!r} / {plan.prefill_range!r} to tell the regimes apart; "
+                            "profile one regime per trace or name the ranges")
+        reg = given[0] if given else plan.default_regime
+        regime_of = [reg] * n
+        if given:
+            steps[reg] = explicit[reg]
+            notes.append(f"all kernels in regime '{reg}'; {steps[reg]} steps from --{reg}-steps")
+        elif prof_steps:
+            steps[reg] = len(prof_steps)
+            notes.append(f"ASSUMED: all kernels in regime '{reg}' (no --decode-steps/--prefill-steps); "
+                         f"{steps[reg]} steps counted from ProfilerStep# ranges")
+        else:
+            steps[reg] = 1
+            notes.append(f"ASSUMED: all kernels in regime '{reg}' and the whole profiled window is ONE step "
+                         "(no --decode-steps/--prefill-steps, no step ranges): launches_per_step = launches in "
+                         "the window; pass --decode-steps N or --prefill-steps N")
+
+    # ---- aggregate per kernel name
+    aggs: dict[int, KernelAgg] = {}
+    op_by_ext, corr_ext = pt.op_by_ext, pt.corr_ext
+    linked = 0
+    for i in range(n):
+        k = pt.k_name[i]
+        a = aggs.get(k)
+        if a is None:
+            a = aggs[k] = KernelAgg(pt.kernel_names[k])
+            a.launch_dims = pt.launch_dims.get(k, Counter())
+        reg = regime_of[i]
+        a.count[reg] += 1
+        a.total_us[reg] += pt.k_dur[i]
+        ext = pt.k_ext[i]
+        s = op_by_ext.get(ext) if ext >= 0 else None
+        if s is None:
+            x = corr_ext.get(pt.k_corr[i])
+            if x is not None:
+                s = op_by_ext.get(x)
+        if s is not None:
+            a.sigs[(s, reg)] += 1
+            linked += 1
+    if not pt.sigs:
+        notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
+                     "profile with record_shapes=True (vLLM: VLLM_TORCH_PROFILER_RECORD_SHAPES=1)")
+    else:
+        notes.append(f"{linked} of {n} kernel launches linked to the aten op that launched them (External id)")
+    if pt.mem:
+        mem_ms = sum(pt.mem.values()) / 1000
+        notes.append(f"memcpy/memset activity ({sum(pt.mem_count.values())} events, {mem_ms:.3f} ms) is not a kernel: "
+                     "not in total_gpu_time_ms")
+    return list(aggs.values()), steps, notes
+
+
+def build_topn(aggs, steps, notes, *, sigs=None, top: int | None = 30, min_pct: float = 0.0,
+               round_no: int = 0, source: dict | None = None) -> dict:
+    """The Top-N document. ``aggs``: KernelAgg list; ``steps``: regime -> step count."""
+    total_us = sum(a.all_us for a in aggs)
+    if total_us <= 0:
+        raise TopNError("the kernels' total GPU time is zero")
+    aggs = sorted(aggs, key=lambda a: (-a.all_us, a.name))
+    entries = []
+    shown_us = 0.0
+    for a in aggs:
+        pct = 100.0 * a.all_us / total_us
+        if (top is not None and len(entries) >= top) or pct < min_pct:
+            break
+        entries.append(_entry(a, pct, steps, sigs))
+        shown_us += a.all_us
+    notes = list(notes)
+    if len(entries) < len(aggs):
+        notes.append(f"{len(entries)} of {len(aggs)} kernel names listed, {100*shown_us/total_us:.2f}% of GPU time")
+    serving = {"n_decode_steps": int(steps.get("decode", 0)), "n_prefill_steps": int(steps.get("prefill", 0))}
+    doc = {
+        "schema_version": 1,
+        "round": round_no,
+        "total_gpu_time_ms": total_us / 1000.0,
+        "serving": serving,
+        "entries": entries,
+        "notes": notes,
+    }
+    if source:
+        doc["source"] = source
+    return doc
+
+
+def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
+    top_sig = None
+    if a.sigs and sigs is not None:
+        (s0, _), _ = a.sigs.most_common(1)[0]
+        top_sig = sigs[s0]
+    cls = classify(a.name, hint=top_sig.name if top_sig is not None else None)
+    e = {"name": a.name, "short_name": short_name(a.name), "pct_gpu_time": round(pct, 6)}
+    if cls != "unknown":
+        e["classification"] = cls
+    if is_library_kernel(a.name):
+        e["editable"] = False
+    regimes = {}
+    for reg in REGIMES:
+        c = a.count.get(reg, 0)
+        if c and steps.get(reg):
+            regimes[reg] = {"base_latency_ms": a.total_us[reg] / c / 1000.0,
+                            "launches_per_step": c / steps[reg]}
+    if not regimes and steps:
+        # every launch ran outside the step ranges: put them in the first regime, and say so
+        reg = "decode" if "decode" in steps else next(iter(steps))
+        c = a.all_count
+        regimes[reg] = {"base_latency_ms": a.all_us / c / 1000.0, "launches_per_step": c / steps[reg]}
+        e["regime_assumed"] = True
+    e["regimes"] = regimes
+    # provenance (extra fields: the analysis ignores them)
+    e["launches"] = a.all_count
+    e["total_ms"] = a.all_us / 1000.0
+    e["op_class"] = cls
+    if a.launch_dims:
+        (g, b), _ = a.launch_dims.most_common(1)[0]
+        if g is not None:
+            e["grid"] = list(g)
+        if b is not None:
+            e["block"] = list(b)
+    if a.sigs and sigs is not None:
+        ops = Counter()
+        shapes: dict[tuple, list] = {}
+        dtypes = None
+        for (s, reg), c in a.sigs.most_common():
+            sig = sigs[s]
+            ops[sig.name] += c
+            r = shape_for(cls, sig)
+            if r is None:
+                continue
+            shp, dt = r
+            key = tuple(sorted(shp.items()))
+            if key not in shapes:
+                shapes[key] = [shp, 0, set()]
+            shapes[key][1] += c
+            shapes[key][2].add(reg)
+            if dtypes is None and dt:
+                dtypes = dt
+        e["aten_ops"] = dict(ops.most_common())
+        if shapes:
+            lst = sorted(shapes.values(), key=lambda x: -x[1])
+            e["shapes"] = [x[0] for x in lst]
+            e["shape_launches"] = [x[1] for x in lst]
+            if len(steps) > 1:
+                e["shape_regimes"] = ["+".join(sorted(x[2])) for x in lst]
+        if dtypes:
+            e["dtypes"] = dtypes
+    return e

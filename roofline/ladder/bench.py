@@ -1,0 +1,216 @@
+"""Timing of ladder levels beside cuBLAS, in one process, as data.
+
+Every timed launch: L2 flushed first (a 256 MiB buffer rewritten; the H200's L2 is 60 MiB),
+CUDA events around the launch alone, after warm-up. Reported: median with p20/p80 (ms),
+TFLOP/s at the median, % of cuBLAS (same shape, same process, same method), and % of the
+roofline bound for the shape: t_bound = max(2MNK / compute ceiling, fewest bytes / bandwidth),
+fewest bytes = 2 (MK + NK + MN) (each bf16 operand read once, C written once). The ceilings are
+measured in the same run (a device-to-device copy for bandwidth, cuBLAS at 8192^3 for compute);
+datasheet peaks from roofline.peaks are added beside them when that module is there.
+Each (level, shape) is checked for correctness before it is timed; a failing one is not timed.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import check, gpu
+from .registry import LEVELS, Level
+
+DEFAULT_SHAPES: tuple[tuple[int, int, int], ...] = (
+    (128, 128, 64),        # one tile, one K tile: every level can run it
+    (128, 128, 8192),      # one tile, long K: levels 2 and 3
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (64, 4096, 4096),      # decode (M = 64): attention projection
+    (64, 28672, 4096),     # decode: Llama-70B-like MLP up-projection
+)
+
+FLUSH_BYTES = 256 << 20
+
+
+def gemm_flops(m, n, k) -> float:
+    return 2.0 * m * n * k
+
+
+def gemm_min_bytes(m, n, k, elem_bytes=2) -> float:
+    return float(elem_bytes * (m * k + n * k + m * n))
+
+
+def quantiles(ts_ms):
+    a = np.asarray(ts_ms, dtype=np.float64)
+    return float(np.median(a)), float(np.percentile(a, 20)), float(np.percentile(a, 80))
+
+
+class Timer:
+    """Event timing with an L2 flush before every timed launch."""
+
+    def __init__(self):
+        cp = gpu.cupy()
+        self.cp = cp
+        self.flush = cp.empty(FLUSH_BYTES // 4, dtype=cp.uint32)
+
+    def time(self, fn, *, warmup=3, reps=None, budget_ms=400.0, max_reps=100, min_reps=10):
+        cp = self.cp
+        for _ in range(warmup):
+            fn()
+        cp.cuda.runtime.deviceSynchronize()
+        if reps is None:  # size the repeat count from one flushed launch
+            t = self._once(fn, 1)[0]
+            reps = int(min(max_reps, max(min_reps, budget_ms / max(t, 1e-3))))
+        return self._once(fn, reps)
+
+    def _once(self, fn, reps):
+        cp = self.cp
+        evs = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
+        for i, (e0, e1) in enumerate(evs):
+            self.flush.fill(i + 1)
+            e0.record()
+            fn()
+            e1.record()
+        evs[-1][1].synchronize()
+        return [cp.cuda.get_elapsed_time(e0, e1) for e0, e1 in evs]
+
+
+def measure_hbm_copy(timer: Timer, nbytes=2 << 30) -> dict:
+    """Device-to-device copy of `nbytes`; bandwidth counts bytes read + bytes written."""
+    cp = gpu.cupy()
+    src = cp.ones(nbytes // 4, dtype=cp.uint32)
+    dst = cp.empty_like(src)
+    ts = timer.time(lambda: cp.copyto(dst, src), reps=20)
+    med, p20, p80 = quantiles(ts)
+    del src, dst
+    return {"what": f"device-to-device copy of {nbytes >> 20} MiB (read+write bytes)",
+            "bytes_s": 2 * nbytes / (med * 1e-3), "t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
+
+
+def datasheet_peaks(gpu_name: str) -> dict | None:
+    """Peaks from roofline.peaks when that module is there; else the h200 YAML; else None."""
+    try:
+        from roofline.peaks import resolve_peaks  # written by another part of the project
+        p = resolve_peaks(gpu_name=gpu_name, gfx=None)
+        return {"source": "roofline.peaks.resolve_peaks", "hbm_bw_bytes_s": float(p.hbm_bw_bytes_s),
+                "bf16_flops_s": float(p.flops["bf16"])}
+    except Exception:
+        pass
+    try:
+        import yaml
+        from importlib import resources
+        path = resources.files("roofline") / "data" / "peaks" / "h200.yaml"
+        if "H200" in gpu_name and path.is_file():
+            doc = yaml.safe_load(path.read_text())
+            return {"source": str(path), "raw": doc}
+    except Exception:
+        pass
+    return None
+
+
+def roofline_bound_ms(m, n, k, flops_s, bytes_s) -> float:
+    return 1e3 * max(gemm_flops(m, n, k) / flops_s, gemm_min_bytes(m, n, k) / bytes_s)
+
+
+@dataclass
+class BenchResult:
+    meta: dict
+    ceilings: dict
+    rows: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {"meta": self.meta, "ceilings": self.ceilings, "rows": self.rows}
+
+
+def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> BenchResult:
+    """Check, then time every level that supports each shape, beside cuBLAS; returns data."""
+    cp = gpu.cupy()
+    timer = Timer()
+    name = gpu.device_name()
+    hbm = measure_hbm_copy(timer)
+    ceilings = {"hbm_copy": hbm}
+    rows = []
+    have_torch = gpu.torch_or_none() is not None
+
+    # compute ceiling: cuBLAS at 8192^3 in this process
+    if have_torch:
+        m = n = k = 8192
+        a = gpu.random_bf16((m, k), seed=11); b = gpu.random_bf16((n, k), seed=12)
+        c = cp.empty((m, n), dtype=cp.uint16)
+        med, p20, p80 = quantiles(timer.time(lambda: gpu.cublas_tn(a, b, c), reps=20))
+        ceilings["cublas_bf16_8192"] = {"what": "cuBLAS bf16 TN 8192^3 (torch.mm)",
+                                        "flops_s": gemm_flops(m, n, k) / (med * 1e-3),
+                                        "t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
+        del a, b, c
+    peaks = datasheet_peaks(name)
+    if peaks:
+        ceilings["datasheet"] = peaks
+    flops_ceiling = ceilings.get("cublas_bf16_8192", {}).get("flops_s")
+    bw_ceiling = hbm["bytes_s"]
+
+    jobs = [(s, lv) for s in shapes for lv in [None, *levels] if lv is None or lv.supports(*s)]
+    it = progress(jobs) if progress else jobs
+    cublas_ms = {}
+    for (m, n, k), lv in it:
+        if lv is None and not have_torch:
+            continue
+        a = gpu.random_bf16((m, k), seed=seed + 1); b = gpu.random_bf16((n, k), seed=seed + 2)
+        c = cp.empty((m, n), dtype=cp.uint16)
+        row = {"level": 0 if lv is None else lv.id, "name": "cublas" if lv is None else lv.name,
+               "m": m, "n": n, "k": k}
+        if lv is not None:
+            chk = check.check_shape(lv, m, n, k, seed=seed + 7, with_cublas=have_torch)
+            row["check_ok"] = chk.ok
+            row["check_rel_err"] = chk.rel_err_ref
+            if not chk.ok:
+                row["check_reason"] = chk.reason
+                rows.append(row)
+                continue
+            fn = lambda: gpu.launch(lv, a, b, c, m, n, k)  # noqa: E731
+        else:
+            fn = lambda: gpu.cublas_tn(a, b, c)  # noqa: E731
+        ts = timer.time(fn)
+        med, p20, p80 = quantiles(ts)
+        row.update({"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "reps": len(ts),
+                    "tflops": gemm_flops(m, n, k) / (med * 1e-3) / 1e12})
+        if lv is None:
+            cublas_ms[(m, n, k)] = med
+        if (m, n, k) in cublas_ms:
+            row["pct_cublas"] = 100.0 * cublas_ms[(m, n, k)] / med
+        if flops_ceiling:
+            row["pct_roofline_measured"] = 100.0 * roofline_bound_ms(m, n, k, flops_ceiling, bw_ceiling) / med
+        if peaks and "bf16_flops_s" in peaks:
+            row["pct_roofline_datasheet"] = 100.0 * roofline_bound_ms(
+                m, n, k, peaks["bf16_flops_s"], peaks["hbm_bw_bytes_s"]) / med
+        row["bound"] = ("compute" if flops_ceiling and gemm_flops(m, n, k) / flops_ceiling
+                        > gemm_min_bytes(m, n, k) / bw_ceiling else "memory")
+        rows.append(row)
+        del a, b, c
+    meta = {"device": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "method": "CUDA events around each launch, L2 flushed (256 MiB rewrite) before each, "
+                      "warm-up 3, reps sized to ~400 ms (10..100), median/p20/p80",
+            "contract": "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
+            "cupy": cp.__version__}
+    return BenchResult(meta, ceilings, rows)
+
+
+def render_table(res: dict) -> str:
+    """Markdown table of a bench result (the dict form, as written to JSON)."""
+    lines = ["| shape MxNxK | level | t median ms (p20-p80) | TFLOP/s | % cuBLAS | % roofline (measured) | bound | check |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        shape = f"{r['m']}x{r['n']}x{r['k']}"
+        lvl = f"{r['level']} {r['name']}"
+        if "t_ms_median" not in r:
+            lines.append(f"| {shape} | {lvl} | - | - | - | - | - | FAIL: {r.get('check_reason', '')} |")
+            continue
+        t = f"{r['t_ms_median']:.4g} ({r['t_ms_p20']:.4g}-{r['t_ms_p80']:.4g})"
+        pc = f"{r['pct_cublas']:.1f}" if "pct_cublas" in r else "-"
+        pr = f"{r['pct_roofline_measured']:.1f}" if "pct_roofline_measured" in r else "-"
+        ck = "baseline" if r["level"] == 0 else ("ok" if r.get("check_ok") else "FAIL")
+        lines.append(f"| {shape} | {lvl} | {t} | {r['tflops']:.1f} | {pc} | {pr} | {r.get('bound', '-')} | {ck} |")
+    c = res["ceilings"]
+    foot = [f"HBM copy ceiling (same run): {c['hbm_copy']['bytes_s'] / 1e12:.2f} TB/s"]
+    if "cublas_bf16_8192" in c:
+        foot.append(f"compute ceiling = cuBLAS 8192^3 (same run): {c['cublas_bf16_8192']['flops_s'] / 1e12:.0f} TFLOP/s")
+    return "\n".join(lines) + "\n\n" + "; ".join(foot)

@@ -1,0 +1,91 @@
+"""`roofline ladder`: list, run and bench the hand-written sm_90a GEMM ladder."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .registry import LEVELS, get_level
+
+
+def _parse_shape(text: str) -> tuple[int, int, int]:
+    try:
+        m, n, k = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"shape must be MxNxK, got {text!r}")
+    if min(m, n, k) < 1:
+        raise click.BadParameter("M, N, K must be >= 1")
+    return m, n, k
+
+
+def _need_gpu():
+    from . import gpu
+    if not gpu.gpu_available():
+        click.echo("roofline ladder: needs an NVIDIA sm_90a GPU with CuPy (pip install 'roofline[gpu]')", err=True)
+        sys.exit(2)
+
+
+@click.group()
+def ladder():
+    """The hand-written sm_90a GEMM ladder. Contract: C[M,N] = A[M,K] B[N,K]^T ("TN": both
+    K-contiguous, B as an nn.Linear weight), bf16 in, fp32 accumulate, bf16 out."""
+
+
+@ladder.command("list")
+@click.option("--markdown", is_flag=True, help="Print the README table.")
+def list_cmd(markdown):
+    """The levels of the registry."""
+    from .registry import render_markdown_table
+    if markdown:
+        click.echo(render_markdown_table())
+        return
+    for lv in LEVELS:
+        bm, bn, bk = lv.tile_mnk
+        click.echo(f"L{lv.id}  {lv.file:22s} tile {bm}x{bn}x{bk}  {lv.threads} thr  "
+                   f"{lv.smem_bytes // 1024} KiB smem  regs<={lv.regs_max}  [{lv.domain_text()}]")
+        click.echo(f"     {lv.description}")
+
+
+@ladder.command("run")
+@click.option("--level", "level_id", type=int, required=True)
+@click.option("--shape", required=True, help="MxNxK")
+@click.option("--json", "as_json", is_flag=True)
+def run_cmd(level_id, shape, as_json):
+    """Check one level on one shape, then time it beside cuBLAS."""
+    m, n, k = _parse_shape(shape)
+    try:
+        lv = get_level(level_id)
+    except KeyError as exc:
+        raise click.BadParameter(str(exc))
+    if not lv.supports(m, n, k):
+        raise click.BadParameter(f"level {lv.id} supports {lv.domain_text()}")
+    _need_gpu()
+    from . import bench
+    res = bench.run_bench(levels=(lv,), shapes=((m, n, k),)).to_dict()
+    click.echo(json.dumps(res, indent=1) if as_json else bench.render_table(res))
+    if not all(r.get("check_ok", True) for r in res["rows"]):
+        sys.exit(1)
+
+
+@ladder.command("bench")
+@click.option("--shape", "shapes", multiple=True, help="MxNxK (repeatable); default: the standard set")
+@click.option("--level", "level_ids", type=int, multiple=True, help="level id (repeatable); default: all")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON here")
+def bench_cmd(shapes, level_ids, out):
+    """All levels x a shape set, each checked then timed beside cuBLAS (same process)."""
+    _need_gpu()
+    from tqdm import tqdm
+
+    from . import bench
+    lvls = tuple(get_level(i) for i in level_ids) if level_ids else LEVELS
+    shp = tuple(_parse_shape(s) for s in shapes) if shapes else bench.DEFAULT_SHAPES
+    res = bench.run_bench(levels=lvls, shapes=shp,
+                          progress=lambda jobs: tqdm(jobs, desc="ladder bench", unit="run", file=sys.stderr)).to_dict()
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=1))
+    click.echo(bench.render_table(res))
+    if not all(r.get("check_ok", True) for r in res["rows"]):
+        sys.exit(1)

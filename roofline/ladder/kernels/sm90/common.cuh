@@ -1,0 +1,167 @@
+// common.cuh: shared pieces of the sm_90a GEMM ladder (levels 1-3 so far).
+//
+// Problem contract (every level):
+//   C[M,N] = A[M,K] . B[N,K]^T      ("TN": both operands K-contiguous)
+//   A: row-major M x K, bf16.  B: row-major N x K, bf16 (an nn.Linear weight).
+//   C: row-major M x N, bf16.  Accumulation in fp32 (wgmma .f32), one round to bf16 at the end.
+//
+// Shared-memory operand layout (every level): a tile is ROWS x 64 bf16, one 128-byte line per
+// row (64 bf16 = 128 B), rows packed back to back, and the eight 16-byte chunks of row r stored
+// at chunk position (c ^ (r & 7)): the hardware's 128-byte swizzle. That is the layout a TMA
+// load with CU_TENSOR_MAP_SWIZZLE_128B writes, so level 4 can replace the synchronous copy by TMA
+// without touching the MMA side. The swizzle needs each tile to start 1024-byte aligned (the XOR
+// pattern repeats every 8 rows x 128 B).
+//
+// Built with NVRTC (CuPy RawModule) and with nvcc; it includes no headers at all.
+#pragma once
+
+typedef unsigned short bf16_t;        // raw bf16 bits; no cuda_bf16.h needed under NVRTC
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+namespace ladder {
+
+struct __align__(16) U32x4 { u32 x, y, z, w; };
+
+constexpr int BM = 128;   // CTA tile rows (M)
+constexpr int BN = 128;   // CTA tile columns (N)
+constexpr int BK = 64;    // K per shared-memory tile: 64 bf16 = one 128-byte swizzle line
+constexpr int WGMMA_K = 16;          // K of one wgmma (bf16)
+constexpr int THREADS = 256;         // two warpgroups; warpgroup g owns rows [64g, 64g+64)
+constexpr int ACC_REGS = 64;         // m64n128 f32 accumulator: 64*128/128 threads
+
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// --- global -> shared, synchronous, masked ---------------------------------------------------
+// Copy rows [row0, row0+ROWS) x cols [k0, k0+64) of a row-major matrix with `rows` rows and `K`
+// columns into a 128B-swizzled tile. Out-of-range elements are written as +0.0 so that the MMA
+// over a padded tile adds nothing. 16-byte vector loads when the chunk is whole and K % 8 == 0
+// (rows then start 16-byte aligned); element loads otherwise.
+template <int ROWS>
+__device__ __forceinline__ void load_tile_sw128(bf16_t* tile, const bf16_t* __restrict__ g,
+                                                int rows, int K, int row0, int k0, int tid) {
+  constexpr int CHUNKS = ROWS * 8;             // 16-byte chunks in the tile
+  static_assert(CHUNKS % THREADS == 0, "tile must split evenly over the CTA");
+  const bool vec_ok = (K & 7) == 0;
+#pragma unroll
+  for (int i = 0; i < CHUNKS / THREADS; ++i) {
+    const int id = tid + i * THREADS;          // consecutive threads: consecutive chunks of a row
+    const int r = id >> 3, c = id & 7;
+    const int gr = row0 + r, gk = k0 + c * 8;
+    U32x4 v = {0u, 0u, 0u, 0u};
+    if (gr < rows) {
+      const bf16_t* src = g + static_cast<size_t>(gr) * K + gk;
+      if (vec_ok && gk + 8 <= K) {
+        v = *reinterpret_cast<const U32x4*>(src);
+      } else {
+        u32 e[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) e[j] = (gk + j < K) ? static_cast<u32>(src[j]) : 0u;
+        v.x = e[0] | (e[1] << 16); v.y = e[2] | (e[3] << 16);
+        v.z = e[4] | (e[5] << 16); v.w = e[6] | (e[7] << 16);
+      }
+    }
+    *reinterpret_cast<U32x4*>(reinterpret_cast<char*>(tile) + r * 128 + ((c ^ (r & 7)) << 4)) = v;
+  }
+}
+
+// Generic-proxy stores to shared memory become visible to the async proxy (wgmma's operand
+// reads) only after this fence, executed by every writing thread before the CTA barrier.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// --- wgmma shared-memory matrix descriptor --------------------------------------------------
+// bits  0-13 start address >> 4      bits 16-29 leading-dim byte offset >> 4
+// bits 32-45 stride-dim byte offset >> 4   bits 49-51 base offset   bits 62-63 swizzle (1 = 128B)
+// K-major operand in the 128B-swizzle layout above: the 8-row x 16-byte core matrices of one
+// 8-row group sit in one 1024-byte swizzle atom; the next 8-row group (M or N direction) is
+// 1024 bytes on (SBO = 1024). The K extent of one wgmma (16 bf16 = 32 B) stays inside the
+// 128-byte line, so LBO is not used by the hardware here (set to 1 by convention). Stepping K by
+// 16 inside the line = adding 32 bytes to the start address; the swizzle XOR is applied by the
+// hardware to the final address bits, which is why the tile base must be 1024-aligned
+// (base offset field 0).
+__device__ __forceinline__ u64 make_desc_sw128(u32 smem_addr) {
+  u64 d = 0;
+  d |= static_cast<u64>((smem_addr & 0x3FFFF) >> 4);
+  d |= static_cast<u64>(1) << 16;                 // LBO (unused for swizzled K-major)
+  d |= static_cast<u64>(1024 >> 4) << 32;         // SBO: 8 rows x 128 B
+  d |= static_cast<u64>(1) << 62;                 // 128-byte swizzle
+  return d;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+
+// d[64] += A(64x16, smem desc) . B(128x16, smem desc)^T ; both K-major (no transpose).
+// scale_d = 0 makes the instruction ignore the old accumulator (D = A.B).
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[ACC_REGS], u64 desc_a, u64 desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// One BK=64 tile of K for this warpgroup: four k16 steps, each moving the descriptors 32 bytes
+// along the 128-byte line. sA_wg points at this warpgroup's 64 rows of the A tile.
+__device__ __forceinline__ void mma_ktile(float (&acc)[ACC_REGS], const bf16_t* sA_wg, const bf16_t* sB, int first) {
+  const u32 a = smem_u32(sA_wg), b = smem_u32(sB);
+#pragma unroll
+  for (int kk = 0; kk < BK / WGMMA_K; ++kk) {
+    wgmma_m64n128k16_bf16(acc, make_desc_sw128(a + kk * 32), make_desc_sw128(b + kk * 32),
+                          (first && kk == 0) ? 0 : 1);
+  }
+}
+
+// --- accumulators -> global ------------------------------------------------------------------
+// m64nN f32 accumulator layout, thread t of the warpgroup (warp w = t/32, lane l):
+//   d[i] is element (row, col) with row = 16w + l/4 + 8*((i>>1)&1), col = 8*(i>>2) + 2*(l&3) + (i&1).
+// Pairs (d[i], d[i+1]), i even, are adjacent columns: one 4-byte bf16x2 store when both are in
+// range and N is even (then the address is 4-byte aligned), element stores otherwise.
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));  // first source -> upper half
+  return r;
+}
+
+__device__ __forceinline__ void store_acc(const float (&acc)[ACC_REGS], bf16_t* __restrict__ C, int M, int N,
+                                          int row0, int col0, int tid_wg) {
+  const int w = tid_wg >> 5, l = tid_wg & 31;
+  const bool n_even = (N & 1) == 0;
+#pragma unroll
+  for (int i = 0; i < ACC_REGS; i += 2) {
+    const int row = row0 + 16 * w + (l >> 2) + 8 * ((i >> 1) & 1);
+    const int col = col0 + 8 * (i >> 2) + 2 * (l & 3);
+    if (row >= M) continue;
+    const u32 p = pack_bf16x2(acc[i], acc[i + 1]);
+    bf16_t* dst = C + static_cast<size_t>(row) * N + col;
+    if (n_even && col + 1 < N) {
+      *reinterpret_cast<u32*>(dst) = p;
+    } else {
+      if (col < N) dst[0] = static_cast<bf16_t>(p & 0xFFFFu);
+      if (col + 1 < N) dst[1] = static_cast<bf16_t>(p >> 16);
+    }
+  }
+}
+
+}  // namespace ladder

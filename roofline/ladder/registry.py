@@ -1,0 +1,105 @@
+"""The one registry of GEMM-ladder levels.
+
+The CLI (`roofline ladder list`), the README table (`render_markdown_table`) and the tests all
+read `LEVELS`. A level is one CUDA file under kernels/sm90/; its numbers here are promises that
+tests/test_ladder_build.py checks against ptxas's resource report (registers at most
+`regs_max`, static shared memory exactly `smem_bytes`, zero spill bytes when `no_spills`).
+
+Problem contract, all levels: C[M,N] = A[M,K] . B[N,K]^T, A row-major (K contiguous), B given
+as [N,K] row-major ("TN", K contiguous, the layout of an nn.Linear weight and cuBLAS's fastest
+path), bf16 in, fp32 accumulate, bf16 out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels" / "sm90"
+ARCH = "sm_90a"
+
+
+@dataclass(frozen=True)
+class Level:
+    id: int
+    name: str
+    file: str                      # under kernels/sm90/
+    kernel: str                    # extern "C" entry point
+    description: str               # one line
+    adds: str                      # what this level adds over the previous one
+    tile_mnk: tuple[int, int, int]  # CTA tile (BM, BN, BK)
+    threads: int
+    smem_bytes: int                # static shared memory per CTA
+    regs_max: int                  # register budget; <= 128 lets two 256-thread CTAs share an SM
+    no_spills: bool                # promise: 0 spill bytes, 0 stack frame
+    max_m: int | None = None       # shape domain; None = any
+    max_n: int | None = None
+    max_k: int | None = None
+    defines: tuple[str, ...] = field(default=())  # extra -D for this build (wrong variants)
+
+    @property
+    def path(self) -> Path:
+        return KERNEL_DIR / self.file
+
+    def supports(self, m: int, n: int, k: int) -> bool:
+        if min(m, n, k) < 1:
+            return False
+        return all(lim is None or v <= lim for v, lim in
+                   ((m, self.max_m), (n, self.max_n), (k, self.max_k)))
+
+    def grid(self, m: int, n: int) -> tuple[int, int, int]:
+        bm, bn, _ = self.tile_mnk
+        if self.max_m is not None and self.max_n is not None:
+            return (1, 1, 1)  # single-tile levels
+        return ((n + bn - 1) // bn, (m + bm - 1) // bm, 1)
+
+    def domain_text(self) -> str:
+        def lim(v):
+            return "any" if v is None else f"<= {v}"
+        return f"M {lim(self.max_m)}, N {lim(self.max_n)}, K {lim(self.max_k)}"
+
+
+_TILE = (128, 128, 64)
+_SMEM = (128 * 64 + 128 * 64) * 2  # A and B tiles, bf16
+
+LEVELS: tuple[Level, ...] = (
+    Level(1, "single_tile", "l01_single_tile.cu", "gemm_l01",
+          "one 128x128 tile, one K tile: sync copy to 128B-swizzled smem, 2 warpgroups x 4 wgmma m64n128k16",
+          "tensor-core path: swizzled smem, wgmma descriptors, register epilogue",
+          _TILE, 256, _SMEM, 128, True, max_m=128, max_n=128, max_k=64),
+    Level(2, "kloop", "l02_kloop.cu", "gemm_l02",
+          "level 1 + K loop over 64-wide tiles with zero-filled K tail",
+          "K accumulation (scale-d=0 first step), K tail",
+          _TILE, 256, _SMEM, 128, True, max_m=128, max_n=128, max_k=None),
+    Level(3, "grid", "l03_grid.cu", "gemm_l03",
+          "level 2 over a grid of 128x128 CTA tiles, masked edges, any M, N, K",
+          "grid -> M/N tile mapping, boundary masks on loads and stores",
+          _TILE, 256, _SMEM, 128, True),
+)
+
+# Deliberately wrong builds, kept so that a test proves the check catches them. Never benched.
+WRONG: dict[str, Level] = {
+    "l03_skip_last_k": Level(
+        103, "grid_skip_last_k", "l03_grid.cu", "gemm_l03",
+        "WRONG ON PURPOSE: level 3 that drops the last K tile",
+        "a bug the check must catch", _TILE, 256, _SMEM, 128, True,
+        defines=("LADDER_BUG_SKIP_LAST_KTILE",)),
+}
+
+
+def get_level(level_id: int) -> Level:
+    for lv in LEVELS:
+        if lv.id == level_id:
+            return lv
+    raise KeyError(f"no ladder level {level_id}; known: {[lv.id for lv in LEVELS]}")
+
+
+def render_markdown_table() -> str:
+    """The README's level table, generated from LEVELS."""
+    rows = ["| level | file | what it adds | tile (MxNxK) | threads | smem | regs <= | no spills | shapes |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for lv in LEVELS:
+        t = "x".join(map(str, lv.tile_mnk))
+        rows.append(f"| {lv.id} | `kernels/sm90/{lv.file}` | {lv.adds} | {t} | {lv.threads} | "
+                    f"{lv.smem_bytes // 1024} KiB | {lv.regs_max} | {'yes' if lv.no_spills else 'no'} | "
+                    f"{lv.domain_text()} |")
+    return "\n".join(rows)

@@ -1,0 +1,220 @@
+"""The section-3 procedure: head scoping, units, bound type, no-verdict cases, degradation ladder,
+routing rows and levers. H200 peaks: 4.8e12 B/s pin rate, bf16 roof 691.66e12 FLOP/s (measured)."""
+import pytest
+
+from roofline import analysis, api, routing
+from roofline.peaks import resolve
+
+from conftest import entry, h200_env, topn
+
+PBW = 4.8e12
+PBF16 = 691.66e12
+
+
+def run(*entries, env=None, config=None, **kw):
+    return api.analyze(topn(*entries), env or h200_env(), config, **kw)
+
+
+def gemm_entry(name, pct, M, N, K, bw_frac=None, t_ms=None, **kw):
+    """A captured-shape GEMM whose latency puts it at bw_frac of the memory roof."""
+    nbytes = 2 * (M * K + K * N + M * N)
+    if t_ms is None:
+        t_ms = nbytes / (bw_frac * PBW) * 1e3
+    return entry(name, pct, t_ms, shapes=[{"M": M, "N": N, "K": K}], classification="gemm", **kw)
+
+
+def E(art, name):
+    return next(e for e in art["entries"] if e["name"] == name)
+
+
+def test_head_scoping_threshold_and_cap_skipped_are_absent_not_degraded():
+    ents = [gemm_entry(f"g{i}", 20 - i, 64, 4096, 4096, 0.5) for i in range(12)] + [gemm_entry("tiny", 1.0, 64, 64, 64, 0.5)]
+    a = run(*ents)
+    names = [e["name"] for e in a["entries"]]
+    assert names == [f"g{i}" for i in range(8)]          # biggest first, capped at 8
+    assert a["degraded"] == []
+    assert a["skipped"]["below_threshold"] == 1 and a["skipped"]["over_cap"] == [f"g{i}" for i in range(8, 12)]
+    a2 = run(*ents, head_threshold_pct=15.0, head_cap=3)
+    assert [e["name"] for e in a2["entries"]] == ["g0", "g1", "g2"]
+
+
+def test_gemm_decode_memory_bound_underperforming_numbers():
+    a = run(gemm_entry("g", 30.0, 64, 4096, 4096, bw_frac=0.3))
+    g = E(a, "g")
+    assert g["hbm_util"] == pytest.approx(0.3)
+    assert g["roof_axis"] == "memory" and g["bound_type"] == "latency"  # both utils < 0.6
+    assert g["arithmetic_intensity"] == pytest.approx(2 * 64 * 4096 * 4096 / (2 * (64 * 4096 * 2 + 4096 * 4096)))
+    assert g["ridge_point"] == pytest.approx(PBF16 / PBW)
+    assert g["headroom_class"] == "underperforming"          # 0.3 < 0.6 x 0.9
+    assert g["attainable_speedup"] == pytest.approx(3.0)
+    assert g["expected_e2e_gain_pct"] == pytest.approx(20.0)
+    assert g["route"] == "kernel_track_latency"
+    assert g["confidence"] == "medium" and a["stage"] == "B"
+
+
+def test_bound_type_memory_when_hbm_util_high_and_bands():
+    a = run(gemm_entry("sat", 30, 64, 4096, 4096, 0.85), gemm_entry("mod", 20, 64, 4096, 4096, 0.65),
+            gemm_entry("und", 10, 64, 4096, 4096, 0.62 * 0.6 * 0.9 / 0.62 - 0.01))
+    assert E(a, "sat")["bound_type"] == "memory" and E(a, "sat")["headroom_class"] == "saturated"
+    assert E(a, "sat")["route"] == "byte_reduction" and E(a, "sat")["byte_reduction_levers"]
+    assert E(a, "mod")["headroom_class"] == "moderate" and E(a, "mod")["route"] == "kernel_track_moderate"
+    assert E(a, "und")["headroom_class"] == "underperforming"
+
+
+def test_compute_bound_prefill_gemm_uses_the_measured_bf16_roof():
+    M = N = K = 8192
+    flops = 2 * M * N * K
+    t_ms = flops / (0.8 * PBF16) * 1e3
+    a = run(entry("big", 40.0, t_ms, shapes=[{"M": M, "N": N, "K": K}], classification="gemm"))
+    g = E(a, "big")
+    assert g["roof_axis"] == "compute" and g["bound_type"] == "compute"
+    assert g["roofline_pct"] == pytest.approx(0.8)
+    assert g["headroom_class"] == "moderate"      # 0.8 < 0.9 x 0.9
+    assert g["confidence"] == "medium"
+
+
+def test_dispatch_bound_gets_no_verdict():
+    a = run(entry("tiny_add", 12.0, 0.003, shapes=[{"elems_in": 4096}], classification="elementwise"))
+    t = E(a, "tiny_add")
+    assert t["dispatch_bound"] and t["bound_type"] == "latency" and t["headroom_class"] == "unknown"
+    assert t["route"] == "fusion_or_graph" and t["attainable_speedup"] is None
+
+
+def test_infeasible_ratio_is_l3_suspect_never_saturated():
+    a = run(gemm_entry("fast", 30, 64, 4096, 4096, bw_frac=1.3))
+    g = E(a, "fast")
+    assert g["suspect"] and g["headroom_class"] == "unknown" and g["stage_c_candidate"]
+    assert g["roofline_pct"] == 1.0 and g["roofline_pct_raw"] == pytest.approx(1.3)
+    assert g["bytes_upper_bound"] == pytest.approx(PBW * g["t_ms"] / 1e3)
+    assert g["route"] == "pct_fallback"
+    low = run(gemm_entry("slow", 30, 64, 64, 64, bw_frac=0.0005))
+    assert E(low, "slow")["suspect"] and E(low, "slow")["headroom_class"] == "unknown"
+
+
+def test_l2_unmodelable_and_comm_degrade_only_that_entry():
+    a = run(gemm_entry("g", 30, 64, 4096, 4096, 0.5), entry("mystery_kernel_xyz", 20, 1.0),
+            entry("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 10, 1.0))
+    assert {d["name"] for d in a["degraded"]} == {"mystery_kernel_xyz", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"}
+    m = E(a, "mystery_kernel_xyz")
+    assert m["modeled"] is False and m["headroom_class"] == "unknown" and m["op_class"] == "unknown"
+    assert E(a, "g")["modeled"] is True
+    assert a["skill_errors"] == []
+
+
+def test_missing_shape_degrades_with_reason():
+    a = run(entry("gemm_no_nk", 30, 1.0, classification="gemm", est_shape={"M": 64}))
+    d = a["degraded"][0]
+    assert d["name"] == "gemm_no_nk" and "gemm shape is missing N, K" in d["reason"]
+
+
+def test_impossible_values_degrade():
+    a = run(entry("neg", 30, -0.5, classification="gemm"), gemm_entry("ok", 20, 64, 4096, 4096, 0.5))
+    assert a["degraded"] == [{"name": "neg", "reason": "regimes.decode.base_latency_ms is -0.5: must be a positive time"}]
+    assert E(a, "ok")["modeled"]
+
+
+def test_l5_a_model_that_raises_degrades_its_entry_and_lands_in_skill_errors(monkeypatch):
+    from roofline import models
+
+    def boom(shape, dt):
+        raise ZeroDivisionError("bad model")
+
+    monkeypatch.setitem(models.MODELS, "norm", boom)
+    a = run(entry("rms_norm_kernel", 30, 0.05, shapes=[{"elems_in": 1 << 20}]), gemm_entry("g", 20, 64, 4096, 4096, 0.5))
+    assert a["skill_errors"][0]["error"] == "ZeroDivisionError: bad model"
+    assert a["degraded"][0]["reason"] == "internal error: ZeroDivisionError: bad model"
+    assert E(a, "g")["modeled"]
+
+
+def test_l1_unknown_device_with_props_is_low_confidence_display_only():
+    env = h200_env(gfx="sm_120", gpu_name="Some Future GPU")
+    a = run(gemm_entry("g", 30, 64, 4096, 4096, 0.3), env=env, device_props={"hbm_bw_bytes_s": 4.8e12,
+                                                                            "flops": {"bf16": 5e14}})
+    assert a["peaks"]["source"] == "derived" and a["peaks"]["confidence"] == "low"
+    g = E(a, "g")
+    assert g["confidence"] == "low" and g["headroom_class"] == "unknown" and g["provisional_headroom_class"]
+
+
+def test_regime_follows_the_launches():
+    e = gemm_entry("g", 30, 64, 4096, 4096, 0.5)
+    e["regimes"]["prefill"] = {"base_latency_ms": 2.0, "launches_per_step": 10}
+    a = run(e)  # 1000 decode steps x 1 vs 10 prefill steps x 10
+    assert E(a, "g")["regime"] == "decode"
+    t = topn(e)
+    t["serving"] = {"n_decode_steps": 5, "n_prefill_steps": 100}
+    a2 = api.analyze(t, h200_env())
+    assert E(a2, "g")["regime"] == "prefill"
+
+
+def test_per_logical_op_unit_sums_the_launches():
+    e1 = gemm_entry("g", 30, 64, 4096, 4096, t_ms=0.02)
+    e2 = gemm_entry("g", 30, 64, 4096, 4096, t_ms=0.01, launches_per_logical_op=2)
+    u1, u2 = E(run(e1), "g"), E(run(e2), "g")
+    assert u1["hbm_util"] == pytest.approx(u2["hbm_util"])
+    assert "one logical op = 2 launch(es)" in u2["notes"]
+
+
+def test_shippability_gate_routes_non_editable_to_host_side():
+    a = run(gemm_entry("nvjet_tst_128x64", 30, 64, 4096, 4096, 0.3, editable=False))
+    assert E(a, "nvjet_tst_128x64")["route"] == "host_side"
+
+
+@pytest.mark.parametrize("hc,bt,pct,conf,editable,expected", [
+    ("underperforming", "memory", 20, "medium", True, "kernel_track_top"),
+    ("underperforming", "compute", 20, "high", True, "kernel_track_top"),
+    ("underperforming", "latency", 20, "medium", True, "kernel_track_latency"),
+    ("saturated", "memory", 20, "medium", True, "byte_reduction"),
+    ("saturated", "latency", 20, "medium", True, "fewer_bytes_or_fusion"),
+    ("saturated", "compute", 20, "medium", True, "fewer_flops"),
+    ("moderate", "memory", 20, "medium", True, "kernel_track_moderate"),
+    ("underperforming", "memory", 2, "medium", True, "low_priority"),
+    ("unknown", "memory", 20, "medium", True, "pct_fallback"),
+    ("saturated", "memory", 20, "low", True, "pct_fallback"),
+    ("underperforming", "memory", 20, "medium", False, "host_side"),
+])
+def test_routing_table_rows(hc, bt, pct, conf, editable, expected):
+    assert routing.route({"headroom_class": hc, "bound_type": bt, "pct_gpu_time": pct, "confidence": conf,
+                          "editable": editable}) == expected
+
+
+def test_saturated_levers_fuse_adjacent_topn_ops_and_lower_precision():
+    a = run(gemm_entry("sat", 30, 64, 4096, 4096, 0.85),
+            entry("rms_norm_kernel", 3.0, 0.01, shapes=[{"elems_in": 4096}]),
+            entry("silu_and_mul_kernel", 2.0, 0.01, shapes=[{"elems_in": 4096}]))
+    lv = E(a, "sat")["byte_reduction_levers"]
+    assert any(x.startswith("fuse rms_norm_kernel (norm, 3.00% GPU)") for x in lv)
+    assert any(x.startswith("fuse silu_and_mul_kernel (elementwise, 2.00% GPU)") for x in lv)
+    assert any("lower-precision weights (bf16 -> fp8)" in x and "accuracy gate" in x for x in lv)
+    assert len(a["entries"]) == 1   # the fusion candidates are below the head, so absent
+
+
+def test_rankings_side_by_side():
+    a = run(gemm_entry("big_sat", 40, 64, 4096, 4096, 0.85), gemm_entry("small_under", 10, 64, 4096, 4096, 0.2))
+    assert a["ranking_by_pct"] == ["big_sat", "small_under"]
+    assert a["ranking_by_expected_gain"] == ["small_under", "big_sat"]
+
+
+def test_unvalidated_bf16_peak_makes_compute_axis_low_confidence(tmp_path):
+    import yaml
+
+    data = yaml.safe_load(open(resolve("NVIDIA H200").table_file))
+    data["flops"]["fp16"]["measured"]["value"] = 0.5 * data["flops"]["bf16"]["measured"]["value"]
+    pf = tmp_path / "bad.yaml"
+    pf.write_text(yaml.safe_dump(data))
+    M = N = K = 8192
+    t_ms = 2 * M * N * K / (0.8 * PBF16) * 1e3
+    a = run(entry("big", 40.0, t_ms, shapes=[{"M": M, "N": N, "K": K}], classification="gemm"), peaks_file=pf)
+    g = E(a, "big")
+    assert a["peaks"]["compute_unusable_dtypes"] == ["bf16", "fp16"]
+    assert g["confidence"] == "low" and g["headroom_class"] == "unknown"
+    assert "not validated" in g["notes"]
+
+
+def test_dataframe_api():
+    df = run(gemm_entry("g", 30, 64, 4096, 4096, 0.5), as_dataframe=True)
+    assert list(df["name"]) == ["g"] and df.loc[0, "hbm_util"] == pytest.approx(0.5)
+
+
+def test_bound_type_is_closed_set_in_all_outputs():
+    a = run(gemm_entry("a", 30, 64, 4096, 4096, 0.5), entry("b", 20, 1.0), entry("c", 10, 0.001, shapes=[{"elems_in": 8}]))
+    assert {e["bound_type"] for e in a["entries"]} <= set(analysis.BOUND_TYPES)
