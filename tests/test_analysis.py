@@ -4,6 +4,7 @@ import pytest
 
 from roofline import analysis, api, routing
 from roofline.peaks import resolve
+from roofline.schema import validate_artifact
 
 from conftest import entry, h200_env, topn
 
@@ -12,7 +13,10 @@ PBF16 = 691.66e12
 
 
 def run(*entries, env=None, config=None, **kw):
-    return api.analyze(topn(*entries), env or h200_env(), config, **kw)
+    art = api.analyze(topn(*entries), env or h200_env(), config, **kw)
+    if not kw.get("as_dataframe"):
+        validate_artifact(art)  # every artifact a test makes must satisfy the schema
+    return art
 
 
 def gemm_entry(name, pct, M, N, K, bw_frac=None, t_ms=None, **kw):
@@ -218,3 +222,22 @@ def test_dataframe_api():
 def test_bound_type_is_closed_set_in_all_outputs():
     a = run(gemm_entry("a", 30, 64, 4096, 4096, 0.5), entry("b", 20, 1.0), entry("c", 10, 0.001, shapes=[{"elems_in": 8}]))
     assert {e["bound_type"] for e in a["entries"]} <= set(analysis.BOUND_TYPES)
+
+
+def test_prefill_flash_attention_is_compute_side():
+    e = entry("flash_fwd_kernel", 30, 0.5, classification="attn",
+              shapes=[{"batch": 4, "seq_len": 2048, "n_q_heads": 32, "n_kv_heads": 8, "head_dim": 128, "causal": True}])
+    e["regimes"] = {"prefill": {"base_latency_ms": 0.5, "launches_per_step": 32}}
+    a = run(e)
+    f = E(a, "flash_fwd_kernel")
+    flops = 4 * 4 * 32 * 2048 * 2048 * 128 * 0.5
+    assert f["regime"] == "prefill" and f["flops_est"] == flops and f["target_eff"] == 0.7
+    assert f["roof_axis"] == "compute" and f["compute_util"] == pytest.approx(flops / 0.5e-3 / PBF16)
+
+
+def test_stage_a_fills_from_config_and_says_so(example_config):
+    e = entry("norm", 30, 0.01, classification="norm")
+    a = run(e, config=example_config["text_config"])
+    n = E(a, "norm")
+    assert n["bytes_est"] == 64 * 2048 * 2 * 2
+    assert "elems_in=131072 (conc tokens x hidden_size" in n["notes"] and n["confidence"] == "low"
