@@ -164,6 +164,13 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
         notes.append("stage A shapes (estimated): display only, do not rank on it")
     # Stage C: measured bytes on the memory axis, useful FLOPs on the compute axis.
     if counters is not None:
+        tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
+        if tdt:
+            measured_dt = max(tdt, key=tdt.get)
+            if measured_dt != cdtype and peaks.compute_peak(measured_dt):
+                notes.append(f"stage C: the tensor cores ran {measured_dt} (counters), not {cdtype}: the "
+                             f"{measured_dt} compute roof is used")
+                cdtype, peak_flops = measured_dt, peaks.compute_peak(measured_dt)
         m, bytes_est, confidence = _apply_counters(out, counters, m, bytes_est, flops_est, t_s, peak_bw,
                                                    peak_flops, n_l, confidence, notes)
     # Confidence caps from the peaks.

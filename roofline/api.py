@@ -78,7 +78,16 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
             kcs = load_counters(counters)
         else:
             kcs = list(counters)
-    pk = _peaks.resolve(e.gpu_name, e.gfx, device_props=device_props, peaks_file=peaks_file)
+    try:
+        pk = _peaks.resolve(e.gpu_name, e.gfx, device_props=device_props, peaks_file=peaks_file)
+    except _peaks.PeaksError:
+        # No table for the device: the counter report carries its own DRAM roof (L1, "derived").
+        bws = sorted(k.report_peak_hbm_bw_bytes_s for k in (kcs or []) if k.report_peak_hbm_bw_bytes_s)
+        if not bws:
+            raise
+        pk = _peaks.resolve(e.gpu_name, e.gfx, device_props={"hbm_bw_bytes_s": bws[len(bws) // 2]})
+        pk.notes.append("memory roof read from the counter report (dram__bytes.sum.peak_sustained x "
+                        "dram__cycles_elapsed.avg.per_second); no compute roof without a table")
     art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
                            head_cap=head_cap, inputs_meta=meta)
     if as_dataframe:

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import PeaksError
+from roofline.errors import PeaksError  # noqa: F401  (re-exported)
 
 BF16_FP16_TOLERANCE = 0.05  # seed 002 section 8: equal rates; >5% apart = mis-calibrated microbench
 DTYPE_ALIASES = {

@@ -67,6 +67,11 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     except RooflineError as exc:
         click.echo(f"roofline analyze: {exc}", err=True)
         sys.exit(2)
+    except ValueError as exc:  # CounterReadError: an unreadable counter report
+        if exc.__class__.__name__ != "CounterReadError":
+            raise
+        click.echo(f"roofline analyze: {exc}", err=True)
+        sys.exit(2)
     if not no_write:
         dest = out_dir or topn.parent
         try:
