@@ -1,0 +1,87 @@
+"""Bad counter files are rejected with one typed, one-line error; matching never drops a row."""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from roofline.counters import CounterReadError, KernelCounters, load, match
+from roofline.counters.match import _local_short_name, canonical_name
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _bad_files(tmp: Path):
+    rep = gzip.decompress((FIX / "ncu" / "known.ncu-rep.gz").read_bytes())
+    cases = {
+        "missing.csv": None,
+        "empty.csv": b"",
+        "blank.csv": b"  \n\n",
+        "garbage.ncu-rep": bytes(range(256)) * 20,
+        "truncated.ncu-rep": rep[:300_000],
+        "other.csv": b"hello,world\n1,2\n",
+        "header_only.csv": b'"ID","Kernel Name","gpu__time_duration.sum"\n"","","ns"\n',
+        "bad_unit.csv": b'"ID","Kernel Name","gpu__time_duration.sum"\n"","","parsec"\n"0","k","5"\n',
+        "short_row.csv": b'"ID","Kernel Name","gpu__time_duration.sum"\n"","","ns"\n"0","k"\n',
+        "rocprof_nan.csv": b'"Dispatch_Id","Kernel_Name","Counter_Name","Counter_Value"\n1,"k","SQ_WAVES",lots\n',
+        "rocprof_header_only.csv": b'"Dispatch_Id","Kernel_Name","Counter_Name","Counter_Value"\n',
+        "corrupt.csv.gz": b"\x1f\x8b\x08\x00garbage",
+    }
+    out = {}
+    for name, data in cases.items():
+        p = tmp / name
+        if data is not None:
+            p.write_bytes(data)
+        out[name] = p
+    out["a_directory"] = tmp
+    return out
+
+
+def test_bad_files_raise_one_line_typed_error(tmp_path):
+    for name, p in _bad_files(tmp_path).items():
+        with pytest.raises(CounterReadError) as ei:
+            load(p)
+        e = ei.value
+        assert isinstance(e, ValueError)
+        msg = str(e)
+        assert "\n" not in msg, name
+        assert msg.startswith(str(p) + ": "), msg
+        assert len(msg) > len(str(p)) + 5
+
+
+def test_match_exact_canonical_then_unique_short_name():
+    recs = [KernelCounters(name=n, launches=1, source="ncu-csv") for n in (
+        "nvjet_sm90_tst_64x64_64x13_2x1_v_bz_NNT",
+        "void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::BFloat16>, std::array<char *, 3>>",
+        "void at::vectorized_elementwise_kernel<4, at::BinaryFunctor<float, float, float, at::binary_internal::MulFunctor<float>>, std::array<char *, 3>>",
+        "void cudnn::lean_reduction_kernel<0, 0, 0>(void *, float *)",
+        "my_unrelated_kernel",
+    )]
+    entries = [
+        {"name": "nvjet_sm90_tst_64x64_64x13_2x1_v_bz_NNT"},                               # exact
+        {"name": "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>,"
+                 " std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)"},
+        {"name": "void cudnn::fusion::lean_reduction_kernel<true, false, false>(void*, float*)"},  # short, unique
+        {"name": "vectorized_elementwise_kernel<2, FooFunctor>"},      # short name ambiguous: no match
+        {"name": "kernel_that_did_not_run"},
+    ]
+    got, unmatched = match(entries, recs)
+    assert got[entries[0]["name"]] is recs[0]
+    assert got[entries[1]["name"]] is recs[1]
+    assert got[entries[2]["name"]] is recs[3]
+    assert entries[3]["name"] not in got and entries[4]["name"] not in got
+    # every record is either matched or reported: nothing silently dropped
+    assert unmatched == [recs[2].name, recs[4].name]
+    assert {id(k) for k in got.values()} | {id(k) for k in recs if k.name in unmatched} == {id(k) for k in recs}
+
+
+def test_match_tolerates_entries_without_names():
+    recs = [KernelCounters(name="k", launches=1, source="ncu-csv")]
+    got, unmatched = match([{}, {"name": None}, {"name": "k"}], recs)
+    assert list(got) == ["k"] and unmatched == []
+
+
+def test_local_short_name_fallback():
+    assert _local_short_name("void ns::foo<int, 3>(float*, int)") == "foo"
+    assert canonical_name("void (anonymous namespace)::bar<true>(int)") == "bar<1>"
