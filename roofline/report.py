@@ -122,6 +122,18 @@ def to_markdown(art: dict) -> str:
         L.append("\n_No entry at or above the head threshold._")
     if art.get("plot"):
         L += ["", f"![roofline]({art['plot']})"]
+    measured = [e for e in art["entries"] if e.get("measured")]
+    if measured:
+        L += ["", "## Predicted vs measured (stage C isolated re-runs)", "",
+              "| kernel | predicted attainable | ladder level | ladder ms (p20-p80) | cuBLAS ms (p20-p80) | "
+              "in-run ms | measured attainable | verdict |", "|---|---|---|---|---|---|---|---|"]
+        for e in measured:
+            ms = e["measured"]
+            rng = lambda k: ("-" if ms.get(f"{k}_t_ms") is None else  # noqa: E731
+                             f"{ms[f'{k}_t_ms']:.4g} ({ms[f'{k}_t_ms_p20']:.4g}-{ms[f'{k}_t_ms_p80']:.4g})")
+            L.append(f"| {e.get('short_name')} | {_x(e.get('attainable_speedup'))} | {ms.get('ladder_level')} | "
+                     f"{rng('ladder')} | {rng('cublas')} | {ms['current_t_ms']:.4g} | "
+                     f"{_x(ms.get('measured_attainable_speedup'))} | {ms.get('verdict')} |")
     L += ["", "## Entries", ""]
     for e in art["entries"]:
         L.append(f"### {e.get('short_name')} ({e['pct_gpu_time']:.2f}% GPU)")
