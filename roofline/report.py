@@ -28,8 +28,9 @@ def to_json(art: dict) -> str:
     return json.dumps(_clean(art), indent=2, allow_nan=False) + "\n"
 
 
-def atomic_write(path: str | Path, text: str) -> None:
-    path = Path(path)
+def _stage(path: Path, text: str) -> str:
+    """Write `text` to a temp file beside `path` (same filesystem), fsync'd; return its name. On any
+    failure the temp file is removed and the error raised."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
@@ -37,23 +38,53 @@ def atomic_write(path: str | Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    path = Path(path)
+    tmp = _stage(path, text)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         raise
 
 
 def write_artifact(art: dict, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write profile_roofline.json and .md into out_dir, each atomically; JSON first is fine since
-    both are rendered before either is written (a rendering error writes nothing)."""
+    """Write profile_roofline.json and .md into out_dir atomically. Both are rendered and both temp
+    files written and fsync'd before either replaces the old file, so a rendering or write error
+    leaves the previous pair untouched (and no temp file behind)."""
     out_dir = Path(out_dir)
     js, md = to_json(art), to_markdown(art)
     pj, pm = out_dir / ARTIFACT_JSON, out_dir / ARTIFACT_MD
-    atomic_write(pj, js)
-    atomic_write(pm, md)
+    tj = _stage(pj, js)
+    try:
+        tm = _stage(pm, md)
+    except BaseException:
+        _unlink(tj)
+        raise
+    try:
+        os.replace(tj, pj)
+    except BaseException:
+        _unlink(tj)
+        _unlink(tm)
+        raise
+    try:
+        os.replace(tm, pm)
+    except BaseException:
+        _unlink(tm)
+        raise
     return pj, pm
 
 

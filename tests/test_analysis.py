@@ -1,5 +1,6 @@
 """The section-3 procedure: head scoping, units, bound type, no-verdict cases, degradation ladder,
-routing rows and levers. H200 peaks: 4.8e12 B/s pin rate, bf16 roof 691.66e12 FLOP/s (measured)."""
+routing rows and levers. H200 peaks: 4.8e12 B/s pin rate, bf16 roof = the measured figure of
+roofline/data/peaks/h200.yaml (read from the table: one source of truth)."""
 import pytest
 
 from roofline import analysis, api, routing
@@ -9,7 +10,7 @@ from roofline.schema import validate_artifact
 from conftest import entry, h200_env, topn
 
 PBW = 4.8e12
-PBF16 = 691.66e12
+PBF16 = resolve("NVIDIA H200", "sm_90").flops["bf16"]
 
 
 def run(*entries, env=None, config=None, **kw):

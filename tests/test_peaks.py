@@ -20,8 +20,10 @@ def test_every_required_device_has_a_table_with_sources():
 def test_h200_uses_pin_rate_and_measured_compute():
     p = resolve("NVIDIA H200", "sm_90")
     assert p.hbm_bw_bytes_s == 4.8e12 and p.hbm_bw_kind == "datasheet"
-    assert p.flops["bf16"] == pytest.approx(691.66e12) and p.flops_kind["bf16"] == "measured"
-    assert p.compute_unusable_dtypes == []          # 692 vs 658: 4.9% apart, within 5%
+    # measured on the device by `roofline peaks measure` (2026-11-29): 771.8 / 734.9 TFLOP/s
+    assert p.flops["bf16"] == pytest.approx(771.8e12) and p.flops_kind["bf16"] == "measured"
+    assert p.raw["flops"]["bf16"]["measured"]["source"].startswith("microbench")
+    assert p.compute_unusable_dtypes == []          # 771.8 vs 734.9: 4.8% apart, within 5%
     assert p.compute_confidence("bf16") == "high"
 
 

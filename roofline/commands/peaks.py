@@ -1,0 +1,204 @@
+"""`roofline peaks list | show DEVICE | validate | measure`.
+
+The tables in roofline/data/peaks/*.yaml (or $ROOFLINE_PEAKS_DIR) are the single source of every
+peak number; these commands only read them (and `measure` writes a new one).
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import click
+
+from roofline.peaks import BF16_FP16_TOLERANCE, _norm_name, _pick, load_tables, peaks_dir
+
+REQUIRED_KEYS = ("device", "vendor", "gfx", "names", "hbm_bw_bytes_s", "flops")
+FIGURE_KINDS = ("datasheet", "measured", "validated", "derived")
+
+
+def _tables(directory):
+    # validate must see a broken table too: read the files directly, not through the cached loader
+    import yaml
+
+    out = []
+    for p in sorted(Path(directory or peaks_dir()).glob("*.yaml")):
+        try:
+            with open(p, encoding="utf-8") as fh:
+                out.append((p, yaml.safe_load(fh), None))
+        except Exception as exc:
+            out.append((p, None, f"{exc.__class__.__name__}: {exc}".splitlines()[0]))
+    return out
+
+
+def find(device: str, directory=None) -> tuple[str, dict] | None:
+    """A table by file stem (`h200`), device name or alias (`NVIDIA H200`), or gfx when unique."""
+    tables = load_tables(directory)
+    key = _norm_name(device)
+    for path, data in tables:
+        if Path(path).stem.lower() == device.lower().strip():
+            return path, data
+    for path, data in tables:
+        if key in [_norm_name(n) for n in [data.get("device", "")] + list(data.get("names", []))]:
+            return path, data
+    hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == device.lower().strip()]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _fmt_fig(fig, scale, unit) -> str:
+    val, kind, _ = _pick(fig)
+    if val is None:
+        return "-"
+    return f"{val / scale:.0f} {unit} ({kind})" if scale >= 1e12 else f"{val / scale:.2f} {unit} ({kind})"
+
+
+@click.group("peaks")
+def peaks():
+    """Hardware peak tables: list, show, validate, measure."""
+
+
+@peaks.command("list")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="peak tables directory (default: the bundled tables, or $ROOFLINE_PEAKS_DIR)")
+def list_cmd(directory):
+    """One line per table: device, gfx, HBM roof, bf16/fp8 roofs and their kind."""
+    for path, d in load_tables(directory):
+        hb = d.get("hbm_bw_bytes_s") or {}
+        # the memory roof is the pin rate (datasheet) by convention, like roofline.peaks.from_table
+        hbm = (f"{hb['datasheet']['value'] / 1e12:.2f} TB/s (datasheet)" if isinstance(hb.get("datasheet"), dict)
+               else _fmt_fig(hb, 1e12, "TB/s"))
+        fl = d.get("flops") or {}
+        click.echo(f"{Path(path).stem:10s} {d.get('device', '?'):24s} {str(d.get('gfx', '?')):8s} "
+                   f"HBM {hbm:24s} bf16 {_fmt_fig(fl.get('bf16'), 1e12, 'TFLOP/s'):24s} "
+                   f"fp8 {_fmt_fig(fl.get('fp8'), 1e12, 'TFLOP/s')}")
+
+
+@peaks.command("show")
+@click.argument("device")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None)
+def show_cmd(device, directory):
+    """Print the YAML of one table, found by file stem (h200), device name or alias, or gfx."""
+    hit = find(device, directory)
+    if hit is None:
+        names = ", ".join(Path(p).stem for p, _ in load_tables(directory))
+        click.echo(f"roofline peaks show: no peak table for {device!r} (tables: {names})", err=True)
+        sys.exit(2)
+    click.echo(Path(hit[0]).read_text(encoding="utf-8"), nl=False)
+
+
+def validate_table(d) -> list[str]:
+    """Problems with one table (empty list = good)."""
+    errs: list[str] = []
+    if not isinstance(d, dict):
+        return ["not a mapping"]
+    for k in REQUIRED_KEYS:
+        if k not in d:
+            errs.append(f"missing key {k!r}")
+    if "names" in d and not (isinstance(d["names"], list) and d["names"]):
+        errs.append("names: expected a non-empty list")
+
+    def fig_errs(where, fig):
+        if not isinstance(fig, dict) or not fig:
+            return [f"{where}: expected a mapping of figure kinds ({', '.join(FIGURE_KINDS)})"]
+        out = []
+        kinds = [k for k in fig if k in FIGURE_KINDS]
+        if not kinds:
+            out.append(f"{where}: no figure ({', '.join(FIGURE_KINDS)})")
+        for kind in kinds:
+            blk = fig[kind]
+            if not isinstance(blk, dict):
+                out.append(f"{where}.{kind}: expected {{value, source}}")
+                continue
+            v = blk.get("value")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                out.append(f"{where}.{kind}.value: expected a positive number, got {v!r}")
+            if not (isinstance(blk.get("source"), str) and blk["source"].strip()):
+                out.append(f"{where}.{kind}.source: missing (every figure cites where it came from)")
+            if kind == "measured":
+                sp = blk.get("spread")
+                if sp is not None:
+                    if not (isinstance(sp, dict) and all(isinstance(sp.get(q), (int, float)) and sp[q] > 0
+                                                         for q in ("p20", "p80"))):
+                        out.append(f"{where}.{kind}.spread: expected {{p20, p80}} positive numbers")
+                    elif isinstance(v, (int, float)) and not sp["p20"] <= v <= sp["p80"]:
+                        out.append(f"{where}.{kind}: value {v} outside its spread [{sp['p20']}, {sp['p80']}]")
+        return out
+
+    if "hbm_bw_bytes_s" in d:
+        errs += fig_errs("hbm_bw_bytes_s", d["hbm_bw_bytes_s"])
+    fl = d.get("flops")
+    if "flops" in d:
+        if not isinstance(fl, dict) or not fl:
+            errs.append("flops: expected a mapping dtype -> figures")
+        else:
+            for dt, fig in fl.items():
+                errs += fig_errs(f"flops.{dt}", fig)
+            # seed 002 section 8: bf16 and fp16 tensor rates are equal; measured peaks >5% apart mean
+            # the microbench is mis-calibrated
+            for kind in ("measured", "validated"):
+                b = ((fl.get("bf16") or {}).get(kind) or {}).get("value")
+                h = ((fl.get("fp16") or {}).get(kind) or {}).get("value")
+                if isinstance(b, (int, float)) and isinstance(h, (int, float)) and b > 0 and h > 0:
+                    rel = abs(b - h) / max(b, h)
+                    if rel > BF16_FP16_TOLERANCE:
+                        errs.append(f"flops: {kind} bf16 {b:.4g} and fp16 {h:.4g} differ by {rel:.1%} > "
+                                    f"{BF16_FP16_TOLERANCE:.0%} (seed 002 section 8: equal rates; the "
+                                    "microbench is mis-calibrated)")
+    return errs
+
+
+@peaks.command("validate")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None)
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+def validate_cmd(directory, files):
+    """Check every table (or FILES): required keys, positive numbers, sources, bf16 = fp16 within 5%.
+    Exit 1 when any table is bad."""
+    import yaml
+
+    items = []
+    if files:
+        for f in files:
+            try:
+                with open(f, encoding="utf-8") as fh:
+                    items.append((Path(f), yaml.safe_load(fh), None))
+            except Exception as exc:
+                items.append((Path(f), None, f"{exc.__class__.__name__}: {exc}".splitlines()[0]))
+    else:
+        items = _tables(directory)
+    bad = 0
+    for path, data, err in items:
+        errs = [err] if err else validate_table(data)
+        if errs:
+            bad += 1
+            for e in errs:
+                click.echo(f"{path}: {e}")
+        else:
+            click.echo(f"{path}: ok")
+    if bad:
+        click.echo(f"{bad} of {len(items)} table(s) bad", err=True)
+        sys.exit(1)
+
+
+@peaks.command("measure")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
+              help="write the measured peak table here (default: print it)")
+@click.option("--hbm-gib", type=float, default=4.0, show_default=True, help="copy buffer size, GiB")
+@click.option("--size", type=int, default=8192, show_default=True, help="GEMM M=N=K")
+@click.option("--dtypes", default="bf16,fp16,fp8,tf32,fp32", show_default=True)
+@click.option("--rounds", type=int, default=5, show_default=True, help="round-robin rounds over the dtypes")
+@click.option("--reps", type=int, default=20, show_default=True, help="timed products per dtype per round")
+def measure_cmd(out, hbm_gib, size, dtypes, rounds, reps):
+    """GPU only: HBM copy bandwidth (read+write) and dense GEMM peaks per dtype through cuBLAS, with
+    the SM clock seen while measuring; writes a peak table (median, p20/p80 spread). Exit 2 without
+    a GPU. Same as `python3 -m roofline.commands.peaks_measure` (no click needed there)."""
+    from roofline.commands import peaks_measure as pm
+
+    try:
+        _, text = pm.measure(out, hbm_gib=hbm_gib, size=size, rounds=rounds, reps=reps,
+                             dtypes=[d.strip() for d in dtypes.split(",") if d.strip()],
+                             log=lambda s: click.echo(s, err=True))
+    except pm.NoGPU as exc:
+        click.echo(f"roofline peaks measure: {exc}", err=True)
+        sys.exit(2)
+    if not out:
+        click.echo(text, nl=False)

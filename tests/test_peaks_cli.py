@@ -1,0 +1,158 @@
+"""`roofline peaks list | show | validate | measure` and the measured H200 table."""
+import subprocess
+import sys
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from roofline.cli import main
+from roofline.commands import peaks_measure as pm
+from roofline.commands.peaks import validate_table
+from roofline.peaks import from_table, peaks_dir
+
+from conftest import ROOT
+
+H200 = peaks_dir() / "h200.yaml"
+
+
+def cli(*args):
+    return CliRunner().invoke(main, ["peaks", *args])
+
+
+def test_list_one_line_per_table():
+    r = cli("list")
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == len(list(peaks_dir().glob("*.yaml")))
+    h = next(ln for ln in lines if ln.startswith("h200 "))
+    assert "NVIDIA H200" in h and "sm_90" in h and "4.80 TB/s (datasheet)" in h
+    assert "bf16 772 TFLOP/s (measured)" in h and "fp8 1275 TFLOP/s (measured)" in h
+    assert "fp8 5000 TFLOP/s (validated)" in next(ln for ln in lines if ln.startswith("mi355x"))
+
+
+@pytest.mark.parametrize("key", ["h200", "NVIDIA H200", "h200 sxm", "H200"])
+def test_show_by_stem_name_or_alias(key):
+    r = cli("show", key)
+    assert r.exit_code == 0, r.output
+    assert r.output == H200.read_text()
+    assert yaml.safe_load(r.output)["device"] == "NVIDIA H200"
+
+
+def test_show_unknown_device_exits_2_with_one_line():
+    r = cli("show", "TPU v9")
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no peak table for 'TPU v9'" in lines[0] and "h200" in lines[0]
+
+
+def test_validate_bundled_tables_ok():
+    r = cli("validate")
+    assert r.exit_code == 0, r.output
+    assert r.output.count(": ok") == len(list(peaks_dir().glob("*.yaml")))
+
+
+def _bad_tables(tmp_path):
+    good = yaml.safe_load(H200.read_text())
+    bad = yaml.safe_load(H200.read_text())
+    bad["flops"]["fp16"]["measured"]["value"] = bad["flops"]["bf16"]["measured"]["value"] * 0.85
+    bad["flops"]["fp16"]["measured"]["spread"] = {"p20": 1e14, "p80": 1e15}
+    bad["flops"]["fp8"]["datasheet"]["value"] = -1
+    del bad["flops"]["tf32"]["datasheet"]["source"]
+    del bad["gfx"]
+    (tmp_path / "good.yaml").write_text(yaml.safe_dump(good))
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
+    return good, bad
+
+
+def test_validate_flags_a_bad_table_and_exits_nonzero(tmp_path):
+    _bad_tables(tmp_path)
+    r = cli("validate", "--dir", str(tmp_path))
+    assert r.exit_code == 1
+    out = r.output
+    assert "good.yaml: ok" in out
+    assert "bad.yaml: missing key 'gfx'" in out
+    assert "flops.fp8.datasheet.value: expected a positive number, got -1" in out
+    assert "flops.tf32.datasheet.source: missing" in out
+    assert "measured bf16" in out and "differ by 15.0% > 5%" in out
+    assert "1 of 2 table(s) bad" in r.stderr
+
+
+def test_validate_files_and_a_measured_value_outside_its_spread(tmp_path):
+    t = yaml.safe_load(H200.read_text())
+    t["hbm_bw_bytes_s"]["measured"]["spread"] = {"p20": 4.3e12, "p80": 4.4e12}
+    assert validate_table(t) == ["hbm_bw_bytes_s.measured: value 4224000000000.0 outside its spread "
+                                 "[4300000000000.0, 4400000000000.0]"]
+    (tmp_path / "x.yaml").write_text("device: [unclosed")
+    r = cli("validate", str(tmp_path / "x.yaml"))
+    assert r.exit_code == 1
+    assert "x.yaml: ParserError" in r.output or "x.yaml: ScannerError" in r.output
+
+
+def test_h200_table_carries_the_device_measurement_with_spread():
+    t = yaml.safe_load(H200.read_text())
+    assert validate_table(t) == []
+    for where, fig in [("hbm", t["hbm_bw_bytes_s"])] + list(t["flops"].items()):
+        if where == "fp64":
+            assert "measured" not in fig  # no fp64 microbench
+            continue
+        m = fig["measured"]
+        assert m["source"].startswith("microbench") and m["date"] == "2026-11-29"
+        assert m["spread"]["p20"] <= m["value"] <= m["spread"]["p80"]
+        assert fig["datasheet"]["value"] > m["value"]  # the datasheet figures are kept beside
+    pk = from_table(t)
+    assert pk.hbm_bw_bytes_s == 4.8e12 and pk.hbm_bw_kind == "datasheet"  # the pin rate stays the roof
+    assert pk.compute_unusable_dtypes == []
+    ok = dict((line.split()[0], good) for good, line in pm.checks(t))
+    assert ok["bf16"] and ok["trivial"]
+
+
+def test_measure_without_gpu_exits_2_with_one_line(monkeypatch):
+    monkeypatch.setattr(pm, "gpu_unavailable_reason", lambda: "no GPU: torch.cuda.is_available() is False")
+    r = cli("measure", "-o", "never.yaml")
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert lines == ["roofline peaks measure: no GPU: torch.cuda.is_available() is False"]
+    assert r.stdout == ""
+
+
+def test_measure_module_path_without_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(pm, "gpu_unavailable_reason", lambda: "no GPU: test")
+    assert pm.main(["--out", "never.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["roofline peaks measure: no GPU: test"]
+
+
+def test_measuring_code_imports_without_torch():
+    code = ("import sys; import roofline.commands.peaks_measure, roofline.commands.peaks; "
+            "print('torch' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"
+
+
+def test_measured_table_round_trips_and_flags_bf16_fp16(tmp_path):
+    base = yaml.safe_load(H200.read_text())
+    q = lambda v: {"median": v, "p20": v * 0.98, "p80": v * 1.01, "n": 100}  # noqa: E731
+    hbm = {"bytes_per_copy": 2 * 4 * 2**30, "q": q(4.2e12), "sm_clock_mhz": {"median": 1980.0}}
+    gemms = {d: {"q": q(v), "shape": [8192] * 3, "sm_clock_mhz": None}
+             for d, v in [("bf16", 770e12), ("fp16", 690e12), ("fp8", 1270e12)]}
+    t = pm.build_table(base, "NVIDIA H200", hbm, gemms, "2030-01-01", {"torch": "x"})
+    text = pm.render_table(t, ["header"])
+    back = yaml.safe_load(text)
+    assert back["flops"]["bf16"]["measured"]["value"] == 770e12
+    assert back["flops"]["bf16"]["datasheet"] == base["flops"]["bf16"]["datasheet"]
+    assert back["flops"]["tf32"]["measured"] == base["flops"]["tf32"]["measured"]  # not re-measured: kept
+    assert back["hbm_bw_bytes_s"]["measured"]["spread"] == {"p20": 4.116e12, "p80": 4.242e12}
+    # 770 vs 690: 10.4% apart -> flagged by the measure checks, by validate, and by the resolver
+    flag = [line for ok, line in pm.checks(back) if not ok]
+    assert len(flag) == 1 and "FLAGGED" in flag[0] and "10.4%" in flag[0]
+    assert any("differ by 10.4%" in e for e in validate_table(back))
+    assert from_table(back).compute_unusable_dtypes == ["bf16", "fp16"]
+
+
+def test_clock_samples_go_to_the_block_that_ran():
+    windows = [(0.0, 0.02, "bf16"), (0.03, 0.05, "fp8"), (0.06, 1.0, "fp32")]
+    stamped = [(0.01, 1980.0), (0.055, 1970.0), (0.5, 1500.0), (1.5, 345.0)]
+    # 0.055 lies between fp8 and fp32: nearest end (both 0.005 away) goes to the first found
+    assert pm.assign_samples(stamped, windows) == [("bf16", 1980.0), ("fp8", 1970.0), ("fp32", 1500.0)]
