@@ -6,14 +6,14 @@ TFLOP/s at the median, % of cuBLAS (same shape, same process, same method), and 
 roofline bound for the shape: t_bound = max(2MNK / compute ceiling, fewest bytes / bandwidth),
 fewest bytes = 2 (MK + NK + MN) (each bf16 operand read once, C written once). The ceilings are
 measured in the same run (a device-to-device copy for bandwidth, cuBLAS at 8192^3 for compute);
-datasheet peaks from roofline.peaks are added beside them when that module is there.
+the project's peak table (roofline.peaks) gives a second column when it resolves the device.
 Each (level, shape) is checked for correctness before it is timed; a failing one is not timed.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -87,25 +87,48 @@ def measure_hbm_copy(timer: Timer, nbytes=2 << 30) -> dict:
             "bytes_s": 2 * nbytes / (med * 1e-3), "t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
 
 
-def datasheet_peaks(gpu_name: str) -> dict | None:
-    """Peaks from roofline.peaks when that module is there; else the h200 YAML; else None."""
+def table_peaks(gpu_name: str) -> dict | None:
+    """The project's peak table for this device (roofline.peaks; the only copy of those numbers)."""
     try:
-        from roofline.peaks import resolve_peaks  # written by another part of the project
-        p = resolve_peaks(gpu_name=gpu_name, gfx=None)
-        return {"source": "roofline.peaks.resolve_peaks", "hbm_bw_bytes_s": float(p.hbm_bw_bytes_s),
-                "bf16_flops_s": float(p.flops["bf16"])}
+        from roofline import peaks as _peaks
     except Exception:
-        pass
+        return None
+    fn = getattr(_peaks, "resolve_peaks", None) or getattr(_peaks, "resolve", None)
     try:
-        import yaml
-        from importlib import resources
-        path = resources.files("roofline") / "data" / "peaks" / "h200.yaml"
-        if "H200" in gpu_name and path.is_file():
-            doc = yaml.safe_load(path.read_text())
-            return {"source": str(path), "raw": doc}
+        p = fn(gpu_name=gpu_name, gfx=None)
+        bw, fl = p.hbm_bw_bytes_s, p.flops.get("bf16")
     except Exception:
-        pass
-    return None
+        return None
+    if not (bw and fl):
+        return None
+    src = getattr(p, "table_file", None)
+    return {"source": f"roofline/data/peaks/{Path(src).name}" if src else "roofline.peaks",
+            "hbm_bw_bytes_s": float(bw), "hbm_bw_kind": getattr(p, "hbm_bw_kind", None),
+            "bf16_flops_s": float(fl), "bf16_flops_kind": getattr(p, "flops_kind", {}).get("bf16")}
+
+
+def add_roofline_columns(res: dict, peaks: dict | None = None) -> dict:
+    """(Re)compute the %-of-roofline columns of a bench result from its times.
+
+    pct_roofline_measured: ceilings measured in the same run (HBM copy, cuBLAS 8192^3).
+    pct_roofline_table: the project's peak table (roofline.peaks), when there is one.
+    """
+    c = res["ceilings"]
+    fl = c.get("cublas_bf16_8192", {}).get("flops_s")
+    bw = c["hbm_copy"]["bytes_s"]
+    if peaks is not None:
+        c["table"] = peaks
+    tp = c.get("table")
+    for r in res["rows"]:
+        if "t_ms_median" not in r:
+            continue
+        m, n, k, t = r["m"], r["n"], r["k"], r["t_ms_median"]
+        if fl:
+            r["pct_roofline_measured"] = 100.0 * roofline_bound_ms(m, n, k, fl, bw) / t
+            r["bound"] = "compute" if gemm_flops(m, n, k) / fl > gemm_min_bytes(m, n, k) / bw else "memory"
+        if tp:
+            r["pct_roofline_table"] = 100.0 * roofline_bound_ms(m, n, k, tp["bf16_flops_s"], tp["hbm_bw_bytes_s"]) / t
+    return res
 
 
 def roofline_bound_ms(m, n, k, flops_s, bytes_s) -> float:
@@ -142,11 +165,6 @@ def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> Be
                                         "flops_s": gemm_flops(m, n, k) / (med * 1e-3),
                                         "t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
         del a, b, c
-    peaks = datasheet_peaks(name)
-    if peaks:
-        ceilings["datasheet"] = peaks
-    flops_ceiling = ceilings.get("cublas_bf16_8192", {}).get("flops_s")
-    bw_ceiling = hbm["bytes_s"]
 
     jobs = [(s, lv) for s in shapes for lv in [None, *levels] if lv is None or lv.supports(*s)]
     it = progress(jobs) if progress else jobs
@@ -177,13 +195,6 @@ def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> Be
             cublas_ms[(m, n, k)] = med
         if (m, n, k) in cublas_ms:
             row["pct_cublas"] = 100.0 * cublas_ms[(m, n, k)] / med
-        if flops_ceiling:
-            row["pct_roofline_measured"] = 100.0 * roofline_bound_ms(m, n, k, flops_ceiling, bw_ceiling) / med
-        if peaks and "bf16_flops_s" in peaks:
-            row["pct_roofline_datasheet"] = 100.0 * roofline_bound_ms(
-                m, n, k, peaks["bf16_flops_s"], peaks["hbm_bw_bytes_s"]) / med
-        row["bound"] = ("compute" if flops_ceiling and gemm_flops(m, n, k) / flops_ceiling
-                        > gemm_min_bytes(m, n, k) / bw_ceiling else "memory")
         rows.append(row)
         del a, b, c
     meta = {"device": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -191,26 +202,33 @@ def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> Be
                       "warm-up 3, reps sized to ~400 ms (10..100), median/p20/p80",
             "contract": "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
             "cupy": cp.__version__}
+    add_roofline_columns({"ceilings": ceilings, "rows": rows}, table_peaks(name))  # in place
     return BenchResult(meta, ceilings, rows)
 
 
 def render_table(res: dict) -> str:
     """Markdown table of a bench result (the dict form, as written to JSON)."""
-    lines = ["| shape MxNxK | level | t median ms (p20-p80) | TFLOP/s | % cuBLAS | % roofline (measured) | bound | check |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| shape MxNxK | level | t median ms (p20-p80) | TFLOP/s | % cuBLAS | % roofline (measured) "
+             "| % roofline (peaks table) | bound | check |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         shape = f"{r['m']}x{r['n']}x{r['k']}"
         lvl = f"{r['level']} {r['name']}"
         if "t_ms_median" not in r:
-            lines.append(f"| {shape} | {lvl} | - | - | - | - | - | FAIL: {r.get('check_reason', '')} |")
+            lines.append(f"| {shape} | {lvl} | - | - | - | - | - | - | FAIL: {r.get('check_reason', '')} |")
             continue
         t = f"{r['t_ms_median']:.4g} ({r['t_ms_p20']:.4g}-{r['t_ms_p80']:.4g})"
         pc = f"{r['pct_cublas']:.1f}" if "pct_cublas" in r else "-"
         pr = f"{r['pct_roofline_measured']:.1f}" if "pct_roofline_measured" in r else "-"
+        pt = f"{r['pct_roofline_table']:.1f}" if "pct_roofline_table" in r else "-"
         ck = "baseline" if r["level"] == 0 else ("ok" if r.get("check_ok") else "FAIL")
-        lines.append(f"| {shape} | {lvl} | {t} | {r['tflops']:.1f} | {pc} | {pr} | {r.get('bound', '-')} | {ck} |")
+        lines.append(f"| {shape} | {lvl} | {t} | {r['tflops']:.1f} | {pc} | {pr} | {pt} | {r.get('bound', '-')} | {ck} |")
     c = res["ceilings"]
     foot = [f"HBM copy ceiling (same run): {c['hbm_copy']['bytes_s'] / 1e12:.2f} TB/s"]
     if "cublas_bf16_8192" in c:
         foot.append(f"compute ceiling = cuBLAS 8192^3 (same run): {c['cublas_bf16_8192']['flops_s'] / 1e12:.0f} TFLOP/s")
+    if "table" in c:
+        foot.append(f"peaks table ({c['table']['source']}): {c['table']['hbm_bw_bytes_s'] / 1e12:.2f} TB/s "
+                    f"({c['table'].get('hbm_bw_kind')}), bf16 {c['table']['bf16_flops_s'] / 1e12:.0f} TFLOP/s "
+                    f"({c['table'].get('bf16_flops_kind')})")
     return "\n".join(lines) + "\n\n" + "; ".join(foot)

@@ -64,7 +64,6 @@ class PtxasReport:
 
 _RE_FUNC = re.compile(r"Compiling entry function '(\w+)'")
 _RE_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_RE_USED = re.compile(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?$", re.M)
 
 
 def parse_ptxas(text: str) -> dict[str, PtxasReport]:

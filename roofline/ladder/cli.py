@@ -75,13 +75,16 @@ def run_cmd(level_id, shape, as_json):
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON here")
 def bench_cmd(shapes, level_ids, out):
     """All levels x a shape set, each checked then timed beside cuBLAS (same process)."""
+    try:
+        lvls = tuple(get_level(i) for i in level_ids) if level_ids else LEVELS
+    except KeyError as exc:
+        raise click.BadParameter(str(exc))
+    shp = tuple(_parse_shape(s) for s in shapes) if shapes else None
     _need_gpu()
     from tqdm import tqdm
 
     from . import bench
-    lvls = tuple(get_level(i) for i in level_ids) if level_ids else LEVELS
-    shp = tuple(_parse_shape(s) for s in shapes) if shapes else bench.DEFAULT_SHAPES
-    res = bench.run_bench(levels=lvls, shapes=shp,
+    res = bench.run_bench(levels=lvls, shapes=shp or bench.DEFAULT_SHAPES,
                           progress=lambda jobs: tqdm(jobs, desc="ladder bench", unit="run", file=sys.stderr)).to_dict()
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -89,3 +92,15 @@ def bench_cmd(shapes, level_ids, out):
     click.echo(bench.render_table(res))
     if not all(r.get("check_ok", True) for r in res["rows"]):
         sys.exit(1)
+
+
+@ladder.command("render")
+@click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--peaks/--no-peaks", default=True, help="Recompute the peaks-table column from roofline.peaks.")
+def render_cmd(results, peaks):
+    """Render a bench results JSON (from `bench --out`) as the markdown table; no GPU needed."""
+    from . import bench
+    res = json.loads(results.read_text())
+    if peaks:
+        bench.add_roofline_columns(res, bench.table_peaks(res["meta"]["device"]))
+    click.echo(bench.render_table(res))

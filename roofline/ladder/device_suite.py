@@ -5,6 +5,7 @@ PYTHONPATH=. and no install.
   python3 -m roofline.ladder.device_suite check    [--n-random 200] [--out DIR]
   python3 -m roofline.ladder.device_suite sanitize   # small shapes, host reference, no cuBLAS
   python3 -m roofline.ladder.device_suite bench    [--out DIR]
+  python3 -m roofline.ladder.device_suite variants [--out DIR]   # v1 vs current, same run
   python3 -m roofline.ladder.device_suite all      [--out DIR]   # check, then bench
 Exit status 1 if any check fails (or the wrong kernel passes).
 """
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 from . import bench, check, gpu
-from .registry import LEVELS, WRONG
+from .registry import LEVELS, VARIANTS, WRONG, get_level
 
 
 def _diagnose(level, m, n, k):
@@ -103,9 +104,25 @@ def do_bench(out_dir: Path | None) -> bool:
     return all(r.get("check_ok", True) for r in res["rows"])
 
 
+def do_variants(out_dir: Path | None) -> bool:
+    """Earlier measured versions beside the current ones, same process (notes: v1 -> v2)."""
+    ok = True
+    for v in VARIANTS.values():
+        res = check.check_level(v, n_random=20, seed=77)
+        bad = [r for r in res if not r.ok]
+        print(f"variant {v.name}: {len(res) - len(bad)}/{len(res)} shapes pass")
+        ok &= not bad
+    lv = (VARIANTS["l02_v1_serial_copy"], get_level(2), VARIANTS["l03_v1_serial_copy"], get_level(3))
+    res = bench.run_bench(levels=lv, shapes=((128, 128, 8192), (4096, 4096, 4096), (64, 28672, 4096))).to_dict()
+    if out_dir:
+        (out_dir / "variants.json").write_text(json.dumps(res, indent=1))
+    print(bench.render_table(res))
+    return ok and all(r.get("check_ok", True) for r in res["rows"])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["check", "sanitize", "bench", "all"])
+    ap.add_argument("what", choices=["check", "sanitize", "bench", "variants", "all"])
     ap.add_argument("--n-random", type=int, default=200)
     ap.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     args = ap.parse_args(argv)
@@ -120,6 +137,8 @@ def main(argv=None) -> int:
         ok &= do_check(args.n_random, args.out)
     if args.what == "sanitize":
         ok &= do_sanitize()
+    if args.what == "variants":
+        ok &= do_variants(args.out)
     if args.what in ("bench", "all"):
         ok &= do_bench(args.out)
     print("SUITE", "OK" if ok else "FAILED")

@@ -86,6 +86,21 @@ WRONG: dict[str, Level] = {
 }
 
 
+# Earlier measured versions, rebuilt from the same files with a -D switch so that a bench can
+# time them beside the current ones (notes/l02.md, notes/l03.md). Never shipped as a level.
+VARIANTS: dict[str, Level] = {
+    "l02_v1_serial_copy": Level(
+        2, "kloop_v1_serial_copy", "l02_kloop.cu", "gemm_l02",
+        "level 2, first version: copy loads and stores chunk by chunk (8 dependent round trips/K tile)",
+        "-", _TILE, 256, _SMEM, 128, True, max_m=128, max_n=128, max_k=None,
+        defines=("LADDER_COPY_SERIAL",)),
+    "l03_v1_serial_copy": Level(
+        3, "grid_v1_serial_copy", "l03_grid.cu", "gemm_l03",
+        "level 3, first version: copy loads and stores chunk by chunk (8 dependent round trips/K tile)",
+        "-", _TILE, 256, _SMEM, 128, True, defines=("LADDER_COPY_SERIAL",)),
+}
+
+
 def get_level(level_id: int) -> Level:
     for lv in LEVELS:
         if lv.id == level_id:

@@ -37,18 +37,70 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
 // --- global -> shared, synchronous, masked ---------------------------------------------------
 // Copy rows [row0, row0+ROWS) x cols [k0, k0+64) of a row-major matrix with `rows` rows and `K`
 // columns into a 128B-swizzled tile. Out-of-range elements are written as +0.0 so that the MMA
-// over a padded tile adds nothing. 16-byte vector loads when the chunk is whole and K % 8 == 0
-// (rows then start 16-byte aligned); element loads otherwise.
+// over a padded tile adds nothing. Chunk id = tid + i*THREADS: eight consecutive threads read
+// one 128-byte row (coalesced). Two phases: global -> registers for every chunk of A and B
+// first, then registers -> shared, so all of a thread's loads are in flight together (one
+// memory round trip per K tile instead of one per chunk; notes/l03.md, v1 -> v2).
 template <int ROWS>
-__device__ __forceinline__ void load_tile_sw128(bf16_t* tile, const bf16_t* __restrict__ g,
-                                                int rows, int K, int row0, int k0, int tid) {
-  constexpr int CHUNKS = ROWS * 8;             // 16-byte chunks in the tile
-  static_assert(CHUNKS % THREADS == 0, "tile must split evenly over the CTA");
+struct TileRegs {
+  static constexpr int N = ROWS * 8 / THREADS;   // 16-byte chunks per thread
+  static_assert(ROWS * 8 % THREADS == 0, "tile must split evenly over the CTA");
+  U32x4 v[N];
+};
+
+template <int ROWS>
+__device__ __forceinline__ void tile_g2r(TileRegs<ROWS>& t, const bf16_t* __restrict__ g,
+                                         int rows, int K, int row0, int k0, int tid) {
+  // Whole tile in range and rows 16-byte aligned (K % 8 == 0): plain 16-byte loads, no masks.
+  const bool whole = ((K & 7) == 0) && (row0 + ROWS <= rows) && (k0 + BK <= K);
+  if (whole) {
+#pragma unroll
+    for (int i = 0; i < TileRegs<ROWS>::N; ++i) {
+      const int id = tid + i * THREADS, r = id >> 3, c = id & 7;
+      t.v[i] = *reinterpret_cast<const U32x4*>(g + static_cast<size_t>(row0 + r) * K + k0 + c * 8);
+    }
+    return;
+  }
   const bool vec_ok = (K & 7) == 0;
 #pragma unroll
-  for (int i = 0; i < CHUNKS / THREADS; ++i) {
-    const int id = tid + i * THREADS;          // consecutive threads: consecutive chunks of a row
-    const int r = id >> 3, c = id & 7;
+  for (int i = 0; i < TileRegs<ROWS>::N; ++i) {
+    const int id = tid + i * THREADS, r = id >> 3, c = id & 7;
+    const int gr = row0 + r, gk = k0 + c * 8;
+    U32x4 v = {0u, 0u, 0u, 0u};
+    if (gr < rows) {
+      const bf16_t* src = g + static_cast<size_t>(gr) * K + gk;
+      if (vec_ok && gk + 8 <= K) {
+        v = *reinterpret_cast<const U32x4*>(src);
+      } else {
+        u32 e[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) e[j] = (gk + j < K) ? static_cast<u32>(src[j]) : 0u;
+        v.x = e[0] | (e[1] << 16); v.y = e[2] | (e[3] << 16);
+        v.z = e[4] | (e[5] << 16); v.w = e[6] | (e[7] << 16);
+      }
+    }
+    t.v[i] = v;
+  }
+}
+
+template <int ROWS>
+__device__ __forceinline__ void tile_r2s(bf16_t* tile, const TileRegs<ROWS>& t, int tid) {
+#pragma unroll
+  for (int i = 0; i < TileRegs<ROWS>::N; ++i) {
+    const int id = tid + i * THREADS, r = id >> 3, c = id & 7;
+    *reinterpret_cast<U32x4*>(reinterpret_cast<char*>(tile) + r * 128 + ((c ^ (r & 7)) << 4)) = t.v[i];
+  }
+}
+
+#ifdef LADDER_COPY_SERIAL
+// v1 of the copy, kept to re-measure it: per chunk, load (vector or masked) then store at once.
+template <int ROWS>
+__device__ __forceinline__ void load_tile_serial_v1(bf16_t* tile, const bf16_t* __restrict__ g,
+                                                    int rows, int K, int row0, int k0, int tid) {
+  const bool vec_ok = (K & 7) == 0;
+#pragma unroll
+  for (int i = 0; i < ROWS * 8 / THREADS; ++i) {
+    const int id = tid + i * THREADS, r = id >> 3, c = id & 7;
     const int gr = row0 + r, gk = k0 + c * 8;
     U32x4 v = {0u, 0u, 0u, 0u};
     if (gr < rows) {
@@ -65,6 +117,25 @@ __device__ __forceinline__ void load_tile_sw128(bf16_t* tile, const bf16_t* __re
     }
     *reinterpret_cast<U32x4*>(reinterpret_cast<char*>(tile) + r * 128 + ((c ^ (r & 7)) << 4)) = v;
   }
+}
+#endif
+
+// One K tile of A (rows a_row0.., M rows) and B (rows b_row0.., N rows) into shared memory.
+// LADDER_COPY_SERIAL rebuilds the first measured version (v1): load and store chunk by chunk,
+// A then B, which the compiler turned into eight dependent global round trips per K tile.
+__device__ __forceinline__ void load_ab_tiles(bf16_t* sA, const bf16_t* __restrict__ A, int M, int a_row0,
+                                              bf16_t* sB, const bf16_t* __restrict__ B, int N, int b_row0,
+                                              int K, int k0, int tid) {
+#ifdef LADDER_COPY_SERIAL
+  load_tile_serial_v1<BM>(sA, A, M, K, a_row0, k0, tid);
+  load_tile_serial_v1<BN>(sB, B, N, K, b_row0, k0, tid);
+#else
+  TileRegs<BM> ta; TileRegs<BN> tb;
+  tile_g2r<BM>(ta, A, M, K, a_row0, k0, tid);
+  tile_g2r<BN>(tb, B, N, K, b_row0, k0, tid);
+  tile_r2s<BM>(sA, ta, tid);
+  tile_r2s<BN>(sB, tb, tid);
+#endif
 }
 
 // Generic-proxy stores to shared memory become visible to the async proxy (wgmma's operand

@@ -17,8 +17,7 @@ gemm_l01(const bf16_t* __restrict__ A, const bf16_t* __restrict__ B, bf16_t* __r
 #pragma unroll
   for (int i = 0; i < ACC_REGS; ++i) acc[i] = 0.f;
 
-  load_tile_sw128<BM>(sA, A, M, K, 0, 0, tid);
-  load_tile_sw128<BN>(sB, B, N, K, 0, 0, tid);
+  load_ab_tiles(sA, A, M, 0, sB, B, N, 0, K, 0, tid);
   fence_proxy_async_smem();
   __syncthreads();
 

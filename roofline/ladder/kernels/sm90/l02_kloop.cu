@@ -21,8 +21,7 @@ gemm_l02(const bf16_t* __restrict__ A, const bf16_t* __restrict__ B, bf16_t* __r
   const int nkt = (K + BK - 1) / BK;
   for (int kt = 0; kt < nkt; ++kt) {
     if (kt > 0) __syncthreads();  // both warpgroups' wgmmas of the last tile are complete (waited)
-    load_tile_sw128<BM>(sA, A, M, K, 0, kt * BK, tid);
-    load_tile_sw128<BN>(sB, B, N, K, 0, kt * BK, tid);
+    load_ab_tiles(sA, A, M, 0, sB, B, N, 0, K, kt * BK, tid);
     fence_proxy_async_smem();
     __syncthreads();
     wgmma_fence();

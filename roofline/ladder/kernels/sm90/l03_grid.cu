@@ -27,8 +27,7 @@ gemm_l03(const bf16_t* __restrict__ A, const bf16_t* __restrict__ B, bf16_t* __r
 #endif
   for (int kt = 0; kt < nkt; ++kt) {
     if (kt > 0) __syncthreads();
-    load_tile_sw128<BM>(sA, A, M, K, row0, kt * BK, tid);
-    load_tile_sw128<BN>(sB, B, N, K, col0, kt * BK, tid);
+    load_ab_tiles(sA, A, M, row0, sB, B, N, col0, K, kt * BK, tid);
     fence_proxy_async_smem();
     __syncthreads();
     wgmma_fence();

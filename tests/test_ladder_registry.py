@@ -1,0 +1,86 @@
+"""CPU-only: the level registry, the sources it names, shape domains, bf16 conversions, CLI."""
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from roofline.ladder import check
+from roofline.ladder.build import level_source
+from roofline.ladder.gpu import bf16_bits_to_f32, f32_to_bf16_bits
+from roofline.ladder.registry import KERNEL_DIR, LEVELS, VARIANTS, WRONG, get_level, render_markdown_table
+
+
+def test_levels_are_numbered_and_files_exist():
+    assert [lv.id for lv in LEVELS] == list(range(1, len(LEVELS) + 1))
+    for lv in list(LEVELS) + list(WRONG.values()) + list(VARIANTS.values()):
+        assert lv.path.is_file()
+        assert lv.path.parent == KERNEL_DIR
+        assert lv.file.startswith(f"l{lv.id % 100:02d}_")
+        src = level_source(lv)
+        assert f'extern "C" __global__' in src and lv.kernel in src
+        assert "#include" not in src  # common.cuh inlined: NVRTC needs no include path
+
+
+def test_every_level_has_notes():
+    notes = KERNEL_DIR.parent.parent / "notes"
+    for lv in LEVELS:
+        assert (notes / f"l{lv.id:02d}.md").is_file()
+
+
+def test_domains():
+    l1, l2, l3 = (get_level(i) for i in (1, 2, 3))
+    assert l1.supports(128, 128, 64) and not l1.supports(128, 128, 65) and not l1.supports(129, 1, 1)
+    assert l2.supports(128, 128, 10000) and not l2.supports(129, 128, 64)
+    assert l3.supports(8192, 28672, 4096) and l3.supports(1, 1, 1)
+    assert not l3.supports(0, 1, 1)
+    assert l3.grid(129, 257) == (3, 2, 1) and l1.grid(100, 100) == (1, 1, 1)
+    with pytest.raises(KeyError):
+        get_level(99)
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=lambda lv: f"L{lv.id}")
+def test_check_shapes_stay_in_domain(level):
+    shapes = check.edge_shapes(level) + check.random_shapes(level, 200, seed=1)
+    assert len(shapes) >= 200
+    assert all(level.supports(*s) for s in shapes)
+    ks = [s[2] for s in shapes]
+    assert 1 in ks and any(k < 64 for k in ks)
+    if level.max_k is None:
+        assert any(k % 64 for k in ks if k > 64)  # K tails
+    if level.max_m is None:
+        assert any(m % 128 for m, _, _ in shapes if m > 128)
+
+
+def test_bf16_round_trip_numpy():
+    x = np.array([1.0, -2.5, 3.14159, 1e-3, np.inf, -np.inf, np.nan, 65504.0, 1.0 + 2 ** -8], np.float32)
+    b = f32_to_bf16_bits(x, np)
+    assert b.dtype == np.uint16
+    y = bf16_bits_to_f32(b, np)
+    assert y[0] == 1.0 and y[1] == -2.5 and y[4] == np.inf and y[5] == -np.inf and np.isnan(y[6])
+    assert abs(y[2] - 3.140625) < 1e-6
+    assert y[8] == 1.0  # tie rounds to even
+    assert np.all(np.abs(y[:4] - x[:4]) <= 2 ** -8 * np.abs(x[:4]))
+
+
+def test_readme_table_from_registry():
+    t = render_markdown_table()
+    for lv in LEVELS:
+        assert lv.file in t
+    readme = (KERNEL_DIR.parent.parent / "README.md").read_text()
+    assert t in readme, "ladder/README.md level table is stale: paste `roofline ladder list --markdown`"
+
+
+def test_cli_list_and_bad_shape():
+    from roofline.ladder.cli import ladder
+    r = CliRunner().invoke(ladder, ["list"])
+    assert r.exit_code == 0 and all(lv.file in r.output for lv in LEVELS)
+    r = CliRunner().invoke(ladder, ["run", "--level", "1", "--shape", "4096x4096"])
+    assert r.exit_code != 0
+    r = CliRunner().invoke(ladder, ["run", "--level", "1", "--shape", "4096x4096x4096"])
+    assert r.exit_code != 0 and "supports" in r.output
+
+
+def test_roofline_bound():
+    from roofline.ladder.bench import gemm_min_bytes, roofline_bound_ms
+    assert gemm_min_bytes(64, 4096, 4096) == 2 * (64 * 4096 + 4096 * 4096 + 64 * 4096)
+    # 8192^3 at 1 PFLOP/s and 1 TB/s: compute term 1.0995 ms > bytes term 0.4027 ms
+    assert roofline_bound_ms(8192, 8192, 8192, 1e15, 1e12) == pytest.approx(1e3 * 2 * 8192 ** 3 / 1e15)
