@@ -112,7 +112,9 @@ def table_rows(art: dict) -> list[list[str]]:
         hc = e.get("headroom_class", "unknown")
         if e.get("provisional_headroom_class"):
             hc += f" (provisional: {e['provisional_headroom_class']})"
-        rows.append([str(rank), str(gain_rank), e.get("short_name") or name, f"{e['pct_gpu_time']:.2f}",
+        label = e.get("short_name") or name
+        label = label if len(label) <= 48 else label[:47] + "~"
+        rows.append([str(rank), str(gain_rank), label, f"{e['pct_gpu_time']:.2f}",
                      e.get("bound_type", "unknown"), pct, hc, _x(e.get("attainable_speedup")),
                      _gain(e.get("expected_e2e_gain_pct")), e.get("confidence", "low"), e.get("route", "")])
     return rows

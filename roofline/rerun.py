@@ -13,6 +13,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,20 +72,21 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 # --------------------------------------------------------------------------- dispatch table
 def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
-    """From the ladder's own bench results (rows of `roofline ladder bench --out`), the best
-    level per shape class: highest median % of cuBLAS over the benched shapes of that class.
-    Only levels that passed the check count. Returns a JSON-ready dict."""
+    """From the ladder's own bench results (rows of `roofline ladder bench --out`): per shape class,
+    every level that passed the check, ranked by its median % of cuBLAS over the benched shapes of
+    that class. Returns a JSON-ready dict; `choose_level` takes the best level that supports the
+    shape (single-tile levels only run tiny shapes)."""
     per: dict[tuple[str, int], list[float]] = {}
     for r in bench.get("rows", []):
         if r.get("level", 0) == 0 or not r.get("check_ok") or "pct_cublas" not in r:
             continue
         per.setdefault((shape_class(r["m"], r["n"], r["k"]), r["level"]), []).append(r["pct_cublas"])
-    classes: dict[str, dict] = {}
+    classes: dict[str, list] = {}
     for (cls, lvl), vals in per.items():
-        vals = sorted(vals)
-        med = vals[len(vals) // 2]
-        if cls not in classes or med > classes[cls]["median_pct_cublas"]:
-            classes[cls] = {"level": lvl, "median_pct_cublas": med, "shapes_benched": len(vals)}
+        classes.setdefault(cls, []).append({"level": lvl, "median_pct_cublas": statistics.median(vals),
+                                            "shapes_benched": len(vals)})
+    for rows in classes.values():
+        rows.sort(key=lambda r: -r["median_pct_cublas"])
     return {"arch": arch, "dtype": dtype, "device": bench.get("meta", {}).get("device"),
             "source": bench.get("meta", {}).get("time_utc"), "classes": classes}
 
@@ -94,21 +96,39 @@ def default_dispatch_table() -> dict | None:
     return json.loads(p.read_text()) if p.is_file() else None
 
 
+def _supports(level_id: int, M: int, N: int, K: int) -> bool:
+    try:
+        from roofline.ladder.registry import get_level
+
+        return get_level(level_id).supports(M, N, K)
+    except KeyError:
+        return False
+
+
 def choose_level(table: dict | None, M: int, N: int, K: int, dtype: str, arch: str = "sm_90a"
                  ) -> tuple[int | None, str]:
-    """-> (level id or None, why)."""
+    """-> (level id or None, why). The best-measured level of the shape's class that supports the
+    shape; if the class was never benched, the best level over all classes that supports it."""
     if table is None:
         return None, "no dispatch table (run `roofline ladder bench --out bench.json` on the device)"
     if dtype != table.get("dtype"):
         return None, f"dtype {dtype} is not supported by the ladder ({table.get('dtype')} only)"
     if arch != table.get("arch"):
-        return None, f"the ladder kernels need {table.get('arch')}; this device is {arch}"
+        return None, (f"the ladder kernels need {table.get('arch')}; this device is {arch} "
+                      "(no portable level in the ladder yet)")
     cls = shape_class(M, N, K)
-    row = table["classes"].get(cls)
-    if row is None:
-        return None, f"no benched level for shape class {cls}"
-    return row["level"], (f"{cls}: level {row['level']} had the best median "
-                          f"{row['median_pct_cublas']:.0f}% of cuBLAS over {row['shapes_benched']} benched shape(s)")
+    rows = [r for r in table["classes"].get(cls, []) if _supports(r["level"], M, N, K)]
+    if rows:
+        r = rows[0]
+        return r["level"], (f"{cls}: level {r['level']} had the best median {r['median_pct_cublas']:.0f}% of "
+                            f"cuBLAS over {r['shapes_benched']} benched {cls} shape(s)")
+    allrows = sorted((r for rs in table["classes"].values() for r in rs if _supports(r["level"], M, N, K)),
+                     key=lambda r: -r["median_pct_cublas"])
+    if allrows:
+        r = allrows[0]
+        return r["level"], (f"{cls}: never benched; level {r['level']} is the best-measured level that "
+                            "supports this shape")
+    return None, f"no ladder level supports {M}x{N}x{K}"
 
 
 # --------------------------------------------------------------------------- write-back
@@ -332,6 +352,11 @@ def _one_launch(level_id: int, M: int, N: int, K: int) -> None:
     cp.cuda.runtime.deviceSynchronize()
 
 
-if __name__ == "__main__":  # pragma: no cover - the ncu target
+if __name__ == "__main__":  # pragma: no cover - the ncu target, and the table builder
     if len(sys.argv) == 6 and sys.argv[1] == "--one-launch":
         _one_launch(*(int(x) for x in sys.argv[2:]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "--build-dispatch":
+        tbl = build_dispatch_table(json.loads(Path(sys.argv[2]).read_text()))
+        Path(sys.argv[3]).write_text(json.dumps(tbl, indent=1) + "\n")
+    else:
+        sys.exit("usage: python -m roofline.rerun --build-dispatch BENCH.json OUT.json")
