@@ -330,8 +330,18 @@ def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) ->
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")]))})
         path = rep.with_suffix(".ncu-rep")
         if res.returncode != 0 or not path.exists():
-            return {"error": (res.stderr or res.stdout).strip().splitlines()[-1:] or ["ncu failed"]}
-        kcs = load(path)
+            return {"error": ((res.stderr or res.stdout).strip().splitlines() or ["ncu failed"])[-1]}
+        # the raw-page CSV needs nothing beyond ncu itself (the ncu-report module may be absent)
+        csv = Path(td) / "rerun.csv"
+        with open(csv, "w") as fh:
+            exp = subprocess.run([ncu, "--import", str(path), "--csv", "--page", "raw", "--print-units", "base"],
+                                 stdout=fh, stderr=subprocess.PIPE, text=True, timeout=120)
+        if exp.returncode != 0:
+            return {"error": (exp.stderr.strip().splitlines() or ["ncu --import failed"])[-1]}
+        try:
+            kcs = load(csv)
+        except ValueError as exc:  # CounterReadError: L4, keep the analytic result
+            return {"error": str(exc)}
     if not kcs:
         return None
     k = kcs[0]

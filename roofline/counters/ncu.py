@@ -135,10 +135,31 @@ def launch_counters(name: str, m: dict[str, float | None], source: str,
 
 
 # ----------------------------------------------------------------------------- .ncu-rep
+def _import_ncu_report():
+    """The PyPI package `ncu-report`; else the copy every Nsight Compute install ships in
+    <ncu>/extras/python (the device image has ncu but not the PyPI package)."""
+    try:
+        import ncu_report
+
+        return ncu_report
+    except ImportError:
+        import importlib
+        import shutil
+        import sys
+
+        ncu = shutil.which("ncu")
+        if ncu:
+            extras = Path(ncu).resolve().parent / "extras" / "python"
+            if (extras / "ncu_report.py").exists() and str(extras) not in sys.path:
+                sys.path.append(str(extras))
+                return importlib.import_module("ncu_report")
+        raise
+
+
 def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
     try:
-        import ncu_report  # the PyPI package `ncu-report`
-    except ImportError as e:  # pragma: no cover - it is a declared dependency
+        ncu_report = _import_ncu_report()
+    except ImportError as e:
         raise CounterReadError(path, f"reading .ncu-rep needs the ncu-report package ({e})") from e
     try:
         ctx = ncu_report.load_report(str(path))

@@ -3,7 +3,7 @@
 # (fixtures/rerun, made from fixtures/traces/prefill.json.gz) through the ladder, with counters.
 # Usage (repo root, device image python3): bash tools/device/rerun_demo.sh  -> results in $OUT
 set -u
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH=${SNAP:-$PWD} PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/rerun_out}; mkdir -p "$OUT"
 work=$(mktemp -d); cp -r fixtures/rerun/. "$work/"
 echo "== ncu: $(ncu --version | tail -1)"
