@@ -83,3 +83,18 @@ def _empty_artifact(stage, errors) -> dict:
     return {"skill": "roofline", "skill_version": "1", "gfx": None, "peaks": None, "stage": stage or "A",
             "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [], "degraded": [],
             "skill_errors": errors}
+
+
+def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dict:
+    """Stage C after the pipeline's op benchmarker: re-run the GEMM heads of `artifact`
+    (profile_roofline.json) through the ladder and write the measurement back. Never raises:
+    returns {"rerun": [...], "skipped": {...}, "playbook": path|None, "error": str|None}; on any
+    failure (no GPU, no ncu, a broken kernel) the artifact is left as it was."""
+    try:
+        from roofline.commands.rerun import rerun_artifact
+
+        res = rerun_artifact(Path(artifact), tuple(entries), counters, None, playbook_dir)
+        res["error"] = None
+        return res
+    except Exception as exc:
+        return {"rerun": [], "skipped": {}, "playbook": None, "error": f"{exc.__class__.__name__}: {exc}"}

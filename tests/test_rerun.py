@@ -1,0 +1,138 @@
+"""Stage-C re-run logic on the CPU, replaying measurements recorded on the H200
+(fixtures/rerun/rerun_h200: `bash tools/device/rerun_demo.sh`)."""
+import copy
+import json
+import math
+import statistics
+
+import pytest
+from click.testing import CliRunner
+
+from roofline import hook, rerun
+from roofline.cli import main
+from roofline.report import to_markdown
+
+from conftest import FIXTURES, ROOT, _gpu_available
+
+RECORDED = FIXTURES / "rerun" / "rerun_h200" / "profile_roofline.json"
+STAGE_B = FIXTURES / "rerun" / "profile" / "round_1" / "profile_roofline.json"
+BENCH = ROOT / "roofline" / "ladder" / "results" / "h200_bench.json"
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return json.loads(RECORDED.read_text())
+
+
+def test_gemm_problems_dense_and_moe():
+    assert rerun.gemm_problems({"op_class": "gemm", "shape": {"M": 512, "N": 5632, "K": 1024},
+                                "dtypes": {"act": "bf16"}})[0].count == 1.0
+    ps = rerun.gemm_problems({"op_class": "moe", "shape": {"M": 64, "E": 256, "top_k": 8, "hidden": 2048,
+                                                           "inter": 512}, "dtypes": {"act": "fp8"}})
+    hit = 256 * (1 - (1 - 1 / 256) ** 512)
+    assert [(p.M, p.N, p.K) for p in ps] == [(math.ceil(512 / hit), 1024, 2048), (math.ceil(512 / hit), 2048, 512)]
+    assert ps[0].count == pytest.approx(hit) and ps[0].dtype == "fp8"
+    assert rerun.gemm_problems({"op_class": "attn", "shape": {}}) == []
+
+
+def test_shape_classes():
+    assert rerun.shape_class(64, 4096, 4096) == "decode-skinny"
+    assert rerun.shape_class(512, 5632, 1024) == "prefill"
+    assert rerun.shape_class(1000, 3000, 2000) == "ragged"
+
+
+def test_dispatch_table_is_built_from_the_measured_bench():
+    bench = json.loads(BENCH.read_text())
+    table = rerun.build_dispatch_table(bench)
+    assert table == rerun.default_dispatch_table()          # the shipped table is this bench's
+    best_prefill = table["classes"]["prefill"][0]
+    rows = [r["pct_cublas"] for r in bench["rows"] if r["level"] == best_prefill["level"]
+            and r.get("check_ok") and rerun.shape_class(r["m"], r["n"], r["k"]) == "prefill"]
+    assert best_prefill["median_pct_cublas"] == pytest.approx(statistics.median(rows))
+    # single-tile levels win the one-tile bench row but cannot run a 64x4096 decode shape
+    lvl, why = rerun.choose_level(table, 64, 4096, 4096, "bf16")
+    from roofline.ladder.registry import get_level
+
+    assert get_level(lvl).supports(64, 4096, 4096) and "decode-skinny" in why
+    assert rerun.choose_level(table, 128, 128, 64, "bf16")[0] == table["classes"]["decode-skinny"][0]["level"]
+    assert rerun.choose_level(table, 1000, 3000, 2000, "bf16")[1].startswith("ragged: never benched")
+    assert rerun.choose_level(table, 512, 512, 512, "fp8") == (None, "dtype fp8 is not supported by the ladder (bf16 only)")
+    assert rerun.choose_level(table, 512, 512, 512, "bf16", arch="sm_80")[0] is None
+    assert rerun.choose_level(None, 512, 512, 512, "bf16")[0] is None
+
+
+@pytest.mark.parametrize("speedup,predicted,verdict,contra", [
+    (0.78, 1.3, "no real gain: the best isolated kernel is slower than the in-run kernel", False),
+    (1.02, 1.3, "no real gain (inside the 3.4% isolated noise band)", False),
+    (1.2, 1.3, "real gain, within the prediction", False),
+    (1.6, 1.3, "measured speedup exceeds the predicted attainable: the model was wrong, the measurement wins", True),
+    (1.31, 1.3, "real gain, within the prediction", False),   # within the band of the prediction
+])
+def test_guards(speedup, predicted, verdict, contra):
+    assert rerun.guard_verdict(speedup, predicted) == (verdict, contra)
+
+
+def test_write_back_replays_the_recorded_measurements(recorded):
+    base = json.loads(STAGE_B.read_text())
+    assert base["stage"] == "B"
+    measured = [e for e in recorded["entries"] if e.get("measured")]
+    assert len(measured) == 4                       # every GEMM head of the real prefill Top-N
+    for rec in measured:
+        m = rec["measured"]
+        meas = {k: m[k] for k in ("problems", "ladder_level", "ladder_t_ms", "ladder_t_ms_p20", "ladder_t_ms_p80",
+                                  "cublas_t_ms", "cublas_t_ms_p20", "cublas_t_ms_p80", "check_ok", "counters",
+                                  "dispatch_reason", "device", "time_utc")}
+        e = rerun.write_back(base, rec["name"], meas)
+        current = e["t_ms"] * e.get("launches_per_logical_op", 1)
+        best = min(m["ladder_t_ms"], m["cublas_t_ms"])
+        assert e["measured_attainable_speedup"] == pytest.approx(current / best)
+        assert e["measured"]["cublas_roofline_pct"] == pytest.approx(
+            e["flops_est"] / (m["cublas_t_ms"] / 1e3) / base["peaks"]["flops"][e["compute_dtype"]]
+            if e["roof_axis"] == "compute" else e["bytes_est"] / (m["cublas_t_ms"] / 1e3) / base["peaks"]["hbm_bw_bytes_s"])
+        # the in-run kernel is cuBLAS (nvjet): isolation alone costs cublas_isolated / in-run
+        assert e["measured"]["isolation_ratio"] == pytest.approx(m["cublas_t_ms"] / current)
+        assert e["measured"]["isolation_ratio"] > 1.0    # cold L2 in isolation: slower than in the run
+        assert e["confidence"] == "high"
+    assert base["stage"] == "C"
+    md = to_markdown(base)
+    assert "## Predicted vs measured (stage C isolated re-runs)" in md and md.count("no real gain") >= 4
+
+
+def test_playbook_append_read_and_summarize(tmp_path, recorded):
+    for e in recorded["entries"]:
+        if e.get("measured"):
+            rerun.append_playbook(tmp_path, rerun.playbook_record(recorded, e))
+    recs = rerun.read_playbook(tmp_path)
+    assert len(recs) == 4 and all(r["measured_e2e_delta_pct"] is None for r in recs)
+    summ = rerun.summarize_playbook(recs)["gemm"]
+    reached = sorted(min(1.0, r["roofline_pct"] * r["measured_isolated_speedup"]) for r in recs)
+    ratios = sorted(r["measured_isolated_speedup"] / r["predicted_attainable_speedup"] for r in recs)
+    assert summ["n"] == 4
+    assert summ["proposed_target_eff"] == reached[2] and summ["median_measured_over_predicted"] == ratios[2]
+    md = (tmp_path / "backend_playbook.md").read_text()
+    assert md.count("\n| 20") == 4
+    res = CliRunner().invoke(main, ["playbook", str(tmp_path)])
+    assert res.exit_code == 0 and "gemm" in res.stdout and "proposals only" in res.stdout
+
+
+def test_recorded_playbook_matches_the_recorded_artifact(recorded):
+    recs = rerun.read_playbook(FIXTURES / "rerun" / "rerun_h200" / "backend_playbook.jsonl")
+    by = {e["name"]: e for e in recorded["entries"]}
+    for r in recs:
+        assert r["measured_isolated_speedup"] == by[r["kernel"]]["measured_attainable_speedup"]
+
+
+@pytest.mark.skipif(_gpu_available(), reason="checks the no-GPU path")
+def test_cli_rerun_without_gpu_changes_nothing(tmp_path):
+    p = tmp_path / "profile_roofline.json"
+    p.write_text(STAGE_B.read_text())
+    before = p.read_bytes()
+    res = CliRunner().invoke(main, ["rerun", str(p)])
+    assert res.exit_code == 2
+    assert res.stderr.strip() == "roofline rerun: no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged"
+    assert p.read_bytes() == before
+
+
+def test_hook_rerun_never_raises(tmp_path):
+    r = hook.rerun(tmp_path / "missing.json")
+    assert r["rerun"] == [] and r["error"]
