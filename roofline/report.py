@@ -107,6 +107,9 @@ def table_rows(art: dict) -> list[list[str]]:
         e = by_name[name]
         gain_rank = art["ranking_by_expected_gain"].index(name) + 1
         pct = _pct(e.get("roofline_pct"))
+        if e.get("roofline_pct_range"):
+            lo, hi = e["roofline_pct_range"]
+            pct = f"{pct} ({_pct(lo)}-{_pct(hi)})"
         if e.get("suspect"):
             pct += " (suspect)"
         hc = e.get("headroom_class", "unknown")
@@ -115,7 +118,9 @@ def table_rows(art: dict) -> list[list[str]]:
         label = e.get("short_name") or name
         label = label if len(label) <= 48 else label[:47] + "~"
         rows.append([str(rank), str(gain_rank), label, f"{e['pct_gpu_time']:.2f}",
-                     e.get("bound_type", "unknown"), pct, hc, _x(e.get("attainable_speedup")),
+                     e.get("bound_type", "unknown"), pct, hc, _x(e.get("attainable_speedup")) + (
+                         " ({:.1f}-{:.1f})".format(*e["attainable_speedup_range"])
+                         if e.get("attainable_speedup_range") and e.get("attainable_speedup") else ""),
                      _gain(e.get("expected_e2e_gain_pct")), e.get("confidence", "low"), e.get("route", "")])
     return rows
 
