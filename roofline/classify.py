@@ -28,7 +28,7 @@ RULES: list[tuple[str, str]] = [
     (r"reshape_and_cache|concat_and_cache|cache_kernel", "elementwise"),
     # --- mixture of experts (fused MoE, grouped GEMM, routing/gating, token permutation)
     (r"fused_moe|moe_|_moe|moe::|\bmoe\b|^moe|grouped_?gemm|group_?gemm|groupgemm|gemm_?grouped|"
-     r"ptr_?array|topk_?gating|gating_?softmax|expert", "moe"),
+     r"ptr_?array|array_?tma|group_?problem|grouped|topk_?gating|gating_?softmax|expert", "moe"),
     # --- attention (FlashAttention, cuDNN SDPA, xformers/cutlass fmha, FlashInfer, paged, MLA)
     (r"flash|fmha|sdpa|attention|attn|xformers|flashinfer|paged_?att|"
      r"batch_?decode|batch_?prefill|single_?decode|single_?prefill|splitkv|mla_?decode|"
@@ -123,8 +123,10 @@ def is_library_kernel(name: str) -> bool:
 _GENERIC = {"elementwise_kernel", "vectorized_elementwise_kernel", "unrolled_elementwise_kernel",
             "reduce_kernel", "kernel", "Kernel", "Kernel2", "device_kernel", "triton_", "index_elementwise_kernel",
             "elementwise_kernel_with_index", "vectorized_templated_elementwise_kernel"}
-_SKIP_INNER = {"ReduceOp", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "launch_kernel"}
-_INNER_RE = re.compile(r"([A-Za-z_]\w*(?:Functor|_kernel|_functor|Ops|Op|_impl))\b")
+_SKIP_INNER = {"ReduceOp", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "launch_kernel", "BinaryFunctor",
+               "AUnaryFunctor", "BUnaryFunctor", "UnaryFunctor", "launch_vectorized_kernel",
+               "launch_legacy_kernel", "gpu_kernel", "gpu_kernel_nocast"}
+_INNER_RE = re.compile(r"([A-Za-z_]\w*(?:Functor\w*|_kernel_cuda|_kernel|_functor|Ops))\b")
 _MANGLED_ID_RE = re.compile(r"(\d+)")
 
 

@@ -61,9 +61,11 @@ def _write_atomic(path: str, doc: dict) -> None:
               help="Drop kernels below this share of GPU time (percent).")
 @click.option("--round", "round_no", type=int, default=None,
               help="Round number (default: from a round_<R> folder in the -o path, else 0).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes for parsing a large uncompressed trace (default: 2 where there are 2 CPUs).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, prefill_range, top, min_pct,
-         round_no, quiet):
+         round_no, workers, quiet):
     """Build a profile_topN.json from SOURCE: a PyTorch profiler Chrome trace (.json or .json.gz,
     export_chrome_trace; record_shapes=True fills shapes/dtypes), an Nsight Compute report
     (.ncu-rep, optionally .gz) or its raw-page CSV (ncu --import R --csv --page raw).
@@ -91,12 +93,14 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
             from roofline.ingest.torch_trace import TraceError, parse_trace
             plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
             try:
-                pt = parse_trace(source, range_regex=[decode_range, prefill_range])
+                pt = parse_trace(source, range_regex=[decode_range, prefill_range], workers=workers)
                 aggs, steps, notes = aggregate_trace(pt, plan)
             except TraceError as exc:
                 _fail(source, str(exc))
             src = {"kind": "torch_trace", "path": os.path.basename(source), "kernel_launches": pt.n_kernels,
-                   "events": pt.n_events}
+                   "events": pt.n_events, "parser": pt.engine}
+            if pt.engine.startswith("ijson") and "yajl2_c" not in pt.engine:
+                notes.append(f"parsed with {pt.engine}: install ijson's C backend (yajl2_c) for speed")
             if pt.device_names:
                 src["devices"] = sorted(set(pt.device_names))
             doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,

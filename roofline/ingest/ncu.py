@@ -19,7 +19,6 @@ import gzip
 import os
 import shutil
 import tempfile
-from collections import Counter
 
 from roofline.ingest.topn import KernelAgg
 
@@ -94,6 +93,15 @@ def _dims(s: str):
         return None
 
 
+def _rep_dims(act, prefix: str):
+    """(x, y, z) from launch__{grid,block}_dim_{x,y,z}, else (size,) from launch__*_size."""
+    ms = [act.metric_by_name(f"{prefix}_dim_{c}") for c in "xyz"]
+    if all(m is not None for m in ms):
+        return tuple(int(m.as_uint64()) for m in ms)
+    m = act.metric_by_name(f"{prefix}_size")
+    return (int(m.as_uint64()),) if m is not None else None
+
+
 def read_ncu_rep(path: str, regime: str):
     try:
         import ncu_report
@@ -129,11 +137,9 @@ def read_ncu_rep(path: str, regime: str):
                 a = aggs.setdefault(name, KernelAgg(name))
                 a.count[regime] += 1
                 a.total_us[regime] += us
-                g, b = act.metric_by_name("launch__grid_size"), act.metric_by_name("launch__block_size")
-                if g is not None and b is not None:
-                    a.launch_dims[((int(g.as_uint64()),), (int(b.as_uint64()),))] += 1
+                a.launch_dims[(_rep_dims(act, "launch__grid"), _rep_dims(act, "launch__block"))] += 1
         if n_act == 0:
-            raise NcuError("the report holds no profiled kernels")
+            raise NcuError("not a loadable Nsight Compute report, or one with no profiled kernels")
         if not aggs:
             raise NcuError(f"no kernel in the report has {DURATION}")
         return list(aggs.values()), 0
@@ -164,4 +170,4 @@ def ncu_steps(aggs, regime: str, steps: int | None):
     return {regime: steps}, notes
 
 
-__all__ = ["read_ncu", "read_ncu_csv", "read_ncu_rep", "ncu_steps", "NcuError", "Counter"]
+__all__ = ["read_ncu", "read_ncu_csv", "read_ncu_rep", "ncu_steps", "NcuError"]

@@ -43,6 +43,11 @@ ATTN_OPS = {
 }
 
 
+# Gathers: op -> (index of the table, index of the indices). Rows are along dim 0 (embedding; and
+# index_select as LLMs use it, dim=0).
+GATHER_OPS = {"aten::embedding": (0, 1), "aten::index_select": (0, 2)}
+
+
 def dtype_of(t: str) -> str | None:
     return DTYPES.get(t)
 
@@ -134,6 +139,16 @@ def stream_shape(sig):
     if not ts:
         return None
     sizes = [int(prod(d)) if d else 1 for d, _ in ts]
+    g = GATHER_OPS.get(sig.name)
+    if g is not None and len(sig.dims) > max(g):
+        # NB: a gather reads only the selected rows of its table, not the whole table
+        table, index = sig.dims[g[0]], sig.dims[g[1]]
+        if isinstance(table, tuple) and isinstance(index, tuple) and len(table) >= 1:
+            n_idx = int(prod(index)) if index else 1
+            row = int(prod(table[1:])) if len(table) > 1 else 1
+            out = {"elems_in": n_idx * row + n_idx, "elems_out": n_idx * row}
+            t = sig.types[g[0]] if g[0] < len(sig.types) else ""
+            return out, {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v}
     if sig.name == "aten::copy_" and len(ts) >= 2:
         out = {"elems_in": sizes[1], "elems_out": sizes[0]}
         dt = {"act": dtype_of(ts[1][1]), "out": dtype_of(ts[0][1])}

@@ -102,8 +102,9 @@ def aggregate_trace(pt, plan: StepPlan):
             ivs.extend((r.ts_us, r.ts_us + r.dur_us, reg) for r in rs)
         ivs.sort()
         starts = [a for a, _, _ in ivs]
+        corr_ts = pt.corr_ts if not use_gpu else {}
         for i in range(n):
-            t = pt.k_ts[i] if use_gpu else pt.corr_ts.get(pt.k_corr[i])
+            t = pt.k_ts[i] if use_gpu else corr_ts.get(pt.k_corr[i])
             reg = None
             if t is not None:
                 j = bisect.bisect_right(starts, t) - 1
@@ -149,7 +150,8 @@ def aggregate_trace(pt, plan: StepPlan):
 
     # ---- aggregate per kernel name
     aggs: dict[int, KernelAgg] = {}
-    op_by_ext, corr_ext = pt.op_by_ext, pt.corr_ext
+    op_by_ext = pt.op_by_ext
+    corr_ext = None                      # built only if some kernel lacks a linked External id
     linked = 0
     for i in range(n):
         k = pt.k_name[i]
@@ -163,6 +165,8 @@ def aggregate_trace(pt, plan: StepPlan):
         ext = pt.k_ext[i]
         s = op_by_ext.get(ext) if ext >= 0 else None
         if s is None:
+            if corr_ext is None:
+                corr_ext = pt.corr_ext
             x = corr_ext.get(pt.k_corr[i])
             if x is not None:
                 s = op_by_ext.get(x)
