@@ -118,14 +118,26 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
         raise EntryError(f"no memory peak for {peaks.device}")
     dt = resolve_dtypes(e, env)
     shapes, shape_source, assumed = resolve_shapes(op_class, e, env, config, regime)
+    weights = [1.0] * len(shapes)
+    sr, sl = e.raw.get("shape_regimes"), e.raw.get("shape_launches")
+    if shape_source == "captured" and isinstance(sr, list) and len(sr) == len(shapes):
+        # `roofline topn` tags each captured shape with its regime and launch count: keep the
+        # shapes of the regime being analysed, weighted by their launches
+        keep = [i for i, r in enumerate(sr) if r == regime] or list(range(len(shapes)))
+        shapes = [shapes[i] for i in keep]
+        if isinstance(sl, list) and len(sl) == len(sr):
+            weights = [float(sl[i]) for i in keep]
+        else:
+            weights = [1.0] * len(shapes)
     results: list[ModelResult] = [MODELS[op_class](s, dt) for s in shapes]
     res = results[0]
     if len(results) > 1:
-        # several captured shapes under one kernel name: average per launch
+        # several captured shapes under one kernel name: the launch-weighted average per launch
+        wsum = sum(weights) or float(len(results))
         for i, c in enumerate(res.candidates):
-            c.bytes_est = sum(r.candidates[i].bytes_est for r in results) / len(results)
-            c.flops_est = sum(r.candidates[i].flops_est for r in results) / len(results)
-        notes.append(f"{len(results)} captured shapes averaged per launch")
+            c.bytes_est = sum(w * r.candidates[i].bytes_est for w, r in zip(weights, results)) / wsum
+            c.flops_est = sum(w * r.candidates[i].flops_est for w, r in zip(weights, results)) / wsum
+        notes.append(f"{len(results)} captured {regime} shapes averaged per launch (weighted by launches)")
     if assumed:
         notes.append("assumed " + "; ".join(assumed))
     # Per-launch vs per-logical-op: the model counts one logical op; compare it with the summed

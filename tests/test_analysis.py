@@ -242,3 +242,15 @@ def test_stage_a_fills_from_config_and_says_so(example_config):
     n = E(a, "norm")
     assert n["bytes_est"] == 64 * 2048 * 2 * 2
     assert "elems_in=131072 (conc tokens x hidden_size" in n["notes"] and n["confidence"] == "low"
+
+
+def test_captured_shapes_of_the_other_regime_are_not_mixed_in():
+    e = entry("norm_k", 30, 0.01, classification="norm",
+              shapes=[{"elems_in": 1000, "elems_out": 1000}, {"elems_in": 9000, "elems_out": 9000},
+                      {"elems_in": 3000, "elems_out": 3000}],
+              shape_regimes=["decode", "prefill", "decode"], shape_launches=[30, 5, 10])
+    e["regimes"]["prefill"] = {"base_latency_ms": 0.02, "launches_per_step": 1}
+    n = E(run(e), "norm_k")
+    assert n["regime"] == "decode"
+    # decode shapes only, weighted 30:10 -> 1500 elems in and out, bf16
+    assert n["bytes_est"] == pytest.approx((30 * 1000 + 10 * 3000) / 40 * 4)
