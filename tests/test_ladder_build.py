@@ -1,5 +1,6 @@
 """CPU-only: every ladder level compiles for sm_90a with nvcc, and ptxas's resource report keeps
-the registry's promises (registers, static shared memory, no spills)."""
+the registry's promises (registers, static shared memory, no spills; for dynamic shared memory
+the build passes the registry's size and the kernel static_asserts it equals its DYN_SMEM)."""
 import pytest
 
 from roofline.ladder.build import nvcc_path, parse_ptxas, ptxas_report
@@ -20,6 +21,17 @@ def test_ptxas_report_matches_registry(level):
     if level.no_spills:
         assert rep.spill_store_bytes == 0 and rep.spill_load_bytes == 0, rep.raw
         assert rep.stack_frame_bytes == 0, rep.raw
+
+
+def test_shared_memory_fits_and_dynamic_is_declared():
+    for lv in ALL:
+        assert lv.total_smem_bytes <= 227 * 1024, lv.name
+        if lv.kind != "sync":  # TMA levels: 1024-aligned swizzled tiles
+            assert lv.dyn_smem_bytes == 0 or lv.dyn_smem_bytes % 1024 == 0
+    # the registry's dynamic size is the kernels' DYN_SMEM: 4 x 48 KiB stages + 1 KiB slack
+    from roofline.ladder.registry import get_level
+    assert get_level(5).dyn_smem_bytes == get_level(6).dyn_smem_bytes == 4 * 49152 + 1024
+    assert VARIANTS["l05_depth1"].dyn_smem_bytes == 65536 + 1024  # epilogue staging needs 64 KiB
 
 
 def test_parse_ptxas_sample():

@@ -50,6 +50,33 @@ def test_check_shapes_stay_in_domain(level):
         assert any(m % 128 for m, _, _ in shapes if m > 128)
 
 
+def test_new_levels_kinds_and_grids():
+    l4, l5, l6 = (get_level(i) for i in (4, 5, 6))
+    assert (l4.kind, l5.kind, l6.kind) == ("tma", "tma", "persistent")
+    assert l4.tile_mnk == (128, 128, 64) and l5.tile_mnk == l6.tile_mnk == (128, 256, 64)
+    assert l5.grid(129, 257) == (2, 2, 1)
+    assert l6.grid(8192, 8192) == (64 * 32, 1, 1)  # #tiles; gpu.launch caps it at #SMs
+    for lv in (l4, l5, l6):
+        assert lv.supports(1, 1, 1) and lv.supports(8192, 28672, 4096)
+
+
+def test_shape_sets():
+    from roofline.ladder.bench import SHAPE_SETS
+    s6 = set(SHAPE_SETS["issue6"])
+    want = {(4096, 4096, 4096), (8192, 8192, 8192), (64, 4096, 4096), (64, 28672, 4096)}
+    want |= {(m, n, k) for m in (2048, 8192) for n, k in ((4096, 4096), (28672, 4096), (4096, 14336))}
+    assert want <= s6
+    assert set(SHAPE_SETS["default"]) <= s6
+
+
+def test_persistent_check_shapes_cross_tiles():
+    l6 = get_level(6)
+    shapes = check.edge_shapes(l6) + check.random_shapes(l6, 200, seed=6)
+    many = [s for s in shapes if ((s[0] + 127) // 128) * ((s[1] + 255) // 256) > 132]
+    assert len(many) >= 30  # CTAs that walk several tiles
+    assert any(k % 8 for _, _, k in many) and any(n % 8 for _, n, _ in many)
+
+
 def test_bf16_round_trip_numpy():
     x = np.array([1.0, -2.5, 3.14159, 1e-3, np.inf, -np.inf, np.nan, 65504.0, 1.0 + 2 ** -8], np.float32)
     b = f32_to_bf16_bits(x, np)

@@ -68,3 +68,71 @@ def test_cli_render():
     r = CliRunner().invoke(ladder, ["render", str(RESULTS / "h200_bench.json"), "--no-peaks"])
     assert r.exit_code == 0, r.output
     assert "| 8192x8192x8192 | 3 grid |" in r.output and "% cuBLAS" in r.output
+
+
+# ---------------------------------------------------------------- issue 6 (levels 4-6)
+ISSUE6 = ["h200_bench_issue6.json", "h200_bench_issue6_run2.json"]
+
+
+@pytest.mark.parametrize("name", ISSUE6)
+def test_issue6_bench_has_every_level_and_shape(name):
+    from roofline.ladder.bench import SHAPE_SETS
+    res = _load(name)
+    assert res["meta"]["device"] == "NVIDIA H200"
+    rows = res["rows"]
+    for shape in SHAPE_SETS["issue6"]:
+        levels = {r["level"] for r in rows if (r["m"], r["n"], r["k"]) == shape and "t_ms_median" in r}
+        assert {0, 3, 4, 5, 6} <= levels, (shape, levels)
+    assert {1, 2} <= {r["level"] for r in rows}
+    cub = {(r["m"], r["n"], r["k"]): r["t_ms_median"] for r in rows if r["level"] == 0}
+    for r in rows:
+        assert r["t_ms_p20"] <= r["t_ms_median"] <= r["t_ms_p80"]
+        if r["level"]:
+            assert r["check_ok"] and r["check_rel_err"] < 1e-2
+            assert r["pct_cublas"] == pytest.approx(100 * cub[(r["m"], r["n"], r["k"])] / r["t_ms_median"])
+
+
+@pytest.mark.parametrize("name", ISSUE6 + ["h200_overlap_l5_l6.json", "h200_l06_epilogue_variants.json"])
+def test_level6_gate_70pct_cublas_at_8192(name):
+    rows = _load(name)["rows"]
+    r = next(r for r in rows if r["name"] == "persistent" and (r["m"], r["n"], r["k"]) == (8192, 8192, 8192))
+    assert r["pct_cublas"] >= 70.0
+
+
+def test_overlap_depth4_beats_depth1_beyond_spread():
+    by = {(r["name"], r["m"], r["n"], r["k"]): r for r in _load("h200_overlap_l5_l6.json")["rows"]}
+    for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 4096)]:
+        d1, d2, d4 = (by[(n, *shape)] for n in ("pipeline_depth1", "pipeline_depth2", "pipeline"))
+        assert d4["t_ms_p80"] < d2["t_ms_p20"] and d2["t_ms_p80"] < d1["t_ms_p20"]
+        assert d1["t_ms_median"] / d4["t_ms_median"] > 1.4
+
+
+def test_grouped_order_beats_row_major_on_wide_n():
+    by = {(r["name"], r["m"], r["n"], r["k"]): r for r in _load("h200_overlap_l5_l6.json")["rows"]}
+    g1, g16 = by[("persistent_group1", 8192, 28672, 4096)], by[("persistent", 8192, 28672, 4096)]
+    assert g16["t_ms_p80"] < g1["t_ms_p20"]
+
+
+def test_check_summary_levels_1_to_6():
+    chk = _load("h200_check_l1_l6.json")
+    assert chk["wrong_kernel_caught"] is True and not chk["failures"]
+    for lvl in ("1", "2", "3", "4", "5", "6"):
+        s = chk["summary"][lvl]
+        assert s["shapes"] >= 200 and s["failed"] == 0 and s["specials"] >= 20
+        assert s["max_rel_err_ref"] < 1e-2
+    l6 = [s for s in chk["shapes"] if s[0] == 6]
+    assert sum(((m + 127) // 128) * ((n + 255) // 256) > 132 for _, m, n, _, _, _ in l6) >= 30
+    assert any(k == 1 for _, _, _, k, _, _ in l6) or any(k % 8 for _, _, _, k, _, _ in l6)
+
+
+def test_sanitizer_summaries_clean():
+    txt = (RESULTS / "h200_sanitize_l4_l6_run2.txt").read_text()
+    assert txt.count("ERROR SUMMARY: 0 errors") == 2 and "RACECHECK SUMMARY: 0 hazards" in txt
+    assert "FAIL" not in txt and txt.count("persistent_tma_store") >= 12
+
+
+def test_readme_has_issue6_table():
+    readme = (RESULTS.parent / "README.md").read_text()
+    res = _load("h200_bench_issue6.json")
+    assert bench.render_table(res).splitlines()[2] in readme
+    assert "--shapes issue6" in readme

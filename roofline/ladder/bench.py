@@ -29,6 +29,29 @@ DEFAULT_SHAPES: tuple[tuple[int, int, int], ...] = (
     (64, 28672, 4096),     # decode: Llama-70B-like MLP up-projection
 )
 
+# Issue 6: 4096^3, 8192^3, LLM prefill M in {2048, 8192} x (N, K) in {(4096, 4096) attention
+# projection, (28672, 4096) MLP up, (4096, 14336) MLP down}, the two decode shapes, and the two
+# single-tile shapes so that levels 1-2 appear in the same run.
+ISSUE6_SHAPES: tuple[tuple[int, int, int], ...] = (
+    (128, 128, 64),
+    (128, 128, 8192),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (2048, 4096, 4096),
+    (2048, 28672, 4096),
+    (2048, 4096, 14336),
+    (8192, 4096, 4096),
+    (8192, 28672, 4096),
+    (8192, 4096, 14336),
+    (64, 4096, 4096),
+    (64, 28672, 4096),
+)
+
+SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "default": DEFAULT_SHAPES,
+    "issue6": ISSUE6_SHAPES,
+}
+
 FLUSH_BYTES = 256 << 20
 
 

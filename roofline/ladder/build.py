@@ -98,6 +98,8 @@ def ptxas_report(level: Level, nvcc: str | None = None) -> PtxasReport:
         cmd = [nvcc, "-gencode", NVCC_GENCODE, "-std=c++17", "-Xptxas", "-v", "-c",
                str(level.path), "-I", str(KERNEL_DIR), "-o", str(Path(td) / "k.o")]
         cmd += [f"-D{d}" for d in level.defines]
+        if level.dyn_smem_bytes:  # the kernel static_asserts its DYN_SMEM equals the registry's
+            cmd.append(f"-DLADDER_EXPECT_DYN_SMEM={level.dyn_smem_bytes}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"nvcc failed for {level.file}:\n{proc.stderr}")

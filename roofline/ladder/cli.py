@@ -44,7 +44,8 @@ def list_cmd(markdown):
     for lv in LEVELS:
         bm, bn, bk = lv.tile_mnk
         click.echo(f"L{lv.id}  {lv.file:22s} tile {bm}x{bn}x{bk}  {lv.threads} thr  "
-                   f"{lv.smem_bytes // 1024} KiB smem  regs<={lv.regs_max}  [{lv.domain_text()}]")
+                   f"{lv.total_smem_bytes // 1024} KiB smem{' (dyn)' if lv.dyn_smem_bytes else ''}  "
+                   f"regs<={lv.regs_max}  [{lv.domain_text()}]")
         click.echo(f"     {lv.description}")
 
 
@@ -70,21 +71,26 @@ def run_cmd(level_id, shape, as_json):
 
 
 @ladder.command("bench")
-@click.option("--shape", "shapes", multiple=True, help="MxNxK (repeatable); default: the standard set")
+@click.option("--shape", "shapes", multiple=True, help="MxNxK (repeatable); default: the --shapes set")
+@click.option("--shapes", "shape_set", default="default", show_default=True,
+              help="named shape set: default | issue6 (4096^3, 8192^3, LLM prefill, decode)")
 @click.option("--level", "level_ids", type=int, multiple=True, help="level id (repeatable); default: all")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON here")
-def bench_cmd(shapes, level_ids, out):
+def bench_cmd(shapes, shape_set, level_ids, out):
     """All levels x a shape set, each checked then timed beside cuBLAS (same process)."""
     try:
         lvls = tuple(get_level(i) for i in level_ids) if level_ids else LEVELS
     except KeyError as exc:
         raise click.BadParameter(str(exc))
     shp = tuple(_parse_shape(s) for s in shapes) if shapes else None
+    from .bench import SHAPE_SETS
+    if shape_set not in SHAPE_SETS:
+        raise click.BadParameter(f"unknown shape set {shape_set!r}; known: {sorted(SHAPE_SETS)}")
     _need_gpu()
     from tqdm import tqdm
 
     from . import bench
-    res = bench.run_bench(levels=lvls, shapes=shp or bench.DEFAULT_SHAPES,
+    res = bench.run_bench(levels=lvls, shapes=shp or bench.SHAPE_SETS[shape_set],
                           progress=lambda jobs: tqdm(jobs, desc="ladder bench", unit="run", file=sys.stderr)).to_dict()
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,11 @@ Nothing here is imported on a CPU-only machine unless called.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
+
+import numpy as np
+
 from .build import get_kernel
 from .registry import Level
 
@@ -68,8 +73,91 @@ def launch(level: Level, a, b, c, m: int, n: int, k: int) -> None:
         if arr.data.ptr % 16:
             raise ValueError("operands must be 16-byte aligned")
     kern = get_kernel(level)
-    kern(level.grid(m, n), (level.threads, 1, 1),
-         (a, b, c, cp.int32(m), cp.int32(n), cp.int32(k)))
+    if level.kind == "sync":
+        kern(level.grid(m, n), (level.threads, 1, 1),
+             (a, b, c, cp.int32(m), cp.int32(n), cp.int32(k)))
+        return
+    _launch_tma(level, kern, a, b, c, m, n, k)
+
+
+# ------------------------------------------------------------------ TMA levels (4+)
+# A CUtensorMap is 128 opaque bytes made on the host by cuTensorMapEncodeTiled (cuda-python's
+# cuda.bindings.driver; every size wrapped in cuuint64_t / cuuint32_t) and passed BY VALUE to the
+# kernel's `const __grid_constant__ TmaMap` parameter as a numpy structured scalar of 16 u64.
+# Maps are 2-D, bf16, SWIZZLE_128B, zero fill out of bounds; the box is 64 columns (128 bytes,
+# the swizzle span) by `box_rows` rows. Global row strides must be multiples of 16 bytes: when
+# K % 8 != 0 the launcher copies A and B into K-padded buffers (stride rounded up to 8 elements;
+# the map's width stays K, so the padding is never read: the TMA zero-fills past K). When
+# N % 8 != 0 there is no C map and the kernels store from registers (c_tma = 0).
+_TM_DTYPE = np.dtype([("opaque", np.uint64, (16,))], align=True)
+
+
+@functools.lru_cache(maxsize=512)
+def tensor_map(ptr: int, rows: int, cols: int, row_stride_elems: int, box_rows: int, box_cols: int = 64):
+    """Encode a 2-D bf16 tensor map (innermost dimension `cols`), returned as a numpy scalar."""
+    from cuda.bindings import driver as drv
+    if (row_stride_elems * 2) % 16 or ptr % 16:
+        raise ValueError("TMA needs 16-byte aligned base and row stride")
+    err, tm = drv.cuTensorMapEncodeTiled(
+        drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr,
+        [drv.cuuint64_t(cols), drv.cuuint64_t(rows)],
+        [drv.cuuint64_t(row_stride_elems * 2)],
+        [drv.cuuint32_t(box_cols), drv.cuuint32_t(box_rows)],
+        [drv.cuuint32_t(1), drv.cuuint32_t(1)],
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled({rows}x{cols}, stride {row_stride_elems}, "
+                           f"box {box_rows}x{box_cols}) failed: {err}")
+    raw = ctypes.string_at(int(tm.getPtr()), 128)
+    val = np.zeros((), dtype=_TM_DTYPE)
+    val["opaque"] = np.frombuffer(raw, dtype=np.uint64)
+    return val[()]
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count() -> int:
+    cp = cupy()
+    return int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["multiProcessorCount"])
+
+
+_dyn_set: set = set()
+
+
+def _pad_k(x, k: int):
+    cp = cupy()
+    kp = (k + 7) // 8 * 8
+    out = cp.zeros((x.shape[0], kp), dtype=cp.uint16)
+    out[:, :k] = x
+    return out, kp
+
+
+def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
+    cp = cupy()
+    bm, bn, _ = level.tile_mnk
+    keep = []
+    if k % 8:
+        a, ka = _pad_k(a, k)
+        b, kb = _pad_k(b, k)
+        keep += [a, b]
+    else:
+        ka = kb = k
+    tma = tensor_map(a.data.ptr, m, k, ka, bm)
+    tmb = tensor_map(b.data.ptr, n, k, kb, bn)
+    c_tma = n % 8 == 0
+    tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma  # dummy when unused
+    grid = level.grid(m, n)
+    if level.kind == "persistent":
+        grid = (min(grid[0], sm_count()), 1, 1)
+    if level.dyn_smem_bytes and (level.name, level.defines) not in _dyn_set:
+        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
+        _dyn_set.add((level.name, level.defines))
+    kern(grid, (level.threads, 1, 1),
+         (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma))),
+         shared_mem=level.dyn_smem_bytes)
+    del keep  # the padded copies stay valid: CuPy's pool reuses memory in stream order
 
 
 # ------------------------------------------------------------------ cuBLAS through torch

@@ -3,7 +3,14 @@
 The CLI (`roofline ladder list`), the README table (`render_markdown_table`) and the tests all
 read `LEVELS`. A level is one CUDA file under kernels/sm90/; its numbers here are promises that
 tests/test_ladder_build.py checks against ptxas's resource report (registers at most
-`regs_max`, static shared memory exactly `smem_bytes`, zero spill bytes when `no_spills`).
+`regs_max`, static shared memory exactly `smem_bytes`, zero spill bytes when `no_spills`) and
+that static + dynamic shared memory (`dyn_smem_bytes`, given at launch) fits the 227 KiB limit;
+the test build passes -DLADDER_EXPECT_DYN_SMEM=dyn_smem_bytes and the kernel static_asserts that
+it equals its own DYN_SMEM.
+
+Launch kinds: "sync" (levels 1-3: pointer arguments, grid of tiles), "tma" (levels 4-5: tensor
+maps made on the host by cuTensorMapEncodeTiled, passed by value; grid of tiles), "persistent"
+(level 6: tensor maps; grid = min(#tiles, #SMs of the device)).
 
 Problem contract, all levels: C[M,N] = A[M,K] . B[N,K]^T, A row-major (K contiguous), B given
 as [N,K] row-major ("TN", K contiguous, the layout of an nn.Linear weight and cuBLAS's fastest
@@ -35,6 +42,12 @@ class Level:
     max_n: int | None = None
     max_k: int | None = None
     defines: tuple[str, ...] = field(default=())  # extra -D for this build (wrong variants)
+    kind: str = "sync"             # "sync" | "tma" | "persistent" (how gpu.launch calls it)
+    dyn_smem_bytes: int = 0        # dynamic shared memory requested at launch (incl. 1 KiB align slack)
+
+    @property
+    def total_smem_bytes(self) -> int:
+        return self.smem_bytes + self.dyn_smem_bytes
 
     @property
     def path(self) -> Path:
@@ -48,6 +61,8 @@ class Level:
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         bm, bn, _ = self.tile_mnk
+        if self.kind == "persistent":
+            return (((m + bm - 1) // bm) * ((n + bn - 1) // bn), 1, 1)  # #tiles; gpu.launch caps at #SMs
         if self.max_m is not None and self.max_n is not None:
             return (1, 1, 1)  # single-tile levels
         return ((n + bn - 1) // bn, (m + bm - 1) // bm, 1)
@@ -60,6 +75,17 @@ class Level:
 
 _TILE = (128, 128, 64)
 _SMEM = (128 * 64 + 128 * 64) * 2  # A and B tiles, bf16
+_SMEM_L4 = _SMEM + 8               # + one mbarrier
+_TILE_WIDE = (128, 256, 64)        # levels 5-6: two warpgroups x wgmma m64n256k16
+_STAGE_WIDE = (128 * 64 + 256 * 64) * 2   # 48 KiB per pipeline stage
+
+
+def _dyn_wide(depth: int, min_bytes: int = 0) -> int:
+    # the kernels' DYN_SMEM: stages (or the epilogue staging, if larger) + 1 KiB alignment slack
+    return max(depth * _STAGE_WIDE, min_bytes) + 1024
+
+
+PIPE_DEPTH = 4                     # levels 5-6 as shipped
 
 LEVELS: tuple[Level, ...] = (
     Level(1, "single_tile", "l01_single_tile.cu", "gemm_l01",
@@ -74,6 +100,20 @@ LEVELS: tuple[Level, ...] = (
           "level 2 over a grid of 128x128 CTA tiles, masked edges, any M, N, K",
           "grid -> M/N tile mapping, boundary masks on loads and stores",
           _TILE, 256, _SMEM, 128, True),
+    Level(4, "tma", "l04_tma.cu", "gemm_l04",
+          "level 3 with TMA loads (SWIZZLE_128B, mbarrier expect_tx) and TMA store; one stage",
+          "TMA loads on an mbarrier, zero-filled tails, TMA store epilogue (register store if N % 8)",
+          _TILE, 256, _SMEM_L4, 128, True, kind="tma"),
+    Level(5, "pipeline", "l05_pipeline.cu", "gemm_l05",
+          "128x256 tile, 4-stage TMA pipeline, full/empty mbarriers; thread 0 loads ahead (no warp specialization)",
+          "PIPE_DEPTH=4 stages, full/empty ledger (prologue, steady state, drain); 128x256 tile, wgmma m64n256k16",
+          _TILE_WIDE, 256, 16 * PIPE_DEPTH, 168, True, kind="tma",
+          dyn_smem_bytes=_dyn_wide(PIPE_DEPTH, 2 * 64 * 256 * 2)),
+    Level(6, "persistent", "l06_persistent.cu", "gemm_l06",
+          "level 5 persistent: #SMs CTAs walk 128x256 tiles in GROUP_M=16 grouped order; ledger spans tiles",
+          "one CTA per SM, grouped (L2-friendly) tile order, next tile's loads overlap the epilogue",
+          _TILE_WIDE, 256, 16 * PIPE_DEPTH, 168, True, kind="persistent",
+          dyn_smem_bytes=_dyn_wide(PIPE_DEPTH)),
 )
 
 # Deliberately wrong builds, kept so that a test proves the check catches them. Never benched.
@@ -98,6 +138,33 @@ VARIANTS: dict[str, Level] = {
         3, "grid_v1_serial_copy", "l03_grid.cu", "gemm_l03",
         "level 3, first version: copy loads and stores chunk by chunk (8 dependent round trips/K tile)",
         "-", _TILE, 256, _SMEM, 128, True, defines=("LADDER_COPY_SERIAL",)),
+    # the overlap measurement of level 5: same 128x256 tile, same code, PIPE_DEPTH 1 (copy and
+    # MMA alternate) and 2
+    "l05_depth1": Level(
+        5, "pipeline_depth1", "l05_pipeline.cu", "gemm_l05",
+        "level 5 with PIPE_DEPTH=1: no overlap of load and MMA (baseline of the overlap measurement)",
+        "-", _TILE_WIDE, 256, 16, 168, True, kind="tma",
+        defines=("PIPE_DEPTH=1",), dyn_smem_bytes=_dyn_wide(1, 2 * 64 * 256 * 2)),
+    "l05_depth2": Level(
+        5, "pipeline_depth2", "l05_pipeline.cu", "gemm_l05",
+        "level 5 with PIPE_DEPTH=2", "-", _TILE_WIDE, 256, 32, 168, True, kind="tma",
+        defines=("PIPE_DEPTH=2",), dyn_smem_bytes=_dyn_wide(2, 2 * 64 * 256 * 2)),
+    # level 6 with the tile order of level 5 (GROUP_M=1: row-major over tiles): what the grouping buys
+    "l06_group1": Level(
+        6, "persistent_group1", "l06_persistent.cu", "gemm_l06",
+        "level 6 with GROUP_M=1 (plain row-major tile order)", "-", _TILE_WIDE, 256, 16 * PIPE_DEPTH,
+        168, True, kind="persistent", defines=("GROUP_M=1",), dyn_smem_bytes=_dyn_wide(PIPE_DEPTH)),
+    # level 6's epilogue alternatives (notes/l06.md): 3 stages with the register store (what the
+    # smaller depth costs), and 3 stages + a 64 KiB staging buffer with a TMA store left in flight
+    "l06_depth3": Level(
+        6, "persistent_depth3", "l06_persistent.cu", "gemm_l06",
+        "level 6 with PIPE_DEPTH=3 (register-store epilogue)", "-", _TILE_WIDE, 256, 48,
+        168, True, kind="persistent", defines=("PIPE_DEPTH=3",), dyn_smem_bytes=_dyn_wide(3)),
+    "l06_tma_store": Level(
+        6, "persistent_tma_store", "l06_persistent.cu", "gemm_l06",
+        "level 6 with PIPE_DEPTH=3 + 64 KiB staging: async TMA-store epilogue overlapping the next tile",
+        "-", _TILE_WIDE, 256, 48, 184, True, kind="persistent", defines=("L6_TMA_STORE",),
+        dyn_smem_bytes=3 * _STAGE_WIDE + 2 * 64 * 256 * 2 + 1024),
 }
 
 
@@ -108,6 +175,12 @@ def get_level(level_id: int) -> Level:
     raise KeyError(f"no ladder level {level_id}; known: {[lv.id for lv in LEVELS]}")
 
 
+def _smem_text(lv: Level) -> str:
+    if not lv.dyn_smem_bytes:
+        return f"{lv.smem_bytes // 1024} KiB"
+    return f"{lv.total_smem_bytes / 1024:.0f} KiB (dynamic {lv.dyn_smem_bytes})"
+
+
 def render_markdown_table() -> str:
     """The README's level table, generated from LEVELS."""
     rows = ["| level | file | what it adds | tile (MxNxK) | threads | smem | regs <= | no spills | shapes |",
@@ -115,6 +188,6 @@ def render_markdown_table() -> str:
     for lv in LEVELS:
         t = "x".join(map(str, lv.tile_mnk))
         rows.append(f"| {lv.id} | `kernels/sm90/{lv.file}` | {lv.adds} | {t} | {lv.threads} | "
-                    f"{lv.smem_bytes // 1024} KiB | {lv.regs_max} | {'yes' if lv.no_spills else 'no'} | "
+                    f"{_smem_text(lv)} | {lv.regs_max} | {'yes' if lv.no_spills else 'no'} | "
                     f"{lv.domain_text()} |")
     return "\n".join(rows)
