@@ -202,6 +202,10 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     out["compute_dtype"] = cdtype
     out["dtypes"] = {k: dt[k] for k in ("act", "weight", "out", "kv")}
     out["shape"] = {k: v for k, v in shapes[0].items() if k not in ("seq_len_candidates",)}
+    if len(shapes) > 1:
+        wsum = sum(weights) or 1.0
+        out["shapes_used"] = [{"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"},
+                               "weight": w / wsum} for sh, w in zip(shapes, weights)]
     out["shape_source"] = shape_source
     out["byte_model"] = chosen["model"]
     if len(alts) > 1:

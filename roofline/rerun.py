@@ -51,6 +51,11 @@ def gemm_problems(entry: dict) -> list[Problem]:
     model's assumption, stated in the write-back notes."""
     op, sh = entry.get("op_class"), entry.get("shape") or {}
     dt = (entry.get("dtypes") or {}).get("act", "bf16")
+    if op == "gemm" and entry.get("shapes_used"):
+        # one kernel name, several captured GEMMs: a launch-weighted mix per launch
+        return [Problem(f"dense {u['shape']['M']}x{u['shape']['N']}x{u['shape']['K']}", int(u["shape"]["M"]),
+                        int(u["shape"]["N"]), int(u["shape"]["K"]), dt, float(u["shape"].get("batch", 1)) * u["weight"])
+                for u in entry["shapes_used"]]
     if op == "gemm" and all(k in sh for k in ("M", "N", "K")):
         return [Problem("dense", int(sh["M"]), int(sh["N"]), int(sh["K"]), dt, float(sh.get("batch", 1)))]
     if op == "moe" and all(k in sh for k in ("M", "E", "top_k", "hidden", "inter")):
@@ -89,6 +94,17 @@ def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16")
         rows.sort(key=lambda r: -r["median_pct_cublas"])
     return {"arch": arch, "dtype": dtype, "device": bench.get("meta", {}).get("device"),
             "source": bench.get("meta", {}).get("time_utc"), "classes": classes}
+
+
+def merge_benches(benches: list[dict]) -> dict:
+    """Several bench runs as one: a (level, shape) measured in several runs keeps the LATEST run's
+    row (levels change between runs; the newest code is what a re-run would launch)."""
+    rows: dict[tuple, dict] = {}
+    for b in sorted(benches, key=lambda b: b.get("meta", {}).get("time_utc", "")):
+        for r in b.get("rows", []):
+            rows[(r.get("level"), r.get("m"), r.get("n"), r.get("k"))] = r
+    newest = max(benches, key=lambda b: b.get("meta", {}).get("time_utc", ""))
+    return {"meta": newest.get("meta", {}), "rows": list(rows.values())}
 
 
 def default_dispatch_table() -> dict | None:
@@ -382,8 +398,9 @@ def _one_launch(level_id: int, M: int, N: int, K: int) -> None:
 if __name__ == "__main__":  # pragma: no cover - the ncu target, and the table builder
     if len(sys.argv) == 6 and sys.argv[1] == "--one-launch":
         _one_launch(*(int(x) for x in sys.argv[2:]))
-    elif len(sys.argv) == 4 and sys.argv[1] == "--build-dispatch":
-        tbl = build_dispatch_table(json.loads(Path(sys.argv[2]).read_text()))
-        Path(sys.argv[3]).write_text(json.dumps(tbl, indent=1) + "\n")
+    elif len(sys.argv) >= 4 and sys.argv[1] == "--build-dispatch":
+        benches = [json.loads(Path(p).read_text()) for p in sys.argv[2:-1]]
+        tbl = build_dispatch_table(merge_benches(benches))
+        Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
     else:
-        sys.exit("usage: python -m roofline.rerun --build-dispatch BENCH.json OUT.json")
+        sys.exit("usage: python -m roofline.rerun --build-dispatch BENCH.json [BENCH.json ...] OUT.json")

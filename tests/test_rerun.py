@@ -16,7 +16,7 @@ from conftest import FIXTURES, ROOT, _gpu_available
 
 RECORDED = FIXTURES / "rerun" / "rerun_h200" / "profile_roofline.json"
 STAGE_B = FIXTURES / "rerun" / "profile" / "round_1" / "profile_roofline.json"
-BENCH = ROOT / "roofline" / "ladder" / "results" / "h200_bench.json"
+BENCHES = [ROOT / "roofline" / "ladder" / "results" / n for n in ("h200_bench.json", "h200_bench_issue6.json")]
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,10 @@ def test_gemm_problems_dense_and_moe():
     assert [(p.M, p.N, p.K) for p in ps] == [(math.ceil(512 / hit), 1024, 2048), (math.ceil(512 / hit), 2048, 512)]
     assert ps[0].count == pytest.approx(hit) and ps[0].dtype == "fp8"
     assert rerun.gemm_problems({"op_class": "attn", "shape": {}}) == []
+    mix = rerun.gemm_problems({"op_class": "gemm", "shape": {"M": 8, "N": 3072, "K": 1024}, "dtypes": {"act": "bf16"},
+                               "shapes_used": [{"shape": {"M": 8, "N": 3072, "K": 1024}, "weight": 0.5},
+                                               {"shape": {"M": 8, "N": 5632, "K": 1024}, "weight": 0.5}]})
+    assert [(p.N, p.count) for p in mix] == [(3072, 0.5), (5632, 0.5)]
 
 
 def test_shape_classes():
@@ -41,10 +45,12 @@ def test_shape_classes():
     assert rerun.shape_class(1000, 3000, 2000) == "ragged"
 
 
-def test_dispatch_table_is_built_from_the_measured_bench():
-    bench = json.loads(BENCH.read_text())
+def test_dispatch_table_is_built_from_the_measured_benches():
+    bench = rerun.merge_benches([json.loads(p.read_text()) for p in BENCHES])
     table = rerun.build_dispatch_table(bench)
-    assert table == rerun.default_dispatch_table()          # the shipped table is this bench's
+    assert table == rerun.default_dispatch_table()          # the shipped table is these benches'
+    # the latest run wins where two runs measured the same (level, shape)
+    assert len(bench["rows"]) == len({(r["level"], r["m"], r["n"], r["k"]) for r in bench["rows"]})
     best_prefill = table["classes"]["prefill"][0]
     rows = [r["pct_cublas"] for r in bench["rows"] if r["level"] == best_prefill["level"]
             and r.get("check_ok") and rerun.shape_class(r["m"], r["n"], r["k"]) == "prefill"]

@@ -5,7 +5,8 @@
 set -u
 export PYTHONPATH=${SNAP:-$PWD} PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/rerun_out}; mkdir -p "$OUT"
-work=$(mktemp -d); cp -r fixtures/rerun/. "$work/"
+FIX=${FIX:-fixtures/rerun}; NAME=$(basename "$FIX")
+work=$(mktemp -d); cp -r "$FIX"/. "$work/"; rm -rf "$work/rerun_h200"
 echo "== ncu: $(ncu --version | tail -1)"
 echo "== first compile of every level (not part of the timed re-run)"
 python3 -c "
@@ -21,9 +22,10 @@ python3 -m roofline.cli rerun "$work/profile/round_1/profile_roofline.json" --co
     --playbook-dir "$work/knowledge" 2>&1 | tail -20
 t1=$(date +%s.%N)
 python3 -c "print(f'== wall of the re-run with counters: {$t1 - $t0:.1f} s')"
-cp "$work/profile/round_1/profile_roofline.json" "$work/profile/round_1/profile_roofline.md" "$OUT/"
-cp "$work/knowledge/backend_playbook.md" "$work/knowledge/backend_playbook.jsonl" "$OUT/" 2>/dev/null
-python3 - "$OUT/profile_roofline.json" <<'PY'
+mkdir -p "$OUT/$NAME"
+cp "$work/profile/round_1/profile_roofline.json" "$work/profile/round_1/profile_roofline.md" "$OUT/$NAME/"
+cp "$work/knowledge/backend_playbook.md" "$work/knowledge/backend_playbook.jsonl" "$OUT/$NAME/" 2>/dev/null
+python3 - "$OUT/$NAME/profile_roofline.json" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))
 print(f"stage {a['stage']}")
