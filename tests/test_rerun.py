@@ -78,8 +78,10 @@ def test_guards(speedup, predicted, verdict, contra):
     assert rerun.guard_verdict(speedup, predicted) == (verdict, contra)
 
 
-def test_write_back_replays_the_recorded_measurements(recorded):
-    base = json.loads(STAGE_B.read_text())
+@pytest.mark.parametrize("fix", ["rerun", "rerun_mixed"])
+def test_write_back_replays_the_recorded_measurements(fix):
+    recorded = json.loads((FIXTURES / fix / "rerun_h200" / "profile_roofline.json").read_text())
+    base = json.loads((FIXTURES / fix / "profile" / "round_1" / "profile_roofline.json").read_text())
     assert base["stage"] == "B"
     measured = [e for e in recorded["entries"] if e.get("measured")]
     assert len(measured) == 4                       # every GEMM head of the real prefill Top-N
@@ -89,6 +91,7 @@ def test_write_back_replays_the_recorded_measurements(recorded):
                                   "cublas_t_ms", "cublas_t_ms_p20", "cublas_t_ms_p80", "check_ok", "counters",
                                   "dispatch_reason", "device", "time_utc")}
         e = rerun.write_back(base, rec["name"], meas)
+        assert e["measured"]["measured_attainable_speedup"] == pytest.approx(m["measured_attainable_speedup"])
         current = e["t_ms"] * e.get("launches_per_logical_op", 1)
         best = min(m["ladder_t_ms"], m["cublas_t_ms"])
         assert e["measured_attainable_speedup"] == pytest.approx(current / best)
