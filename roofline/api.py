@@ -82,12 +82,13 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
         pk = _peaks.resolve(e.gpu_name, e.gfx, device_props=device_props, peaks_file=peaks_file)
     except _peaks.PeaksError:
         # No table for the device: the counter report carries its own DRAM roof (L1, "derived").
-        bws = sorted(k.report_peak_hbm_bw_bytes_s for k in (kcs or []) if k.report_peak_hbm_bw_bytes_s)
-        if not bws:
+        props = report_peaks(kcs or [])
+        if not props:
             raise
-        pk = _peaks.resolve(e.gpu_name, e.gfx, device_props={"hbm_bw_bytes_s": bws[len(bws) // 2]})
-        pk.notes.append("memory roof read from the counter report (dram__bytes.sum.peak_sustained x "
-                        "dram__cycles_elapsed.avg.per_second); no compute roof without a table")
+        pk = _peaks.resolve(e.gpu_name, e.gfx, device_props=props)
+        pk.notes.append("peaks read from the counter report: memory = dram__bytes.sum.peak_sustained x "
+                        "dram__cycles_elapsed.avg.per_second; compute = dense tensor ops per cycle x the "
+                        "maximum SM clock (hardware peaks, not measured ceilings)")
     art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
                            head_cap=head_cap, inputs_meta=meta)
     if as_dataframe:
@@ -103,3 +104,21 @@ def to_dataframe(art: dict):
             "roofline_pct", "target_eff", "attainable_speedup", "expected_e2e_gain_pct", "headroom_class",
             "confidence", "suspect", "route"]
     return pd.DataFrame([{c: e.get(c) for c in cols} for e in art["entries"]], columns=cols)
+
+
+def report_peaks(kcs) -> dict | None:
+    """Device properties for level L1 from an Nsight Compute report's own peak metrics (medians over
+    the kernels that carry them), or None when the report has none."""
+    import statistics
+
+    bws = [k.report_peak_hbm_bw_bytes_s for k in kcs if k.report_peak_hbm_bw_bytes_s]
+    if not bws:
+        return None
+    props: dict = {"hbm_bw_bytes_s": statistics.median(bws), "flops": {}}
+    for k in kcs:
+        if not k.report_sm_clock_hz:
+            continue
+        for key, per_cycle in k.extra.items():
+            if key.startswith("peak_tensor_ops_per_cycle_dense.") and per_cycle:
+                props["flops"].setdefault(key.rsplit(".", 1)[1], per_cycle * k.report_sm_clock_hz)
+    return props

@@ -85,3 +85,15 @@ def test_cli_counters_end_to_end_and_bad_report(tmp_path, kcs):
     bad.write_text("not,a,counter,file\n1,2,3,4\n")
     res = CliRunner().invoke(main, ["analyze", str(d / "profile_topN.json"), "--counters", str(bad)])
     assert res.exit_code == 2 and "bad.csv" in res.stderr and "\n" not in res.stderr.strip()
+
+
+def test_unknown_device_takes_its_peaks_from_the_report(kcs):
+    kc = _kc(kcs, GEMM)
+    e = entry(GEMM, 20.0, kc.t_ms, classification="gemm", shapes=[{"M": 64, "N": 8192, "K": 8192}])
+    a = api.analyze(topn(e), h200_env(gpu_name="Some GPU", gfx="sm_99"), counters=kcs)
+    pk = a["peaks"]
+    assert pk["source"] == "derived" and pk["confidence"] == "low"
+    assert pk["hbm_bw_bytes_s"] == pytest.approx(4.8e12, rel=0.01)          # 1504 B/cycle x 3.2 GHz
+    assert pk["flops"]["bf16"] == pytest.approx(540672 * 1.98e9)             # 132 SMs x 4096 x 1.98 GHz
+    g = a["entries"][0]
+    assert g["confidence"] == "low" and g["headroom_class"] == "unknown"     # L1: display only
