@@ -345,10 +345,118 @@ NCU_METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_wr
                "dram__cycles_elapsed.avg.per_second", "lts__t_bytes.sum"]
 
 
+def _version_tuple(text: str) -> tuple[int, ...]:
+    import re
+
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    return tuple(int(x) for x in m.groups() if x is not None) if m else ()
+
+
+def ncu_version(ncu: str | None = None) -> tuple[int, ...]:
+    ncu = ncu or shutil.which("ncu")
+    if not ncu:
+        return ()
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    line = next((ln for ln in out.splitlines() if "Version" in ln), out)
+    return _version_tuple(line)
+
+
+NSIGHT_PYTHON_MIN_NCU = (2026, 2, 1)   # nsight-python >= 1.0 refuses older ncu
+
+
+def counters_backend(ncu: str | None = None) -> tuple[str | None, str]:
+    """Which way to collect counters here: ("nsight-python", why) where the installed
+    nsight-python supports the installed ncu, else ("ncu-cli", why), else (None, why)."""
+    ncu = ncu or shutil.which("ncu")
+    if not ncu:
+        return None, "no ncu on PATH: counters not collected (L4)"
+    nv = ncu_version(ncu)
+    try:
+        from importlib.metadata import version
+
+        import nsight  # noqa: F401
+
+        npv = _version_tuple(version("nsight-python"))
+    except Exception:
+        return "ncu-cli", f"nsight-python not installed: the ncu CLI {'.'.join(map(str, nv))} is driven directly"
+    if npv >= (1, 0) and nv < NSIGHT_PYTHON_MIN_NCU:
+        return "ncu-cli", (f"nsight-python {'.'.join(map(str, npv))} needs ncu >= 2026.2.1, this ncu is "
+                           f"{'.'.join(map(str, nv))}: the ncu CLI is driven directly")
+    return "nsight-python", f"nsight-python {'.'.join(map(str, npv))} with ncu {'.'.join(map(str, nv))}"
+
+
 def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) -> dict | None:
-    """Counters for one isolated launch of the ladder level through the `ncu` CLI and the stage-C
-    reader. nsight-python >= 1.0 needs ncu >= 2026.2.1; this path drives whatever ncu is on PATH.
-    Returns None (L4) when ncu is missing or fails."""
+    """Counters for one isolated launch of the ladder level: through nsight-python where it supports
+    the installed ncu, else through the `ncu` CLI and the stage-C reader. Returns None or
+    {"error": ...} (L4: the analytic result stays) when neither works."""
+    backend, why = counters_backend(ncu)
+    if backend is None:
+        return None
+    if backend == "nsight-python":
+        out = _collect_nsight_python(problem, level_id)
+        out["backend"] = why
+        return out
+    out = _collect_ncu_cli(problem, level_id, ncu)
+    if out is not None:
+        out["backend"] = why
+    return out
+
+
+def _child_env() -> dict:
+    root = str(Path(__file__).resolve().parent.parent)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+
+
+def _collect_nsight_python(problem: Problem, level_id: int) -> dict:
+    """nsight-python re-runs its script under ncu, so it gets a small script of its own
+    (`python -m roofline.rerun --nsight-target ...`), never the CLI that called it."""
+    cmd = [sys.executable, "-m", "roofline.rerun", "--nsight-target", str(level_id), str(problem.M),
+           str(problem.N), str(problem.K)]
+    with tempfile.TemporaryDirectory() as td:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=td, env=_child_env())
+    tag = "ROOFLINE_NSIGHT_JSON:"
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith(tag)), None)
+    if res.returncode != 0 or line is None:
+        return {"error": ((res.stderr or res.stdout).strip().splitlines() or ["nsight-python failed"])[-1]}
+    m = json.loads(line[len(tag):])
+    bf16 = m.get("sm__ops_path_tensor_src_bf16_dst_fp32.sum")
+    rd, wr = m.get("dram__bytes_read.sum"), m.get("dram__bytes_write.sum")
+    return {"name": f"gemm_l{level_id:02d}", "t_ms": m["gpu__time_duration.sum"] / 1e6 if m.get("gpu__time_duration.sum") else None,
+            "dram_bytes": (rd + wr) if rd is not None and wr is not None else None,
+            "flops_issued": bf16, "tensor_flops_by_dtype": {"bf16": bf16}, "l2_bytes": m.get("lts__t_bytes.sum"),
+            "source": "nsight-python", "useful_flops": 2.0 * problem.M * problem.N * problem.K}
+
+
+def _nsight_target(level_id: int, M: int, N: int, K: int) -> None:
+    """Run under nsight-python: one annotated launch of the level; prints the metrics as JSON."""
+    import nsight
+
+    from roofline.ladder import gpu
+    from roofline.ladder.registry import get_level
+
+    cp = gpu.cupy()
+    lv = get_level(level_id)
+    a, b = gpu.random_bf16((M, K), seed=1), gpu.random_bf16((N, K), seed=2)
+    c = cp.empty((M, N), dtype=cp.uint16)
+    metrics = [m for m in NCU_METRICS if ".peak_sustained" not in m and "per_second" not in m]
+
+    @nsight.analyze.kernel(configs=[(M, N, K)], runs=1, metrics=metrics, output="quiet", thermal_mode="off")
+    def bench(m, n, k):
+        with nsight.annotate("ladder"):
+            gpu.launch(lv, a, b, c, m, n, k)
+
+    res = bench()
+    if res is None:  # the inner run under ncu: nothing to report
+        return
+    df = res.to_dataframe()
+    vals = {str(r["Metric"]): float(r["AvgValue"]) for _, r in df.iterrows()}
+    print("ROOFLINE_NSIGHT_JSON:" + json.dumps(vals), flush=True)
+
+
+def _collect_ncu_cli(problem: Problem, level_id: int, ncu: str | None = None) -> dict | None:
     ncu = ncu or shutil.which("ncu")
     if not ncu:
         return None
@@ -359,8 +467,7 @@ def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) ->
         cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(NCU_METRICS), "-k", f"regex:gemm_l{level_id:02d}",
                "-c", "1", "-f", "-o", str(rep), sys.executable, "-m", "roofline.rerun", "--one-launch",
                str(level_id), str(problem.M), str(problem.N), str(problem.K)]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")]))})
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_child_env())
         path = rep.with_suffix(".ncu-rep")
         if res.returncode != 0 or not path.exists():
             return {"error": ((res.stderr or res.stdout).strip().splitlines() or ["ncu failed"])[-1]}
@@ -379,7 +486,7 @@ def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) ->
         return None
     k = kcs[0]
     return {"name": k.name, "t_ms": k.t_ms, "dram_bytes": k.dram_bytes, "flops_issued": k.flops_issued,
-            "tensor_flops_by_dtype": k.tensor_flops_by_dtype, "l2_bytes": k.l2_bytes, "source": "ncu CLI",
+            "tensor_flops_by_dtype": k.tensor_flops_by_dtype, "l2_bytes": k.l2_bytes, "source": "ncu-cli",
             "useful_flops": 2.0 * problem.M * problem.N * problem.K}
 
 
@@ -398,6 +505,8 @@ def _one_launch(level_id: int, M: int, N: int, K: int) -> None:
 if __name__ == "__main__":  # pragma: no cover - the ncu target, and the table builder
     if len(sys.argv) == 6 and sys.argv[1] == "--one-launch":
         _one_launch(*(int(x) for x in sys.argv[2:]))
+    elif len(sys.argv) == 6 and sys.argv[1] == "--nsight-target":
+        _nsight_target(*(int(x) for x in sys.argv[2:]))
     elif len(sys.argv) >= 4 and sys.argv[1] == "--build-dispatch":
         benches = [json.loads(Path(p).read_text()) for p in sys.argv[2:-1]]
         tbl = build_dispatch_table(merge_benches(benches))

@@ -145,3 +145,24 @@ def test_cli_rerun_without_gpu_changes_nothing(tmp_path):
 def test_hook_rerun_never_raises(tmp_path):
     r = hook.rerun(tmp_path / "missing.json")
     assert r["rerun"] == [] and r["error"]
+
+
+def test_counters_backend_follows_the_versions(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setattr(rerun.shutil, "which", lambda name: "/usr/bin/ncu")
+    monkeypatch.setattr(rerun, "ncu_version", lambda ncu=None: (2025, 3, 1))
+    monkeypatch.setitem(sys.modules, "nsight", types.ModuleType("nsight"))
+    import importlib.metadata as md
+
+    for ver, expect, said in (("1.1.0", "ncu-cli", "nsight-python 1.1.0 needs ncu >= 2026.2.1, this ncu is 2025.3.1"),
+                              ("0.9.6", "nsight-python", "nsight-python 0.9.6 with ncu 2025.3.1")):
+        monkeypatch.setattr(md, "version", lambda name, v=ver: v)
+        backend, why = rerun.counters_backend()
+        assert backend == expect and why.startswith(said), why
+    monkeypatch.setattr(rerun, "ncu_version", lambda ncu=None: (2026, 3, 1))
+    monkeypatch.setattr(md, "version", lambda name: "1.1.0")
+    assert rerun.counters_backend()[0] == "nsight-python"
+    monkeypatch.setattr(rerun.shutil, "which", lambda name: None)
+    assert rerun.counters_backend()[0] is None
