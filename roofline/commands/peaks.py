@@ -183,17 +183,19 @@ def validate_cmd(directory, files):
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
               help="write the measured peak table here (default: print it)")
 @click.option("--hbm-gib", type=float, default=4.0, show_default=True, help="copy buffer size, GiB")
-@click.option("--size", type=int, default=8192, show_default=True, help="GEMM M=N=K")
+@click.option("--shapes", default="8192x8192x8192,2048x4096x14336,8192x4096x4096", show_default=True,
+              help="GEMM shapes MxNxK; per dtype the best median over them is the compute roof")
 @click.option("--dtypes", default="bf16,fp16,fp8,tf32,fp32", show_default=True)
 @click.option("--rounds", type=int, default=5, show_default=True, help="round-robin rounds over the dtypes")
 @click.option("--reps", type=int, default=20, show_default=True, help="timed products per dtype per round")
-def measure_cmd(out, hbm_gib, size, dtypes, rounds, reps):
+def measure_cmd(out, hbm_gib, shapes, dtypes, rounds, reps):
     """GPU only: HBM copy bandwidth (read+write) and dense GEMM peaks per dtype through cuBLAS, with
     the SM clock seen while measuring; writes a peak table (median, p20/p80 spread). Exit 2 without
     a GPU. Same as `python3 -m roofline.commands.peaks_measure` (no click needed there)."""
     from roofline.commands import peaks_measure as pm
 
     try:
+        size = [tuple(int(v) for v in s.lower().split("x")) for s in shapes.split(",") if s.strip()]
         _, text = pm.measure(out, hbm_gib=hbm_gib, size=size, rounds=rounds, reps=reps,
                              dtypes=[d.strip() for d in dtypes.split(",") if d.strip()],
                              log=lambda s: click.echo(s, err=True))
