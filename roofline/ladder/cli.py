@@ -110,3 +110,21 @@ def render_cmd(results, peaks):
     if peaks:
         bench.add_roofline_columns(res, bench.table_peaks(res["meta"]["device"]))
     click.echo(bench.render_table(res))
+
+
+@ladder.command("plot")
+@click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=Path("ladder.png"),
+              show_default=True, help="Picture to write (.png or .svg).")
+def plot_cmd(results, out):
+    """Draw the TFLOP/s of every level beside cuBLAS and the roof, from a bench JSON
+    (`roofline ladder bench --out`), e.g. roofline/ladder/results/h200_bench_issue6.json. No GPU needed."""
+    from .plot import plot_ladder
+
+    try:
+        res = json.loads(results.read_text())
+        d = plot_ladder(res, out)
+    except (ValueError, KeyError) as exc:
+        click.echo(f"roofline ladder plot: {results}: not a ladder bench result ({exc})", err=True)
+        sys.exit(2)
+    click.echo(f"wrote {out}: {len(d['shapes'])} shapes, {len(d['series'])} series")
