@@ -116,6 +116,11 @@ def test_impossible_values_degrade():
     a = run(entry("neg", 30, -0.5, classification="gemm"), gemm_entry("ok", 20, 64, 4096, 4096, 0.5))
     assert a["degraded"] == [{"name": "neg", "reason": "regimes.decode.base_latency_ms is -0.5: must be a positive time"}]
     assert E(a, "ok")["modeled"]
+    b = run(entry("big", 150, 1.0), entry("nan_pct", float("nan"), 1.0), entry("inf_t", 7, float("inf")))
+    assert b["degraded"] == [{"name": "nan_pct", "reason": "pct_gpu_time nan is outside 0..100"},
+                             {"name": "big", "reason": "pct_gpu_time 150.0 is outside 0..100"},
+                             {"name": "inf_t", "reason": "regimes.decode.base_latency_ms is inf: must be a positive time"}]
+    assert E(b, "big")["pct_gpu_time"] == 150 and E(b, "big")["headroom_class"] == "unknown"   # copied verbatim
 
 
 def test_l5_a_model_that_raises_degrades_its_entry_and_lands_in_skill_errors(monkeypatch):
