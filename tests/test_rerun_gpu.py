@@ -48,3 +48,31 @@ def test_nsight_python_path_where_installed():
     # the two paths read the same hardware counters of the same launch configuration
     assert c["flops_issued"] == cli["flops_issued"]
     assert c["dram_bytes"] == pytest.approx(cli["dram_bytes"], rel=0.05)
+
+
+def test_rerun_of_an_moe_head_runs_its_expert_gemms(tmp_path):
+    """An MoE head reduces to its two expert GEMMs at the average tokens per hit expert; the re-run
+    times both (count = experts hit) and writes stage C."""
+    import json
+
+    from roofline import api, report
+    from roofline.commands.rerun import rerun_artifact
+    from roofline.models.moe import experts_hit
+
+    topn = {"serving": {"n_decode_steps": 100, "n_prefill_steps": 1}, "entries": [{
+        "name": "fused_moe_kernel", "pct_gpu_time": 30.0, "classification": "moe",
+        "regimes": {"decode": {"base_latency_ms": 0.2, "launches_per_step": 48}}, "launches_per_logical_op": 2,
+        "shapes": [{"M": 64, "E": 64, "top_k": 8, "hidden": 2048, "inter": 768}], "dtypes": {"act": "bf16", "weight": "bf16"}}]}
+    env = {"gfx": "sm_90", "gpu_name": "NVIDIA H200", "model_arch_class": "moe", "model_dtype": "bf16",
+           "workload": {"isl": 1024, "osl": 1024, "conc": 64}}
+    art = api.analyze(topn, env)
+    d = tmp_path / "r"
+    report.write_artifact(art, d)
+    res = rerun_artifact(d / "profile_roofline.json", counters=False, playbook_dir=tmp_path / "kb")
+    assert res["rerun"] == ["fused_moe_kernel"], res
+    out = json.loads((d / "profile_roofline.json").read_text())
+    m = out["entries"][0]["measured"]
+    hit = experts_hit(64, 512)
+    assert out["stage"] == "C" and [p["label"] for p in m["problems"]] == ["moe stage1 (gate/up)", "moe stage2 (down)"]
+    assert all(p["check_ok"] and p["count"] == pytest.approx(hit) for p in m["problems"])
+    assert m["ladder_t_ms"] == pytest.approx(sum(p["count"] * p["ladder_t_ms"] for p in m["problems"]))
