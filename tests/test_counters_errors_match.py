@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from roofline.counters import CounterReadError, KernelCounters, load, match
-from roofline.counters.match import _local_short_name, canonical_name
+from roofline.counters.match import canonical_name
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -82,6 +82,3 @@ def test_match_tolerates_entries_without_names():
     assert list(got) == ["k"] and unmatched == []
 
 
-def test_local_short_name_fallback():
-    assert _local_short_name("void ns::foo<int, 3>(float*, int)") == "foo"
-    assert canonical_name("void (anonymous namespace)::bar<true>(int)") == "bar<1>"

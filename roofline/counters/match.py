@@ -60,31 +60,11 @@ def canonical_name(name: str) -> str:
     return _WS.sub("", s)
 
 
-def _local_short_name(name: str) -> str:
-    """Fallback short name: canonical name without template arguments."""
-    s = canonical_name(name)
-    out, depth = [], 0
-    for c in s:
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            out.append(c)
-    return "".join(out)
-
-
 def short_name(name: str) -> str:
-    # The project's classifier owns short names (roofline/classify.py, being written now);
-    # use it when it exists so both sides agree. The local fallback is temporary.
-    try:
-        from roofline.classify import short_name as _sn  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - module absent or broken: fall back
-        return _local_short_name(name)
-    try:
-        return _sn(name)
-    except Exception:  # noqa: BLE001
-        return _local_short_name(name)
+    """The project's one short-name rule (roofline/classify.py), so both sides of a match agree."""
+    from roofline.classify import short_name as _sn
+
+    return _sn(name)
 
 
 def match(entries: list[dict], counters: list[KernelCounters]

@@ -116,18 +116,17 @@ def table_peaks(gpu_name: str) -> dict | None:
         from roofline import peaks as _peaks
     except Exception:
         return None
-    fn = getattr(_peaks, "resolve_peaks", None) or getattr(_peaks, "resolve", None)
     try:
-        p = fn(gpu_name=gpu_name, gfx=None)
+        p = _peaks.resolve(gpu_name=gpu_name, gfx=None)
         bw, fl = p.hbm_bw_bytes_s, p.flops.get("bf16")
     except Exception:
         return None
     if not (bw and fl):
         return None
-    src = getattr(p, "table_file", None)
+    src = p.table_file
     return {"source": f"roofline/data/peaks/{Path(src).name}" if src else "roofline.peaks",
-            "hbm_bw_bytes_s": float(bw), "hbm_bw_kind": getattr(p, "hbm_bw_kind", None),
-            "bf16_flops_s": float(fl), "bf16_flops_kind": getattr(p, "flops_kind", {}).get("bf16")}
+            "hbm_bw_bytes_s": float(bw), "hbm_bw_kind": p.hbm_bw_kind,
+            "bf16_flops_s": float(fl), "bf16_flops_kind": p.flops_kind.get("bf16")}
 
 
 def add_roofline_columns(res: dict, peaks: dict | None = None) -> dict:
