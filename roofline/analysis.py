@@ -11,12 +11,12 @@ import traceback
 from typing import Any
 
 from roofline import routing
-from roofline.classify import classify, short_name as _short_name
+from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
 from roofline.models import MODELS, ModelResult
 from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
-from roofline.shapes import resolve_shapes
+from roofline.shapes import work_mix
 
 SKILL_VERSION = "1"
 DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
@@ -62,6 +62,18 @@ def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
             raise EntryError(f"unknown {k} dtype {dt[k]!r}")
         dt[f"{k}_bytes"] = DTYPE_BYTES[dt[k]]
     return dt
+
+
+def _shape_dtypes(dt: dict, override: dict) -> dict:
+    """The entry's dtypes with one shape's own act/out (a mixed-dtype copy) put in."""
+    if not override:
+        return dt
+    out = dict(dt)
+    for k in ("act", "weight", "out", "kv"):
+        v = norm_dtype(override.get(k))
+        if v in DTYPE_BYTES:
+            out[k], out[f"{k}_bytes"] = v, DTYPE_BYTES[v]
+    return out
 
 
 def _compute_peak(peaks: Peaks, dtype: str) -> tuple[float | None, str, list[str]]:
@@ -116,28 +128,26 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                          "classification hint): no guess is made")
     if peaks.hbm_bw_bytes_s is None:
         raise EntryError(f"no memory peak for {peaks.device}")
+    if is_splitk_reduce(e.name):
+        raise EntryError("split-K reduce kernel: it sums the partial results of a GEMM launched just before it, so "
+                         "it is half of that GEMM's logical op, not a GEMM of its own; analyse the pair as one "
+                         "op (roofline topn folds the reduce into its GEMM's time)")
     dt = resolve_dtypes(e, env)
-    shapes, shape_source, assumed = resolve_shapes(op_class, e, env, config, regime)
-    weights = [1.0] * len(shapes)
-    sr, sl = e.raw.get("shape_regimes"), e.raw.get("shape_launches")
-    if shape_source == "captured" and isinstance(sr, list) and len(sr) == len(shapes):
-        # `roofline topn` tags each captured shape with its regime and launch count: keep the
-        # shapes of the regime being analysed, weighted by their launches
-        keep = [i for i, r in enumerate(sr) if r == regime] or list(range(len(shapes)))
-        shapes = [shapes[i] for i in keep]
-        if isinstance(sl, list) and len(sl) == len(sr):
-            weights = [float(sl[i]) for i in keep]
-        else:
-            weights = [1.0] * len(shapes)
-    results: list[ModelResult] = [MODELS[op_class](s, dt) for s in shapes]
+    shapes, weights, shape_dts, shape_t_ms, shape_source, assumed, mix_notes = work_mix(
+        op_class, e, env, config, regime)
+    notes += mix_notes
+    dts = [_shape_dtypes(dt, o) for o in shape_dts]
+    results: list[ModelResult] = [MODELS[op_class](s, d) for s, d in zip(shapes, dts)]
     res = results[0]
     if len(results) > 1:
-        # several captured shapes under one kernel name: the launch-weighted average per launch
-        wsum = sum(weights) or float(len(results))
-        for i, c in enumerate(res.candidates):
-            c.bytes_est = sum(w * r.candidates[i].bytes_est for w, r in zip(weights, results)) / wsum
-            c.flops_est = sum(w * r.candidates[i].flops_est for w, r in zip(weights, results)) / wsum
-        notes.append(f"{len(results)} captured {regime} shapes averaged per launch (weighted by launches)")
+        # several shapes under one kernel name: the launch-weighted work of one launch
+        res = ModelResult([type(c)(c.label, sum(w * r.candidates[i].bytes_est for w, r in zip(weights, results)),
+                                   sum(w * r.candidates[i].flops_est for w, r in zip(weights, results)), c.note)
+                           for i, c in enumerate(res.candidates)], res.compute_dtype, res.assumptions,
+                          res.primary, res.info)
+    if any(shape_dts):
+        notes.append("per-shape dtypes from the Top-N (shape_dtypes): " + ", ".join(
+            f"{d['act']}->{d['out']}" for d in dts))
     if assumed:
         notes.append("assumed " + "; ".join(assumed))
     # Per-launch vs per-logical-op: the model counts one logical op; compare it with the summed
@@ -203,9 +213,12 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     out["dtypes"] = {k: dt[k] for k in ("act", "weight", "out", "kv")}
     out["shape"] = {k: v for k, v in shapes[0].items() if k not in ("seq_len_candidates",)}
     if len(shapes) > 1:
-        wsum = sum(weights) or 1.0
         out["shapes_used"] = [{"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"},
-                               "weight": w / wsum} for sh, w in zip(shapes, weights)]
+                               "weight": w, **({"dtypes": {k: d[k] for k in ("act", "out")}} if shape_dts[i] else {})}
+                              for i, (sh, w, d) in enumerate(zip(shapes, weights, dts))]
+        if shape_t_ms:
+            out["per_shape"] = _per_shape(shapes, weights, results, shape_t_ms, e, regime,
+                                          [a["model"] for a in alts].index(chosen["model"]), peak_bw, peaks)
     out["shape_source"] = shape_source
     out["byte_model"] = chosen["model"]
     if len(alts) > 1:
@@ -246,6 +259,15 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                      "stage-C counter measurement candidate")
     out["bound_type"] = bound if bound in BOUND_TYPES else "unknown"
     attain = max(1.0, tgt / pct_raw) if (tgt and pct_raw > 0) else None
+    if attain is not None:
+        # No launch gets faster than the dispatch floor: the same ~5 us that makes a launch
+        # dispatch-bound caps what any rewrite of it can buy (continuous at the floor: no cliff).
+        floor_cap = max(1.0, reg.base_latency_ms / DISPATCH_FLOOR_MS)
+        if attain > floor_cap:
+            notes.append(f"attainable speedup capped at the dispatch floor: {reg.base_latency_ms * 1e3:.2f} us / "
+                         f"{DISPATCH_FLOOR_MS * 1e3:g} us = {floor_cap:.3g}x (the roofline alone says {attain:.3g}x)")
+            out["attainable_speedup_uncapped"] = attain
+            attain = floor_cap
     gain = e.pct_gpu_time * (1.0 - 1.0 / attain) if attain else None
     band = routing.headroom_class(pct_raw, tgt) if tgt else "unknown"
     if verdict and confidence != "low":
@@ -269,6 +291,34 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                                         if lv.startswith("stop reading")]
     out["notes"] = "; ".join(notes)
     return out, res.info
+
+
+def _per_shape(shapes, weights, results, shape_t_ms, e, regime, cand_i, peak_bw, peaks) -> list[dict]:
+    """One row per captured shape of a multi-shape kernel name: its launches, mean time and
+    figures on the byte model the entry uses, so a reader sees which shape is slow."""
+    raw_l = e.raw.get("shape_launches") if isinstance(e.raw, dict) else None
+    rows = []
+    for sh, w, r, t_ms in zip(shapes, weights, results, shape_t_ms):
+        c = r.candidates[min(cand_i, len(r.candidates) - 1)]
+        pf, _, _ = _compute_peak(peaks, r.compute_dtype)
+        row = {"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"}, "weight": w, "t_ms": t_ms,
+               "bytes_est": c.bytes_est, "flops_est": c.flops_est}
+        if t_ms > 0:
+            m = _metrics(c.bytes_est, c.flops_est, t_ms / 1e3, peak_bw, pf)
+            row.update(achieved_flops=m["achieved_flops"], achieved_bw_bytes_s=m["achieved_bw_bytes_s"],
+                       hbm_util=m["hbm_util"], compute_util=m["compute_util"], roof_axis=m["roof_axis"],
+                       roofline_pct=m["roofline_pct_raw"])
+        rows.append(row)
+    if isinstance(raw_l, list) and len(raw_l) >= len(rows):
+        # launches in the order of the Top-N's shapes (work_mix keeps that order within a regime)
+        by_key = {}
+        for sh, n in zip(e.shapes or [], raw_l):
+            by_key.setdefault(tuple(sorted((k, v) for k, v in sh.items())), n)
+        for row, sh in zip(rows, shapes):
+            key = tuple(sorted((k, v) for k, v in sh.items() if k not in ("seq_len_candidates", "regime")))
+            if key in by_key:
+                row["launches"] = by_key[key]
+    return rows
 
 
 def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):

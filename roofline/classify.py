@@ -113,6 +113,15 @@ def classify(name: str, hint: str | None = None) -> str:
     return "unknown"
 
 
+_SPLITK_REDUCE_RX = re.compile(r"splitkreduce|reducesplitk|split_k_reduce|splitk_reduce", re.IGNORECASE)
+
+
+def is_splitk_reduce(name: str) -> bool:
+    """The reduce kernel of a split-K GEMM (it sums the K-slices' partial results): half of one
+    logical op, never a GEMM of its own."""
+    return bool(_SPLITK_REDUCE_RX.search(name or ""))
+
+
 def is_library_kernel(name: str) -> bool:
     """True for precompiled library kernels (cuBLAS/nvjet/cuDNN/Tensile): no in-kernel rewrite."""
     return bool(_LIB_RE.search(name or ""))
@@ -205,4 +214,4 @@ def short_name(name: str) -> str:
     return base[:120]
 
 
-__all__ = ["classify", "short_name", "is_library_kernel", "RULES", "OP_CLASSES"]
+__all__ = ["classify", "short_name", "is_library_kernel", "is_splitk_reduce", "RULES", "OP_CLASSES"]

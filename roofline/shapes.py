@@ -75,13 +75,24 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
             s["regime"] = regime
             need = ("batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim")
         elif op_class in ("elementwise", "norm", "quant"):
-            if "elems_in" not in s and "shape" not in s:
+            if "elems_in" not in s and "shape" not in s and op_class in ("norm", "quant"):
+                # NB: a norm / quant kernel works per token over the hidden state: tokens x hidden is
+                # its stage-A size (low confidence, display only)
                 hidden = _cfg(config, "hidden_size")
                 tokens = conc if regime == "decode" else isl
                 if hidden:
                     s["elems_in"] = int(tokens * hidden)
                     assumed.append(f"elems_in={tokens * hidden:g} ({'conc' if regime == 'decode' else 'isl'} tokens x "
-                                   "hidden_size: a per-token op over the hidden state)")
+                                   f"hidden_size: a {op_class} works per token over the hidden state)")
+            if "elems_in" not in s and "shape" not in s:
+                # NB: no guess. A streaming kernel's size is whatever its op moved (a KV-cache cat
+                # moves the whole cache, a norm one hidden state per token): tokens x hidden_size
+                # would be a number the tool cannot know, so the entry degrades (L2) instead.
+                why = e.raw.get("shape_unknown") if isinstance(e.raw, dict) else None
+                raise EntryError(f"{op_class} kernel without a shape: " + (why if isinstance(why, str) else
+                                 "the Top-N gives neither shapes nor est_shape (elems_in / shape), and an "
+                                 "elementwise size cannot be derived from config.json")
+                                 + "; give shapes (roofline topn with record_shapes) or stage-C counters")
             need = ("elems_in",) if "shape" not in s else ()
         else:
             raise EntryError(f"op class {op_class!r} has no byte/FLOP model")
@@ -91,3 +102,51 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
                              "config.json nor the workload gives it")
         out.append(s)
     return out, source, assumed
+
+
+def _num_list(v, n: int) -> list[float] | None:
+    if isinstance(v, list) and len(v) == n and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                    and x >= 0 for x in v):
+        return [float(x) for x in v]
+    return None
+
+
+def work_mix(op_class: str, e: Entry, env: Env, config: dict | None, regime: str
+             ) -> tuple[list[dict], list[float], list[dict], list[float] | None, str, list[str], list[str]]:
+    """THE one place an entry's shapes become its per-launch work, used by the analysis and by the
+    stage-C re-run (timing and counters) alike.
+
+    -> (shapes, weights, shape_dtypes, shape_t_ms, source, assumed, notes): the shapes of the
+    analysed regime; their weights, each shape's share of the launches (they sum to 1; from
+    `shape_launches` whenever the Top-N gives it, equal shares otherwise, and the notes say which);
+    per-shape dtype overrides (`shape_dtypes`, else {}); per-shape mean launch time
+    (`shape_base_latency_ms`, else None).
+    NB: the per-launch FLOPs / bytes of a mix are sum(w_i * x_i): the launch-weighted mean, which
+    times the launch count gives the kernel's total work exactly."""
+    shapes, source, assumed = resolve_shapes(op_class, e, env, config, regime)
+    n = len(shapes)
+    raw = e.raw if isinstance(e.raw, dict) else {}
+    notes: list[str] = []
+    idx = list(range(n))
+    launches = _num_list(raw.get("shape_launches"), n) if source == "captured" else None
+    regs = raw.get("shape_regimes") if source == "captured" else None
+    if isinstance(regs, list) and len(regs) == n:
+        keep = [i for i, r in enumerate(regs) if isinstance(r, str) and regime in r.split("+")]
+        if keep and len(keep) < n:
+            notes.append(f"{len(keep)} of {n} captured shapes belong to the {regime} regime")
+            idx = keep
+    if launches is not None and sum(launches[i] for i in idx) > 0:
+        tot = sum(launches[i] for i in idx)
+        weights = [launches[i] / tot for i in idx]
+        if len(idx) > 1:
+            notes.append(f"{len(idx)} captured shapes, per-launch work weighted by their launches "
+                         f"({', '.join(f'{launches[i]:g}' for i in idx)})")
+    else:
+        weights = [1.0 / len(idx)] * len(idx)
+        if len(idx) > 1:
+            notes.append(f"{len(idx)} shapes without launch counts: equal weights ASSUMED")
+    sdt = raw.get("shape_dtypes") if source == "captured" else None
+    dts = [dict(sdt[i]) if isinstance(sdt, list) and len(sdt) == n and isinstance(sdt[i], dict) else {}
+           for i in idx]
+    lat = _num_list(raw.get("shape_base_latency_ms"), n) if source == "captured" else None
+    return ([shapes[i] for i in idx], weights, dts, [lat[i] for i in idx] if lat else None, source, assumed, notes)

@@ -16,9 +16,12 @@ def _find_run_root(start: Path) -> Path:
 
 
 def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch: Path | None = None,
-                   playbook_dir: Path | None = None, progress=None, level: int | None = None) -> dict:
+                   playbook_dir: Path | None = None, progress=None, level: int | None = None,
+                   l2: str = "auto") -> dict:
     """The whole re-run, also used by the hook. Returns {"rerun": [names], "skipped": {name: why},
-    "playbook": path|None}. Raises RuntimeError with one line when the machine cannot do it."""
+    "playbook": path|None}. Raises RuntimeError with one line when the machine cannot do it.
+    With counters, the measured work mix goes back through the stage-C merge of `analyze
+    --counters` (rerun.restage): measured bytes on the memory axis, confidence high only there."""
     from roofline import report, rerun
 
     art = json.loads(artifact.read_text())
@@ -42,17 +45,31 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
             continue
         work.append((e, probs, lvl, why))
     it = progress(work) if progress else work
+    records = []
     for e, probs, lvl, why in it:
-        meas = rerun.measure_problems(probs, lvl)
-        meas["dispatch_reason"] = why
+        mode, mode_why = rerun.l2_mode_for(probs, l2)
+        meas = rerun.measure_problems(probs, lvl, l2=mode)
+        meas["dispatch_reason"], meas["l2_mode_reason"] = why, mode_why
         if not meas["check_ok"]:
             skipped[e["name"]] = f"level {lvl} failed the correctness check; not timed"
             continue
         if counters:
-            meas["counters"] = rerun.collect_counters(probs[0], lvl)
+            # the library kernel is what ran in the run: its counters describe the in-run work
+            target = "cublas" if rerun._is_library_kernel(e) else "ladder"
+            meas["counters"] = rerun.collect_mix_counters(probs, lvl, target=target, l2=mode)
+            rec = rerun.counters_record(e, meas["counters"])
+            if rec is not None:
+                records.append(rec)
         rerun.write_back(art, e["name"], meas)
         done.append(e["name"])
     pb = None
+    if records:
+        try:
+            art = rerun.restage(art, artifact, records)
+        except FileNotFoundError as exc:
+            for e in art["entries"]:
+                if e["name"] in done:
+                    e["notes"] += f"; L4: counters recorded in measured.counters but not merged ({exc})"
     if done:
         report.write_artifact(art, artifact.parent)
         if playbook_dir is not False:
@@ -72,7 +89,10 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
 @click.option("--level", type=int, default=None, help="Force a ladder level instead of the dispatch table.")
 @click.option("--playbook-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where knowledge/backend_playbook.{md,jsonl} live (default: <run root>/knowledge).")
-def rerun(artifact, entries, counters, dispatch, level, playbook_dir):
+@click.option("--l2", "l2", type=click.Choice(["auto", "cold", "warm"]), default="auto", show_default=True,
+              help="L2 state of the isolated timing and counters, the same for ladder and library: cold "
+                   "(flushed before each launch), warm, or auto (warm when the operands fit in half the L2).")
+def rerun(artifact, entries, counters, dispatch, level, playbook_dir, l2):
     """Stage C: re-run each GEMM head of ARTIFACT (profile_roofline.json) in isolation through the
     ladder level the dispatch table picks, cuBLAS beside it; check first, time (median, p20/p80),
     optionally collect counters; write the measurement back (stage C) and append predicted vs
@@ -81,7 +101,7 @@ def rerun(artifact, entries, counters, dispatch, level, playbook_dir):
 
     try:
         res = rerun_artifact(artifact, entries, counters, dispatch, playbook_dir,
-                             progress=lambda xs: tqdm(xs, desc="re-run", unit="head"), level=level)
+                             progress=lambda xs: tqdm(xs, desc="re-run", unit="head"), level=level, l2=l2)
     except RuntimeError as exc:
         click.echo(f"roofline rerun: {exc}", err=True)
         sys.exit(2)

@@ -48,21 +48,94 @@ ATTN_OPS = {
 GATHER_OPS = {"aten::embedding": (0, 1), "aten::index_select": (0, 2)}
 
 
+# In-place scatters: op -> (index of the source / values, index of the indices).
+SCATTER_OPS = {"aten::index_copy_": (3, 2), "aten::index_copy": (3, 2), "aten::index_put_": (2, 1),
+               "aten::_index_put_impl_": (2, 1)}
+
+
 def dtype_of(t: str) -> str | None:
     return DTYPES.get(t)
 
 
 def _tensors(sig):
-    """(dims, type) of the tensor arguments, in order."""
+    """(dims, type) of the tensor arguments, in order (TensorList arguments excluded)."""
     out = []
     for i, d in enumerate(sig.dims):
         t = sig.types[i] if i < len(sig.types) else ""
         if t in NON_TENSOR or not isinstance(d, tuple):
             continue
-        if d and isinstance(d[0], tuple):   # a TensorList: skip
+        if d and isinstance(d[0], tuple):   # a TensorList: see _tensor_list
             continue
         out.append((d, t))
     return out
+
+
+def _tensor_list(sig):
+    """The element dims of the first TensorList argument (cat, stack, _foreach_*), or None.
+
+    NB: record_shapes types a TensorList as "TensorList": the elements' dtype is not recorded, so
+    the caller leaves dtypes empty and the analysis falls back to the model dtype (and says so)."""
+    for i, d in enumerate(sig.dims):
+        t = sig.types[i] if i < len(sig.types) else ""
+        if isinstance(d, tuple) and (t == "TensorList" or (d and isinstance(d[0], tuple))):
+            elems = [x for x in d if isinstance(x, tuple)]
+            if elems:
+                return elems
+    return None
+
+
+# Ops whose inputs are a TensorList and whose output holds exactly the inputs' elements.
+LIST_COPY_OPS = frozenset({"aten::cat", "aten::stack", "aten::concat", "aten::concatenate", "aten::hstack",
+                           "aten::vstack", "aten::_cat"})
+# Reductions: op -> index of the `dim` argument in Concrete Inputs (None: reduces everything).
+REDUCE_OPS = {"aten::mean": 1, "aten::sum": 1, "aten::amax": 1, "aten::amin": 1, "aten::var": 1,
+              "aten::std": 1, "aten::prod": 1, "aten::linalg_vector_norm": 2, "aten::norm": 2,
+              "aten::logsumexp": 1, "aten::var_mean": 1, "aten::std_mean": 1, "aten::max": 1, "aten::min": 1,
+              "aten::argmax": 1, "aten::argmin": 1, "aten::all": 1, "aten::any": 1}
+
+
+def _reduced_dims(text: str, ndim: int) -> list[int] | None:
+    """'[-1]' / '-1' / '[0, 2]' -> normalised dims; '' or '[]' (all dims) -> every dim; junk -> None."""
+    t = (text or "").strip()
+    if t in ("", "[]", "None"):
+        return list(range(ndim))
+    t = t.strip("[]")
+    try:
+        dims = [int(x) for x in t.split(",") if x.strip()]
+    except ValueError:
+        return None
+    out = sorted({d % ndim for d in dims}) if ndim else []
+    return out if all(0 <= d < ndim for d in out) else None
+
+
+def reduce_shape(sig):
+    """A reduction reads its input once and writes the reduced output (NB: for RMSNorm's
+    ``mean(-1, keepdim=True)`` the output is one element per row, not the input's size)."""
+    di = REDUCE_OPS.get(sig.name)
+    ts = _tensors(sig)
+    if di is None or not ts:
+        return None
+    d, t = ts[0]
+    ndim = len(d)
+    text = sig.concrete[di] if di < len(sig.concrete) else ""
+    dims = _reduced_dims(text, ndim)
+    if dims is None:
+        return None
+    e_in = int(prod(d)) if d else 1
+    e_out = int(prod(x for i, x in enumerate(d) if i not in dims)) if d else 1
+    dt = dtype_of(t)
+    return {"elems_in": e_in, "elems_out": e_out}, ({"act": dt, "out": dt} if dt else {})
+
+
+def list_copy_shape(sig):
+    """cat / stack: every element of the TensorList is read once and written once."""
+    if sig.name not in LIST_COPY_OPS:
+        return None
+    elems = _tensor_list(sig)
+    if not elems:
+        return None
+    n = sum(int(prod(x)) if x else 1 for x in elems)
+    return {"elems_in": n, "elems_out": n}, {}
 
 
 def gemm_shape(sig):
@@ -135,6 +208,9 @@ def stream_shape(sig):
     broadcast result) except for copy_ (out = its first argument, in = the second) and norms
     (out = the normalised input).
     """
+    r = list_copy_shape(sig) or reduce_shape(sig)
+    if r is not None:
+        return r
     ts = _tensors(sig)
     if not ts:
         return None
@@ -149,6 +225,17 @@ def stream_shape(sig):
             out = {"elems_in": n_idx * row + n_idx, "elems_out": n_idx * row}
             t = sig.types[g[0]] if g[0] < len(sig.types) else ""
             return out, {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v}
+    sc = SCATTER_OPS.get(sig.name)
+    if sc is not None and len(sig.dims) > max(sc):
+        # NB: an in-place scatter (a static KV cache's index_copy_) reads its source and indices and
+        # writes only the selected rows: the destination's size is not traffic
+        src, index = sig.dims[sc[0]], sig.dims[sc[1]]
+        if isinstance(src, tuple) and isinstance(index, tuple):
+            n_src = int(prod(src)) if src else 1
+            n_idx = int(prod(index)) if index else 1
+            t = sig.types[sc[0]] if sc[0] < len(sig.types) else ""
+            return ({"elems_in": n_src + n_idx, "elems_out": n_src},
+                    {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v})
     if sig.name == "aten::copy_" and len(ts) >= 2:
         out = {"elems_in": sizes[1], "elems_out": sizes[0]}
         dt = {"act": dtype_of(ts[1][1]), "out": dtype_of(ts[0][1])}

@@ -20,7 +20,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from roofline.classify import classify, is_library_kernel, short_name
+from roofline.classify import classify, is_library_kernel, is_splitk_reduce, short_name
 from roofline.ingest.shapes import shape_for
 
 REGIMES = ("decode", "prefill")
@@ -46,6 +46,8 @@ class KernelAgg:
     total_us: Counter = field(default_factory=Counter)     # regime -> summed duration (us)
     sigs: Counter = field(default_factory=Counter)         # (sig idx, regime) -> launches
     launch_dims: Counter = field(default_factory=Counter)  # (grid, block) -> launches
+    sig_us: Counter = field(default_factory=Counter)       # (sig idx, regime) -> summed duration (us)
+    folded: dict = field(default_factory=dict)             # split-K reduce name -> [launches, us]
 
     @property
     def all_us(self) -> float:
@@ -148,6 +150,12 @@ def aggregate_trace(pt, plan: StepPlan):
                          "(no --decode-steps/--prefill-steps, no step ranges): launches_per_step = launches in "
                          "the window; pass --decode-steps N or --prefill-steps N")
 
+    # ---- split-K: a reduce launch is the second half of the GEMM launch just before it
+    fold_into, extra_us = _pair_splitk(pt)
+    if fold_into:
+        notes.append(f"split-K: {len(fold_into)} reduce launches folded into the GEMM launch each one "
+                     "completes (the launch just before it); the pair is one logical op, timed as their sum")
+
     # ---- aggregate per kernel name
     aggs: dict[int, KernelAgg] = {}
     op_by_ext = pt.op_by_ext
@@ -155,13 +163,24 @@ def aggregate_trace(pt, plan: StepPlan):
     linked = 0
     for i in range(n):
         k = pt.k_name[i]
+        if i in fold_into:
+            j = fold_into[i]
+            a = aggs.get(pt.k_name[j])
+            if a is None:
+                a = aggs[pt.k_name[j]] = KernelAgg(pt.kernel_names[pt.k_name[j]])
+                a.launch_dims = pt.launch_dims.get(pt.k_name[j], Counter())
+            f = a.folded.setdefault(pt.kernel_names[k], [0, 0.0])
+            f[0] += 1
+            f[1] += pt.k_dur[i]
+            continue
         a = aggs.get(k)
         if a is None:
             a = aggs[k] = KernelAgg(pt.kernel_names[k])
             a.launch_dims = pt.launch_dims.get(k, Counter())
         reg = regime_of[i]
+        dur = pt.k_dur[i] + extra_us.get(i, 0.0)
         a.count[reg] += 1
-        a.total_us[reg] += pt.k_dur[i]
+        a.total_us[reg] += dur
         ext = pt.k_ext[i]
         s = op_by_ext.get(ext) if ext >= 0 else None
         if s is None:
@@ -172,6 +191,7 @@ def aggregate_trace(pt, plan: StepPlan):
                 s = op_by_ext.get(x)
         if s is not None:
             a.sigs[(s, reg)] += 1
+            a.sig_us[(s, reg)] += dur
             linked += 1
     if not pt.sigs:
         notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
@@ -183,6 +203,31 @@ def aggregate_trace(pt, plan: StepPlan):
         notes.append(f"memcpy/memset activity ({sum(pt.mem_count.values())} events, {mem_ms:.3f} ms) is not a kernel: "
                      "not in total_gpu_time_ms")
     return list(aggs.values()), steps, notes
+
+
+def _pair_splitk(pt) -> tuple[dict[int, int], dict[int, float]]:
+    """Split-K reduce launches -> the GEMM launch each completes.
+
+    NB: a reduce kernel is paired with the kernel launched just before it (by GPU start time)
+    when that one is a GEMM; this holds on one stream, and in CUDA-graph replays, where no
+    External id links the pair. Returns (reduce idx -> GEMM idx, GEMM idx -> the reduce's us)."""
+    names = pt.kernel_names
+    red = {k for k, nm in enumerate(names) if is_splitk_reduce(nm)}
+    if not red:
+        return {}, {}
+    gemm = {k for k, nm in enumerate(names) if k not in red and classify(nm) == "gemm"}
+    order = sorted(range(pt.n_kernels), key=pt.k_ts.__getitem__)
+    fold, extra = {}, {}
+    prev = None
+    for i in order:
+        k = pt.k_name[i]
+        if k in red:
+            if prev is not None and pt.k_name[prev] in gemm and prev not in extra:
+                fold[i] = prev
+                extra[prev] = pt.k_dur[i]
+            continue
+        prev = i
+    return fold, extra
 
 
 def build_topn(aggs, steps, notes, *, sigs=None, top: int | None = 30, min_pct: float = 0.0,
@@ -251,31 +296,46 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
             e["grid"] = list(g)
         if b is not None:
             e["block"] = list(b)
+    if a.folded:
+        e["folded_kernels"] = [{"name": nm, "short_name": short_name(nm), "launches": c, "total_ms": us / 1000.0}
+                               for nm, (c, us) in sorted(a.folded.items())]
+        e["timing_note"] = ("split-K: each launch's time includes its reduce kernel (folded_kernels): "
+                            "one logical op")
     if a.sigs and sigs is not None:
         ops = Counter()
+        # (shape, dtypes) -> [shape, launches, regimes, summed us, dtypes]
         shapes: dict[tuple, list] = {}
-        dtypes = None
+        unshaped = Counter()
         for (s, reg), c in a.sigs.most_common():
             sig = sigs[s]
             ops[sig.name] += c
             r = shape_for(cls, sig)
             if r is None:
+                unshaped[sig.name] += c
                 continue
             shp, dt = r
-            key = tuple(sorted(shp.items()))
+            key = (tuple(sorted(shp.items())), tuple(sorted(dt.items())))
             if key not in shapes:
-                shapes[key] = [shp, 0, set()]
+                shapes[key] = [shp, 0, set(), 0.0, dt]
             shapes[key][1] += c
             shapes[key][2].add(reg)
-            if dtypes is None and dt:
-                dtypes = dt
+            shapes[key][3] += a.sig_us[(s, reg)]
         e["aten_ops"] = dict(ops.most_common())
         if shapes:
             lst = sorted(shapes.values(), key=lambda x: -x[1])
             e["shapes"] = [x[0] for x in lst]
             e["shape_launches"] = [x[1] for x in lst]
+            # NB: mean time of the linked launches of each shape; launches with no linked op (CUDA
+            # graph replays) carry no shape and are not in it
+            e["shape_base_latency_ms"] = [x[3] / x[1] / 1000.0 for x in lst]
             if len(steps) > 1:
                 e["shape_regimes"] = ["+".join(sorted(x[2])) for x in lst]
-        if dtypes:
-            e["dtypes"] = dtypes
+            dts = [x[4] for x in lst]
+            if any(dts):
+                e["dtypes"] = next(d for d in dts if d)     # the most launched shape's
+                if any(d != dts[0] for d in dts):
+                    e["shape_dtypes"] = dts
+        if unshaped and not shapes:
+            e["shape_unknown"] = ("no shape rule for " + ", ".join(sorted(unshaped))
+                                  + f" (op class {cls}): the kernel's bytes cannot be counted from the trace")
     return e

@@ -69,12 +69,14 @@ def quantiles(ts_ms):
 
 
 class Timer:
-    """Event timing with an L2 flush before every timed launch."""
+    """Event timing with an L2 flush before every timed launch (``flush_l2=False``: warm L2, the
+    operands left in L2 by the previous launch, as in a run where neighbours just touched them)."""
 
-    def __init__(self):
+    def __init__(self, flush_l2: bool = True):
         cp = gpu.cupy()
         self.cp = cp
-        self.flush = cp.empty(FLUSH_BYTES // 4, dtype=cp.uint32)
+        self.flush_l2 = flush_l2
+        self.flush = cp.empty(FLUSH_BYTES // 4 if flush_l2 else 1, dtype=cp.uint32)
 
     def time(self, fn, *, warmup=3, reps=None, budget_ms=400.0, max_reps=100, min_reps=10):
         cp = self.cp
@@ -90,7 +92,8 @@ class Timer:
         cp = self.cp
         evs = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
         for i, (e0, e1) in enumerate(evs):
-            self.flush.fill(i + 1)
+            if self.flush_l2:
+                self.flush.fill(i + 1)
             e0.record()
             fn()
             e1.record()
