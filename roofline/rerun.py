@@ -215,6 +215,8 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     m["speedup_basis"] = basis
     m["best"] = "ladder" if (lad and (not lib or lad < lib)) else "cublas"
     verdict, contradiction = guard_verdict(speedup, e.get("attainable_speedup"))
+    if basis.startswith("ladder vs library") and speedup < 1.0 - NOISE_BAND_ISOLATED:
+        verdict = "no real gain: the ladder level is slower than the library kernel (like for like)"
     m.update(measured_attainable_speedup=speedup, verdict=verdict, model_contradicted=contradiction)
     if meas.get("counters"):
         m["counters"] = meas["counters"]
