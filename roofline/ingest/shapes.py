@@ -225,6 +225,19 @@ def stream_shape(sig):
             out = {"elems_in": n_idx * row + n_idx, "elems_out": n_idx * row}
             t = sig.types[g[0]] if g[0] < len(sig.types) else ""
             return out, {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v}
+    if sig.name == "aten::gather" and len(sig.dims) >= 3:
+        table, index = sig.dims[0], sig.dims[2]
+        if isinstance(table, tuple) and isinstance(index, tuple) and table and index:
+            n = int(prod(index))
+            t = sig.types[0] if sig.types else ""
+            dt = {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v}
+            dim = sig.concrete[1] if len(sig.concrete) > 1 else ""
+            if dim == "0" and len(index) == 2 and len(table) == 2 and index[1] == table[1]:
+                # NB: index_select(0) of rows lowers to gather with the row index expanded along the
+                # row (stride 0): R rows of the table are read, one index per row
+                return {"elems_in": n + int(index[0]), "elems_out": n}, dt
+            # NB: a general gather reads one index per output element (counted at the value width)
+            return {"elems_in": 2 * n, "elems_out": n}, dt
     sc = SCATTER_OPS.get(sig.name)
     if sc is not None and len(sig.dims) > max(sc):
         # NB: an in-place scatter (a static KV cache's index_copy_) reads its source and indices and
