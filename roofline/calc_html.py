@@ -9,14 +9,16 @@ tests/test_calc_browser.py loads the page in headless Chromium and compares what
 the CLI's numbers.
 
 Element ids (each number also in a `data-value` attribute at full precision, SI units):
-n, t_compute, t_hbm, t_wall, bound, ai, ridge, ai_over_ridge, crossover, attainable, peak, bw.
-The URL hash sets the initial state: #device=h200&dtype=bf16&roof=table&n=4096.
+n, t_compute, t_hbm, t_wall, bound, ai, ridge, ai_over_ridge, crossover, attainable, peak, bw;
+selectors device, dtype, roof, out (C dtype; "same" = the A/B dtype), slider size.
+The URL hash sets the initial state: #device=h200&dtype=bf16&roof=table&out=same&n=4096.
 """
 from __future__ import annotations
 
 import json
 
 from roofline.calc import page_data
+from roofline.peaks import DTYPE_BYTES
 
 SLIDER_MIN = 500    # slider value v <-> N = round(2^(v/100)): 2^5 = 32 ...
 SLIDER_MAX = 1500   # ... 2^15 = 32768; exact powers of two at multiples of 100
@@ -47,7 +49,7 @@ table.nums { border-collapse: collapse; font-size: 14px; }
 table.nums td { padding: 3px 12px 3px 0; }
 table.nums td.v { font-variant-numeric: tabular-nums; font-weight: 600; }
 .verdict { font-size: 16px; margin: 10px 0; }
-.aiaxis { position: relative; height: 40px; background: linear-gradient(90deg, #fde0c5, #d5e8f8); margin: 8px 0 24px 0; }
+.aiaxis { position: relative; height: 40px; background: linear-gradient(90deg, #fde0c5, #d5e8f8); margin: 26px 0 24px 0; }
 .aiaxis .mark { position: absolute; top: 0; width: 3px; height: 40px; }
 .aiaxis .lab { position: absolute; top: 42px; font-size: 12px; white-space: nowrap; transform: translateX(-50%); }
 #ai_mark { background: #222; }
@@ -57,12 +59,13 @@ table.nums td.v { font-variant-numeric: tabular-nums; font-weight: 600; }
 </head>
 <body>
 <h1>Roofline calculator: GEMM C[N,N] = A[N,N] B[N,N]</h1>
-<div class="sub">t_compute = 2N&sup3; / peak; t_HBM = three N&times;N matrices / HBM bandwidth; the wall-clock bound is the longer bar.
+<div class="sub">t_compute = 2N&sup3; / peak; t_HBM = the three N&times;N matrices (A, B, C once each) / HBM bandwidth; the wall-clock bound is the longer bar.
 Roofs embedded from the project's peak tables when this page was generated (<span id="gen_src"></span>).</div>
 <div class="controls">
   <label>device <select id="device"></select></label>
   <label>dtype <select id="dtype"></select></label>
   <label>roofs <select id="roof"></select></label>
+  <label>C dtype <select id="out"></select></label>
 </div>
 <div class="controls">
   <label for="size">size N</label>
@@ -133,11 +136,12 @@ Roofs embedded from the project's peak tables when this page was generated (<spa
     var dt = dev.dtypes[$("dtype").value];
     var r = dt.roofs[$("roof").value];
     var n = sizeN(), b = dt.elem_bytes;
+    var c = $("out").value === "same" ? b : DATA.elem_bytes[$("out").value];
     var flops = 2 * n * n * n;
-    var bytes = n * n * b + n * n * b + n * n * b;     // A, B, C each cross HBM once
+    var bytes = n * n * b + n * n * b + n * n * c;     // A, B, C each cross HBM once
     var tc = flops / r.peak_flops_s, th = bytes / r.hbm_bw_bytes_s;
     var ai = flops / bytes, ridge = r.peak_flops_s / r.hbm_bw_bytes_s;
-    var cross = r.peak_flops_s * (3 * b) / (2 * r.hbm_bw_bytes_s);
+    var cross = r.peak_flops_s * (2 * b + c) / (2 * r.hbm_bw_bytes_s);
     var wall = Math.max(tc, th), bound = tc >= th ? "compute" : "memory";
     var att = Math.min(r.peak_flops_s, r.hbm_bw_bytes_s * ai);
     set("n", String(n), n);
@@ -161,7 +165,7 @@ Roofs embedded from the project's peak tables when this page was generated (<spa
     $("ridge_mark").style.left = pos(ridge) + "%"; $("ridge_lab").style.left = pos(ridge) + "%";
     $("ridge_lab").textContent = "ridge " + g4(ridge);
     $("src").textContent = dev.device + ": " + dev.table_file;
-    location.replace("#device=" + $("device").value + "&dtype=" + $("dtype").value + "&roof=" + $("roof").value + "&n=" + n);
+    location.replace("#device=" + $("device").value + "&dtype=" + $("dtype").value + "&roof=" + $("roof").value + "&out=" + $("out").value + "&n=" + n);
   }
   var want = {};
   location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
@@ -170,6 +174,8 @@ Roofs embedded from the project's peak tables when this page was generated (<spa
   var devs = Object.keys(DATA.devices);
   fill($("device"), devs.map(function (d) { return [d, DATA.devices[d].device]; }), want.device || DATA.default_device);
   refreshDtypes(want.dtype || DATA.default_dtype, want.roof || "table");
+  fill($("out"), [["same", "same as A, B"]].concat(Object.keys(DATA.elem_bytes).map(function (d) { return [d, d]; })),
+       want.out || "same");
   if (want.n && Number(want.n) > 0) {
     $("size").value = String(Math.round(100 * Math.log2(Number(want.n))));
   }
@@ -177,6 +183,7 @@ Roofs embedded from the project's peak tables when this page was generated (<spa
   $("device").addEventListener("change", function () { refreshDtypes(); update(); });
   $("dtype").addEventListener("change", function () { refreshRoofs(); update(); });
   $("roof").addEventListener("change", update);
+  $("out").addEventListener("change", update);
   $("size").addEventListener("input", update);
   update();
 })();
@@ -194,6 +201,7 @@ def render_page(default_device: str = "h200", default_dtype: str = "bf16", direc
     data["default_device"] = default_device if default_device in data["devices"] else sorted(data["devices"])[0]
     data["default_dtype"] = default_dtype
     data["generated_from"] = "roofline/data/peaks/*.yaml"
+    data["elem_bytes"] = dict(DTYPE_BYTES)
     blob = json.dumps(data, sort_keys=True).replace("</", "<\\/")
     return (_TEMPLATE.replace("__DATA__", blob)
             .replace("__SLIDER_MIN__", str(SLIDER_MIN)).replace("__SLIDER_MAX__", str(SLIDER_MAX)))
