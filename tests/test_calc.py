@@ -143,6 +143,10 @@ def test_text_and_png(tmp_path):
     assert r.exit_code == 0, r.output
     assert "compute-bound" in r.output and "ridge 281.2" in r.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    sw = tmp_path / "sweep.svg"
+    r = _run("--device", "h200", "--dtype", "fp8", "--sweep", "-o", str(sw))
+    assert r.exit_code == 0, r.output
+    assert "<svg" in sw.read_text()[:2000]
 
 
 @pytest.mark.parametrize("args,where", [

@@ -390,6 +390,9 @@ def standing_from_counters(rec, path: str, level: int, shape, obs: list[Obs]) ->
                          "source": "evidence base"})
     else:
         st["assumed"].append(f"no recorded cuBLAS time at {m}x{n}x{k} ({dtype}): % of library unknown")
+    if dtype != "bf16":
+        st["assumed"].append(f"the kernel computes in {dtype}; the ladder evidence is bf16 (TN, bf16 out): "
+                             "what each level bought is assumed to carry over")
     st["assumed"].append("stall reasons: not in the report (not collected); the bottleneck behind the gap is inferred")
     st["assumed"].append("ncu timings: --clock-control none and a cache flush per pass; the ladder evidence uses CUDA events "
                          "with an L2 flush, so the two differ by the clock the kernel ran at")
