@@ -165,7 +165,15 @@ Roofs embedded from the project's peak tables when this page was generated (<spa
     $("ridge_mark").style.left = pos(ridge) + "%"; $("ridge_lab").style.left = pos(ridge) + "%";
     $("ridge_lab").textContent = "ridge " + g4(ridge);
     $("src").textContent = dev.device + ": " + dev.table_file;
-    location.replace("#device=" + $("device").value + "&dtype=" + $("dtype").value + "&roof=" + $("roof").value + "&out=" + $("out").value + "&n=" + n);
+    writeHash(n);
+  }
+  var hashTimer = null;
+  function writeHash(n) {  // debounced: browsers throttle rapid same-document navigations
+    if (hashTimer) clearTimeout(hashTimer);
+    hashTimer = setTimeout(function () {
+      history.replaceState(null, "", "#device=" + $("device").value + "&dtype=" + $("dtype").value +
+        "&roof=" + $("roof").value + "&out=" + $("out").value + "&n=" + n);
+    }, 250);
   }
   var want = {};
   location.hash.replace(/^#/, "").split("&").forEach(function (kv) {

@@ -219,6 +219,21 @@ def transition(obs: list[Obs], a: int, b: int, shape: tuple[int, int, int]) -> d
     rows = [{"shape": list(s), "shape_class": shape_class(*s), "runs": [r for r, _ in v],
              "gains": [x for _, x in v], "verdict": verdict([x for _, x in v])} for s, v in sorted(g.items())]
     cls = shape_class(*shape)
+    by_class = {}
+    for r in rows:
+        c = by_class.setdefault(r["shape_class"], {"shapes": 0, "gains": [], "verdicts": {}})
+        c["shapes"] += 1
+        c["gains"].append(statistics.median(r["gains"]))
+        c["verdicts"][r["verdict"]] = c["verdicts"].get(r["verdict"], 0) + 1
+    summary = {k: {"shapes": v["shapes"], "median_gain": statistics.median(v["gains"]),
+                   "min_gain": min(v["gains"]), "max_gain": max(v["gains"]), "verdicts": v["verdicts"]}
+               for k, v in sorted(by_class.items())}
+    res = _decide(rows, shape, cls, g, a, b)
+    res["by_class"] = summary
+    return res
+
+
+def _decide(rows, shape, cls, g, a, b) -> dict:
     if tuple(shape) in g:
         exact = next(r for r in rows if tuple(r["shape"]) == tuple(shape))
         return {"from": a, "to": b, "scope": "exact shape", "verdict": exact["verdict"], "decided_by": exact,
@@ -630,7 +645,10 @@ def render_text(adv: dict) -> str:
     tr = adv["evidence"]["transition"]
     if tr and tr["rows"]:
         out.append(f"   - what level {tr['to']} bought over level {tr['from']} in the recorded runs "
-                   f"(t_{tr['from']}/t_{tr['to']} - 1, per run); decided by {tr['scope']}: {tr['verdict']}")
+                   f"(t_{tr['from']}/t_{tr['to']} - 1), per shape class: "
+                   + "; ".join(f"{k} median {v['median_gain']:+.1%} over {v['shapes']} shapes "
+                               f"({v['min_gain']:+.1%} .. {v['max_gain']:+.1%})" for k, v in tr["by_class"].items()))
+        out.append(f"     per shape and run; decided by {tr['scope']}: {tr['verdict']}")
         for r in tr["rows"]:
             mark = " <-" if tr.get("decided_by") and r["shape"] == tr["decided_by"]["shape"] else ""
             out.append(f"       {'x'.join(map(str, r['shape'])):>16s} {r['shape_class']:>13s}  "
