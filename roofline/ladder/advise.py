@@ -320,7 +320,7 @@ def _measured_roofs(device: str | None, dtype: str):
 
     try:
         pk = _peaks.resolve(gpu_name=device, gfx=None)
-    except Exception:
+    except RooflineError:          # no table and nothing to derive from: the caller says so
         return None, None, None
     raw = pk.raw or {}
     fig = ((raw.get("flops") or {}).get(dtype) or {}).get("measured") or {}
@@ -386,14 +386,15 @@ def standing_from_counters(rec, path: str, level: int, shape, obs: list[Obs]) ->
         if key in ex:
             st["counters"][key] = ex[key]
             measured.append({"what": what, "value": ex[key], "unit": "", "source": path})
+    # NB: fewest bytes: A and B in the compute dtype, C in bf16 (how cuBLAS runs fp8 GEMMs, and
+    # the ladder's contract for bf16)
+    eb = 1 if dtype == "fp8" else 2
+    fewest = (m * k + n * k) * eb + m * n * 2
     if rec.dram_bytes is not None:
-        eb = 1 if dtype == "fp8" else 2
-        fewest = gemm_min_bytes(m, n, k, eb)
         measured.append({"what": "DRAM bytes / fewest bytes", "value": rec.dram_bytes / fewest, "unit": "ratio", "source": path})
     fl, bw, src = _measured_roofs(rec.device_name, dtype)
     if fl and bw:
-        eb = 1 if dtype == "fp8" else 2
-        st["roof_ms"] = max(useful / fl, gemm_min_bytes(m, n, k, eb) / bw) * 1e3
+        st["roof_ms"] = max(useful / fl, fewest / bw) * 1e3
         st["roof_source"] = f"peak table, measured roofs: {src}"
     else:
         st["assumed"].append(f"no peak table for {rec.device_name!r}: the roof gap is unknown")
