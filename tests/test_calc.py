@@ -135,6 +135,10 @@ def test_sweep_marks_the_crossover():
     assert all(ln.split()[-1] == "memory" for ln in lines[2:mark])
     js = _json("--device", "h200", "--dtype", "bf16", "--sweep")["sweep"]
     assert [x["n"] for x in js] == [2 ** p for p in range(6, 15)]
+    lo = int(3 * peak / bw)                  # the crossover 3P/BW lies between lo and lo + 1
+    js = _json("--device", "h200", "--dtype", "bf16", "--sweep", "--sizes", f"1000,300,{lo},{lo + 1}")["sweep"]
+    assert [x["n"] for x in js] == [300, lo, lo + 1, 1000]
+    assert [x["bound"] for x in js] == ["memory", "memory", "compute", "compute"]
 
 
 def test_text_and_png(tmp_path):
@@ -158,6 +162,10 @@ def test_text_and_png(tmp_path):
     (["--device", "h200", "--size", "64", "--sweep"], "exactly one of"),
     (["--device", "h200"], "exactly one of"),
     (["--device", "h200", "--size", "64", "--out-dtype", "fp9"], "fp9"),
+    (["--device", "h200", "--sweep", "--sizes", "128,abc"], "comma-separated integers"),
+    (["--device", "h200", "--sweep", "--sizes", "128,0"], "must be >= 1"),
+    (["--device", "h200", "--size", "128", "--sizes", "128"], "--sizes goes with --sweep"),
+    (["--device", "nosuch", "--html", "x.html"], "no peak table for device 'nosuch'"),
 ])
 def test_rejected(args, where):
     r = _run(*args)

@@ -79,13 +79,14 @@ def plot_sweep(rows, out: Path) -> None:
                    "datasheet or measured: that kind of figure for both roofs")
 @click.option("--size", type=int, default=None, help="square GEMM N (M = N = K)")
 @click.option("--mnk", type=int, nargs=3, default=None, metavar="M N K", help="a GEMM M x N x K")
-@click.option("--sweep", is_flag=True, help="square sizes 64..16384 as a table, crossover marked")
+@click.option("--sweep", is_flag=True, help="square sizes (64..16384, or --sizes) as a table, crossover marked")
+@click.option("--sizes", default=None, help="with --sweep: comma-separated square sizes, e.g. 128,256,512,1024")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="draw the bars (or the sweep) to this .png/.svg")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the self-contained calculator page (slider, selectors, bars) here")
-def calc(device, dtype, out_dtype, roof, size, mnk, sweep, fmt, out, html_out):
+def calc(device, dtype, out_dtype, roof, size, mnk, sweep, sizes, fmt, out, html_out):
     """The roofline calculator (seed 001): t_compute = 2MNK / peak against t_HBM = bytes / HBM
     bandwidth (A, B, C each cross HBM once), the wall-clock bound (the longer bar), arithmetic
     intensity against the ridge (peak / bandwidth), and the square crossover size N* where the
@@ -94,7 +95,8 @@ def calc(device, dtype, out_dtype, roof, size, mnk, sweep, fmt, out, html_out):
         from roofline.calc_html import render_page
 
         try:
-            page = render_page(default_device=device, default_dtype=dtype)
+            stem = Path(_calc._find_table(device)[0]).stem
+            page = render_page(default_device=stem, default_dtype=dtype)
             html_out.write_text(page, encoding="utf-8")
         except (OSError, ValueError, PeaksError) as exc:
             _fail(f"{html_out}: {exc}")
@@ -108,8 +110,14 @@ def calc(device, dtype, out_dtype, roof, size, mnk, sweep, fmt, out, html_out):
         r = _calc.roofs(device, dtype, roof)
         if out_dtype:
             _calc.elem_bytes(out_dtype)
+        if sizes is not None and not sweep:
+            raise ValueError("--sizes goes with --sweep")
         if sweep:
-            rows = _calc.sweep(r, out_dtype=out_dtype)
+            try:
+                grid = [int(x) for x in sizes.split(",")] if sizes else _calc.SWEEP_SIZES
+            except ValueError:
+                raise ValueError(f"--sizes must be comma-separated integers, got {sizes!r}") from None
+            rows = _calc.sweep(r, grid, out_dtype=out_dtype)
         else:
             m, n, k = (size, size, size) if size is not None else mnk
             rows = [_calc.compute(m, n, k, r, out_dtype)]
