@@ -128,3 +128,8 @@ def plot_cmd(results, out):
         click.echo(f"roofline ladder plot: {results}: not a ladder bench result ({exc})", err=True)
         sys.exit(2)
     click.echo(f"wrote {out}: {len(d['shapes'])} shapes, {len(d['series'])} series")
+
+
+from .advise_cli import advise_cmd as _advise_cmd  # noqa: E402  (issue 16: `roofline ladder advise`)
+
+ladder.add_command(_advise_cmd, "advise")
