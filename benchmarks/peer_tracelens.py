@@ -80,7 +80,8 @@ def _plain(x):
     return x
 
 
-def _ancestors(tree, event, limit=6):
+def _ancestors(tree, event, limit=4):
+    """Names of the CPU ops above an event, nearest first."""
     out = []
     p = tree.get_parent_event(event)
     while p is not None and len(out) < limit:
@@ -167,8 +168,8 @@ def analyze_trace(path, trace_name):
         mean = lambda xs: (sum(xs) / len(xs)) if xs and None not in xs else None  # noqa: E731
         out.append(OrderedDict(
             trace=trace_name, op=op,
-            peer_model=(type_name(g["event"]["name"]) if g["kind"] == "modeled" else "none"),
-            parent_ops=json.dumps(g.get("parents") or _ancestors_names(an, g["event"])),
+            peer_model=(op_map[op].__name__ if g["kind"] == "modeled" else "none"),
+            parent_ops=json.dumps(g["parents"] if "parents" in g else _ancestors(an.tree, g["event"])),
             input_dims=dims, input_types=types, concrete_inputs=conc, launches=n,
             kernel_names=json.dumps(list(dict.fromkeys(names))), kernels_per_op=len(names),
             kernel_dur_us_mean_by_name=json.dumps({k: round(sum(v) / n, 4) for k, v in by_name.items()}),
@@ -182,15 +183,6 @@ def analyze_trace(path, trace_name):
             peer_params=json.dumps(params, sort_keys=True)))
     out.sort(key=lambda r: -float(r["kernel_time_us_sum"]))
     return out
-
-
-def _ancestors_names(an, ev):
-    return _ancestors(an.tree, ev)[:4]
-
-
-def type_name(op):
-    _, _, op_map = _import_tracelens()
-    return op_map[op].__name__
 
 
 def write_csv(rows, path):
