@@ -273,8 +273,9 @@ def compare(out_md):
              f"git {_git_head()}), and the independent count of `tests/test_peer_tracelens.py` (from the shapes in "
              "`fixtures/traces_real/fixtures_meta.json`). Figures are per launch (per logical op for times); "
              "bytes in B, times in µs. \"ours\" = roofline's `flops_est` / `bytes_est` of the kernel's entry.", "",
-             "Tests: `tests/test_peer_tracelens.py` asserts every 'count' cell below; where roofline is wrong the "
-             "test is `xfail(strict=True)` and turns into a failure when the fix lands.", "",
+             "Tests: `tests/test_peer_tracelens.py` checks the peer's and roofline's byte and FLOP figures of "
+             "the per-op tables against the count (and the split-K op time against the peer's); where roofline "
+             "is wrong the test is `xfail(strict=True)` and turns into a failure when the fix lands.", "",
              "Summary. Peer and count agree on every GEMM, attention, unary/binary elementwise and mixed-dtype "
              "copy byte and FLOP figure. They differ only on the mean's output (the peer: one element; the "
              "trace's dim/keepdim are strings it does not parse; 0.02%) and on a Python scalar (the peer reads "
