@@ -66,6 +66,10 @@ def _tensors(sig):
             continue
         if d and isinstance(d[0], tuple):   # a TensorList: see _tensor_list
             continue
+        if d == () and len(sig.dims) > 1:
+            # NB: a 0-dim operand beside others (var + eps, x * 0.5 wrapped as a tensor) reaches
+            # the kernel as an argument, not as memory traffic
+            continue
         out.append((d, t))
     return out
 

@@ -19,8 +19,9 @@ def model(shape: dict, dt: dict) -> ModelResult:
     e_in = elems_of(shape, "elems_in")
     e_out = int(shape["elems_out"]) if "elems_out" in shape else e_in
     nbytes = e_in * dt["act_bytes"] + e_out * dt["out_bytes"]
-    # NB: a few FLOPs per element; 1 per input element is enough to place it far left of the ridge.
-    flops = float(e_in)
+    # NB: one FLOP per output element (an add or a mul of two inputs is one operation per result);
+    # streaming kernels sit far left of the ridge whatever this small count is.
+    flops = float(e_out)
     return ModelResult([Candidate("stream", nbytes, flops)], compute_dtype="fp32",
                        info={"elems_in": e_in, "elems_out": e_out})
 
