@@ -279,12 +279,12 @@ def compare(out_md):
              "Summary. Peer and count agree on every GEMM, attention, unary/binary elementwise and mixed-dtype "
              "copy byte and FLOP figure. They differ only on the mean's output (the peer: one element; the "
              "trace's dim/keepdim are strings it does not parse; 0.02%) and on a Python scalar (the peer reads "
-             "8 B); the peer has no model for gather/embedding, cat or index_copy_. Roofline is wrong where the "
-             "peer is right on: the mean (output as large as its input, 2x bytes), a kernel name with several "
-             "GEMM shapes (unweighted mean), split-K GEMM time (reduce kernel left out, own row), binary "
-             "elementwise FLOPs (per input element); and beyond the peer: embedding gather (whole table), "
-             "cat (TensorList shapes dropped, 1 MB guessed for 270 MB), index_copy_ (whole cache). The "
-             "suspected mixed-dtype copy error does not show on these traces: all three agree.", ""]
+             "8 B); the peer has no model for gather/embedding, cat or index_copy_. Before issue 11's fixes "
+             "(git 3d51cc0) roofline was wrong where the peer is right on the mean (output as large as its "
+             "input), a kernel name with several GEMM shapes (unweighted mean), split-K GEMM time (reduce kernel "
+             "left out, own row) and binary elementwise FLOPs, and beyond the peer on the embedding gather "
+             "(whole table), cat (TensorList shapes dropped) and index_copy_ (whole cache). The verdict column "
+             "below is computed for this checkout: rows where roofline is still wrong say **ours wrong**.", ""]
     for trace in T.TRACES:
         art = T.roofline_artifact(trace, tmp)
         rows = []

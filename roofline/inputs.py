@@ -219,7 +219,7 @@ def _parse_entry(v: _V, e: Any, i: int) -> Entry:
     return ent
 
 
-_BOOL_KEYS = {"paged", "causal"}
+_BOOL_KEYS = {"paged", "causal", "reduce"}   # reduce: elementwise shape of a reduction (roofline topn)
 
 
 def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:

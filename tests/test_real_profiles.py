@@ -102,7 +102,7 @@ def test_mean_reduction_writes_one_value_per_row(runs):
     topn, _ = runs["decode_b64_cat"]
     e = next(x for x in topn["entries"] if "MeanOps" in x["name"])
     B, d = META["traces"]["decode_b64_cat"]["batch"], META["model"]["d"]
-    assert e["shapes"] == [{"elems_in": B * d, "elems_out": B}]
+    assert e["shapes"] == [{"elems_in": B * d, "elems_out": B, "reduce": True}]
 
 
 def test_embedding_gather_counts_the_rows_not_the_table(runs):

@@ -128,7 +128,7 @@ def reduce_shape(sig):
     e_in = int(prod(d)) if d else 1
     e_out = int(prod(x for i, x in enumerate(d) if i not in dims)) if d else 1
     dt = dtype_of(t)
-    return {"elems_in": e_in, "elems_out": e_out}, ({"act": dt, "out": dt} if dt else {})
+    return {"elems_in": e_in, "elems_out": e_out, "reduce": True}, ({"act": dt, "out": dt} if dt else {})
 
 
 def list_copy_shape(sig):

@@ -21,7 +21,7 @@ def model(shape: dict, dt: dict) -> ModelResult:
     nbytes = e_in * dt["act_bytes"] + e_out * dt["out_bytes"]
     # NB: one FLOP per output element (an add or a mul of two inputs is one operation per result);
     # streaming kernels sit far left of the ridge whatever this small count is.
-    flops = float(e_out)
+    flops = float(e_in if shape.get("reduce") else e_out)     # a reduction: one op per input element
     return ModelResult([Candidate("stream", nbytes, flops)], compute_dtype="fp32",
                        info={"elems_in": e_in, "elems_out": e_out})
 
