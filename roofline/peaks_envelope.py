@@ -34,8 +34,17 @@ HOW = {"fp8": "torch._scaled_mm e4m3 (cuBLASLt)",
        "tf32": "torch.matmul fp32 inputs, float32_matmul_precision=high (cuBLAS tf32)"}
 
 
-def shape_key(shape) -> str:
-    return "x".join(str(int(v)) for v in shape)
+def shape_key(shape, layout: str = "nn") -> str:
+    """'MxNxK' for the a @ b layout (every run before layouts were recorded), 'MxNxK/linear' for
+    a @ w.t() (nn.Linear's form). fp8 is only ever timed in the linear form, under the plain key."""
+    base = "x".join(str(int(v)) for v in shape)
+    return base if layout == "nn" else f"{base}/{layout}"
+
+
+def parse_key(key: str) -> tuple[tuple[int, int, int], str]:
+    dims, _, layout = key.partition("/")
+    m, n, k = (int(v) for v in dims.split("x"))
+    return (m, n, k), layout or "nn"
 
 
 def quantiles(xs: list[float]) -> dict[str, float]:
@@ -91,9 +100,11 @@ def run_from_raw(raw: dict, label: str, source: str = "") -> dict:
     by_shape = raw.get("gemms_by_shape")
     if isinstance(by_shape, dict) and by_shape:
         for sk, per in by_shape.items():
+            (m, n, k), _ = parse_key(sk)
             for d, r in per.items():
-                work = 2.0 * float(r["shape"][0]) * float(r["shape"][1]) * float(r["shape"][2])
-                gemm.setdefault(d, {})[shape_key(r["shape"])] = _rate_block(r["ms"], work, r.get("sm_clock_mhz"))
+                if [int(v) for v in r["shape"]] != [m, n, k]:
+                    raise PeaksError(f"{source or label}: gemms_by_shape[{sk!r}].{d} has shape {r['shape']}")
+                gemm.setdefault(d, {})[sk] = _rate_block(r["ms"], 2.0 * m * n * k, r.get("sm_clock_mhz"))
     else:
         for d, r in raw["gemms"].items():
             work = 2.0 * float(r["shape"][0]) * float(r["shape"][1]) * float(r["shape"][2])
@@ -212,12 +223,12 @@ def envelope_table(base: dict, runs: list[dict]) -> dict:
             rec = {"run": r["run"], "date": r["date"], "best_shape": sk, "shapes": shapes}
             per_run.append(rec)
         med, win, sk, wb = max(cand, key=lambda c: c[0])
-        m, n, k = (int(v) for v in sk.split("x"))
+        (m, n, k), lay = parse_key(sk)
         all_shapes = sorted({s for r in runs for s in (r["gemm"].get(d) or {})})
         blk = {"value": med,
                "source": (f"microbench roofline peaks measure: {HOW.get(d, 'torch.matmul (cuBLAS)')}, random "
                           f"data, CUDA events; envelope = highest median over {len(cand)} run(s) x "
-                          f"{len(all_shapes)} shape(s), here run {win['run']} at {m}x{n}x{k}, median of "
+                          f"{len(all_shapes)} shape(s), here run {win['run']} at {m}x{n}x{k} ({'linear' if d == 'fp8' else lay} layout), median of "
                           f"{wb.get('n', '?')}"),
                "date": win["date"]}
         if "p20" in wb:

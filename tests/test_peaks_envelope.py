@@ -204,16 +204,18 @@ def test_measure_writes_every_shape_and_folds_the_run_into_an_envelope(tmp_path,
     monkeypatch.setattr(pm, "measure_hbm", lambda *a, **k: src[0]["hbm"])
     calls = []
 
-    def gemms(torch, dtypes, sh, **k):
-        calls.append(tuple(sh))
-        return {d: next(r["gemms"][d] for r in src if tuple(r["gemms"][d]["shape"]) == tuple(sh)) for d in dtypes}
+    def gemms(torch, dtypes, sh, layout="nn", **k):
+        calls.append((tuple(sh), layout, tuple(dtypes)))
+        hits = [r["gemms"] for r in src if all(tuple(r["gemms"][d]["shape"]) == tuple(sh) for d in dtypes)]
+        return {d: hits[0 if layout == "nn" else -1][d] for d in dtypes}
 
     monkeypatch.setattr(pm, "measure_gemms", gemms)
     shapes, dts = [(8192, 8192, 8192), (2048, 4096, 14336)], ["fp16", "tf32"]
     out = tmp_path / "run.yaml"
-    t, text = pm.measure(out, size=shapes, dtypes=dts, label="fake_run", log=lambda s: None)
+    t, text = pm.measure(out, size=shapes, dtypes=dts, label="fake_run", log=lambda s: None, layouts=("nn",))
     raw = json.loads(out.with_suffix(".raw.json").read_text())
-    assert list(raw["gemms_by_shape"]) == ["x".join(map(str, s)) for s in shapes] and calls == shapes
+    assert list(raw["gemms_by_shape"]) == ["x".join(map(str, s)) for s in shapes]
+    assert calls == [(s, "nn", tuple(dts)) for s in shapes]
     back = yaml.safe_load(text)
     assert validate_table(back) == [] and yaml.safe_load(out.read_text()) == back
     winners = {}
@@ -229,11 +231,25 @@ def test_measure_writes_every_shape_and_folds_the_run_into_an_envelope(tmp_path,
         assert all("p20" in b for b in m["runs"][0]["shapes"].values())  # every shape keeps its spread now
     assert winners == {"fp16": "8192x8192x8192", "tf32": "2048x4096x14336"}
     # --merge: the run joins the runs the bundled table records
-    t2, _ = pm.measure(None, size=shapes, dtypes=dts, label="fake_run", merge=H200, log=lambda s: None)
+    t2, _ = pm.measure(None, size=shapes, dtypes=dts, label="fake_run", merge=H200, log=lambda s: None,
+                       layouts=("nn",))
     assert sorted(r["run"] for r in t2["flops"]["fp16"]["measured"]["runs"]) == sorted(
         [p.name[:-len(".raw.json")] for p in RAWS] + ["fake_run"])
     assert len(t2["microbench"]["runs"]) == len(RAWS) + 1
     assert validate_table(t2) == []
+    # both layouts (plumbing: the "linear" block is fed another run's 8192^3 samples): fp8 is timed
+    # once per shape (it only has the linear form), the others under both keys
+    calls.clear()
+    t3, _ = pm.measure(tmp_path / "two.yaml", size=[(8192, 8192, 8192)], dtypes=["fp16", "fp8"], log=lambda s: None)
+    assert calls == [((8192, 8192, 8192), "nn", ("fp16", "fp8")), ((8192, 8192, 8192), "linear", ("fp16",))]
+    raw = json.loads((tmp_path / "two.raw.json").read_text())
+    assert {k: sorted(v) for k, v in raw["gemms_by_shape"].items()} == {
+        "8192x8192x8192": ["fp16", "fp8"], "8192x8192x8192/linear": ["fp16"]}
+    rec = t3["flops"]["fp16"]["measured"]
+    assert set(rec["runs"][0]["shapes"]) == {"8192x8192x8192", "8192x8192x8192/linear"}
+    assert rec["runs"][0]["run"] == "two" and validate_table(yaml.safe_load((tmp_path / "two.yaml").read_text())) == []
+    with pytest.raises(pm.PeaksError, match="layout 'tt'"):
+        pm.measure(None, size=[(8192, 8192, 8192)], layouts=("tt",), log=lambda s: None)
 
 
 def test_default_shapes_include_the_serving_shapes():

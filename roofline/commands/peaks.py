@@ -188,15 +188,17 @@ def validate_cmd(directory, files):
               help="write the measured peak table here, and the raw samples beside it (OUT.raw.json)")
 @click.option("--merge", type=click.Path(dir_okay=False, exists=True), default=None,
               help="an existing envelope table: fold this run into the runs it records")
-@click.option("--label", default=None, help="this run's label (default: the UTC date and time)")
+@click.option("--label", default=None, help="this run's label (default: the stem of --out, else the UTC date and time)")
 @click.option("--hbm-gib", type=float, default=4.0, show_default=True, help="copy buffer size, GiB")
 @click.option("--shapes", default=None,
               help="GEMM shapes MxNxK, comma-separated; per dtype the best median over them (and over the "
                    "runs) is the compute roof [default: 3 cubes-ish + 3 serving shapes, see --help of the module]")
 @click.option("--dtypes", default="bf16,fp16,fp8,tf32,fp32", show_default=True)
+@click.option("--layouts", default="nn,linear", show_default=True,
+              help="operand layouts per shape: nn (a @ b), linear (a @ w.t(), nn.Linear's form)")
 @click.option("--rounds", type=int, default=5, show_default=True, help="round-robin rounds over the dtypes")
 @click.option("--reps", type=int, default=20, show_default=True, help="timed products per dtype per round")
-def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, rounds, reps):
+def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, reps):
     """GPU only: one run of HBM copy bandwidth (read+write) and dense GEMM peaks per dtype through
     cuBLAS over several large shapes, with the SM clock seen while measuring; writes a peak table
     whose measured figures are envelopes (highest median over shapes and, with --merge, over runs;
@@ -209,6 +211,7 @@ def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, rounds, reps):
                 for s in (shapes or pm.DEFAULT_SHAPES_TEXT).split(",") if s.strip()]
         _, text = pm.measure(out, hbm_gib=hbm_gib, size=size, rounds=rounds, reps=reps, merge=merge,
                              label=label, dtypes=[d.strip() for d in dtypes.split(",") if d.strip()],
+                             layouts=[x.strip() for x in layouts.split(",") if x.strip()],
                              log=lambda s: click.echo(s, err=True))
     except (pm.NoGPU, PeaksError) as exc:
         click.echo(f"roofline peaks measure: {exc}", err=True)

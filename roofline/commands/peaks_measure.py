@@ -43,6 +43,10 @@ GEMM_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 DEFAULT_SHAPES = ((8192, 8192, 8192), (2048, 4096, 14336), (8192, 4096, 4096),
                   (16384, 4096, 14336), (16384, 14336, 4096), (8192, 28672, 4096))
 DEFAULT_SHAPES_TEXT = ",".join("x".join(map(str, s)) for s in DEFAULT_SHAPES)
+# operand layouts timed per shape: "nn" (a @ b) and "linear" (a @ w.t(), nn.Linear's form, which
+# serving GEMMs run; cuBLAS TN 8192^3 read 785-802 TFLOP/s in the ladder benches of 2026-11-29
+# where "nn" read 760-772 in the same day's runs of this command)
+LAYOUTS = ("nn", "linear")
 BF16_FP16_TOLERANCE = 0.05          # seed 002 section 8 (same figure as roofline.peaks)
 STREAM_EXPECTED = (0.85, 0.90)      # seed 002 section 8 / INPUTS.md: trivial stream vs pin rate
 
@@ -162,16 +166,26 @@ def measure_hbm(torch, nbytes: int, warmup: int, reps: int, log=print) -> dict[s
     return {"bytes_per_copy": moved, "ms": ms, "q": q, "sm_clock_mhz": clk.summary()}
 
 
-def _gemm_fn(torch, dtype: str, m: int, n: int, k: int):
-    """A closure doing one m x n x k product of `dtype` on random data, and a correctness check."""
+def _gemm_fn(torch, dtype: str, m: int, n: int, k: int, layout: str = "nn"):
+    """A closure doing one m x n x k product of `dtype` on random data, and a correctness check.
+
+    layout "nn": `a @ b`, b (k, n) row-major. layout "linear": `a @ w.t()`, w (n, k) row-major, the
+    nn.Linear / F.linear form that serving GEMMs run (cuBLAS "TN": kernel names end in _TNT/_TNN).
+    fp8 (`torch._scaled_mm`) exists in the linear form only (cuBLASLt fp8 wants B column-major)."""
+    if layout not in LAYOUTS:
+        raise ValueError(layout)
     g = torch.Generator(device="cuda").manual_seed(1234 + sum(map(ord, dtype)))
-    if dtype in ("bf16", "fp16"):
-        td = torch.bfloat16 if dtype == "bf16" else torch.float16
+
+    def operands(td):
         a = torch.randn(m, k, device="cuda", generator=g).to(td)
-        b = torch.randn(k, n, device="cuda", generator=g).to(td)
+        if layout == "linear":
+            w = torch.randn(n, k, device="cuda", generator=g).to(td)
+            return a, w.t()                      # a (k, n) view of the (n, k) weight: no copy
+        return a, torch.randn(k, n, device="cuda", generator=g).to(td)
+
+    if dtype in ("bf16", "fp16"):
+        a, b = operands(torch.bfloat16 if dtype == "bf16" else torch.float16)
         fn = lambda: torch.matmul(a, b)  # noqa: E731
-        ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
-        sl = lambda c: c[:64, :64]  # noqa: E731
         tol = 2e-2
     elif dtype == "fp8":
         f8 = torch.float8_e4m3fn
@@ -180,23 +194,20 @@ def _gemm_fn(torch, dtype: str, m: int, n: int, k: int):
         b = torch.randn(n, k, device="cuda", generator=g).to(f8).t()
         one = torch.tensor(1.0, device="cuda")
         fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
-        ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
-        sl = lambda c: c[:64, :64]  # noqa: E731
         tol = 2e-2
     elif dtype in ("tf32", "fp32"):
-        a = torch.randn(m, k, device="cuda", generator=g)
-        b = torch.randn(k, n, device="cuda", generator=g)
+        a, b = operands(torch.float32)
         prec = "high" if dtype == "tf32" else "highest"  # "high" lets cuBLAS use tf32
 
         def fn():
             torch.set_float32_matmul_precision(prec)
             return torch.matmul(a, b)
 
-        ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
-        sl = lambda c: c[:64, :64]  # noqa: E731
         tol = 3e-3 if dtype == "tf32" else 1e-4
     else:
         raise ValueError(dtype)
+    ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
+    sl = lambda c: c[:64, :64]  # noqa: E731
 
     def check():
         c = sl(fn()).double()
@@ -225,14 +236,14 @@ def assign_samples(stamped, windows, slack_s: float = 0.1):
 
 
 def measure_gemms(torch, dtypes, size, warmup: int, rounds: int, reps_per_round: int,
-                  log=print) -> dict[str, dict]:
+                  log=print, layout: str = "nn") -> dict[str, dict]:
     m, n, k = (size, size, size) if isinstance(size, int) else size
     flops = 2.0 * m * n * k
     fns, res = {}, {}
     prev_prec = torch.get_float32_matmul_precision()
     try:
         for d in dtypes:
-            fn, check = _gemm_fn(torch, d, m, n, k)
+            fn, check = _gemm_fn(torch, d, m, n, k, layout)
             err = check()
             for _ in range(warmup):
                 fn()
@@ -261,8 +272,8 @@ def measure_gemms(torch, dtypes, size, warmup: int, rounds: int, reps_per_round:
         cs = res[d]["clk"]
         clk = ({"median": statistics.median(cs), "min": min(cs), "max": max(cs), "n": len(cs)} if cs else None)
         out[d] = {"q": q, "ms": res[d]["ms"], "rel_err": res[d]["rel_err"], "sm_clock_mhz": clk,
-                  "shape": [m, n, k], "flops_per_call": flops}
-        log(f"gemm {d:5s} {m}x{n}x{k} x{len(rates)}: median {q['median'] / 1e12:7.1f} TFLOP/s "
+                  "shape": [m, n, k], "layout": "linear" if d == "fp8" else layout, "flops_per_call": flops}
+        log(f"gemm {d:5s} {m}x{n}x{k} {layout:6s} x{len(rates)}: median {q['median'] / 1e12:7.1f} TFLOP/s "
             f"(p20 {q['p20'] / 1e12:.1f}, p80 {q['p80'] / 1e12:.1f}); rel err {res[d]['rel_err']:.2e}; "
             f"SM clock {clk['median'] if clk else '?'} MHz")
     return out
@@ -442,11 +453,15 @@ def checks(table: dict) -> list[tuple[bool, str]]:
 
 def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES, dtypes=GEMM_DTYPES,
             rounds: int = 5, reps: int = 20, warmup: int = 10, merge: str | Path | None = None,
+            layouts=("nn", "linear"),
             label: str | None = None, log=print) -> tuple[dict, str]:
     """Measure the GPU in hand (one run); returns (table dict, YAML text) and writes it to `out` (and
     the raw samples beside it, `.raw.json`) if given. The table is the envelope of this run, or with
     `merge` (an existing envelope table) of its runs and this one. Raises NoGPU (one line) when no
     CUDA GPU is usable."""
+    bad = [x for x in layouts if x not in LAYOUTS]
+    if bad:
+        raise PeaksError(f"layout {bad[0]!r}: expected one of {', '.join(LAYOUTS)}")
     why = gpu_unavailable_reason()
     if why:
         raise NoGPU(why)
@@ -463,12 +478,20 @@ def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES
     # The compute roof is the best the vendor library reaches: the highest median over a few large
     # shapes (one cube under-reads it: cuBLAS ran 740-810 TFLOP/s bf16 across shapes the same day).
     shapes = [(size, size, size)] if isinstance(size, int) else list(size)
-    per_shape = [measure_gemms(torch, list(dtypes), sh, warmup=warmup, rounds=rounds, reps_per_round=reps, log=log)
-                 for sh in shapes]
-    gemms = {d: max((g[d] for g in per_shape), key=lambda r: r["q"]["median"]) for d in dtypes}
-    for d, r in gemms.items():
-        r["shapes_tried"] = {"x".join(map(str, g[d]["shape"])): g[d]["q"]["median"] for g in per_shape}
-    by_shape = {pe.shape_key(g[dtypes[0]]["shape"]): g for g in per_shape}
+    by_shape: dict[str, dict] = {}
+    for sh in shapes:
+        for lay in layouts:
+            # fp8 has the linear form only: timed once per shape (under "nn", its historical key)
+            dts = [d for d in dtypes if not (d == "fp8" and lay != "nn")]
+            if dts:
+                g = measure_gemms(torch, dts, sh, warmup=warmup, rounds=rounds, reps_per_round=reps, log=log,
+                                  layout=lay)
+                by_shape[pe.shape_key(sh, lay)] = g
+    gemms = {}
+    for d in dtypes:
+        keyed = [(sk, g[d]) for sk, g in by_shape.items() if d in g]
+        best_k, best = max(keyed, key=lambda kv: kv[1]["q"]["median"])
+        gemms[d] = dict(best, shapes_tried={sk: r["q"]["median"] for sk, r in keyed})
     base_path, base = find_table(gpu_name)
     env = {"gpu_name": gpu_name, "sms": props.multi_processor_count, "torch": torch.__version__,
            "cuda": str(torch.version.cuda), "cublas_note": "torch's bundled cuBLAS/cuBLASLt",
@@ -476,7 +499,8 @@ def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES
            "clocks_note": "sampled read-only with nvidia-smi while measuring; clocks never changed",
            "wall_s": round(time.time() - t0, 1)}
     raw = {"hbm": hbm, "gemms": gemms, "gemms_by_shape": by_shape, "env": env}
-    label = label or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H%MZ")
+    # the run's label: the file name it is written under (as `peaks envelope` names raw runs)
+    label = label or (Path(out).stem if out else _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H%MZ"))
     runs = [pe.run_from_raw(json.loads(json.dumps(raw, default=str)), label,
                             str(Path(out).with_suffix(".raw.json")) if out else "")]
     if merge:
@@ -504,7 +528,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default=DEFAULT_SHAPES_TEXT,
                     help="GEMM shapes MxNxK, comma-separated; the best median per dtype is the roof")
     ap.add_argument("--merge", help="an existing envelope table: fold this run into its runs")
-    ap.add_argument("--label", help="this run's label (default: the UTC date and time)")
+    ap.add_argument("--label", help="this run's label (default: the stem of --out, else the UTC date and time)")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS), help="operand layouts: nn (a @ b), linear (a @ w.t())")
     ap.add_argument("--dtypes", default=",".join(GEMM_DTYPES))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="timed products per dtype per round")
@@ -512,7 +537,8 @@ def main(argv=None) -> int:
     try:
         shapes = [tuple(int(v) for v in s.lower().split("x")) for s in a.shapes.split(",") if s.strip()]
         _, text = measure(a.out, hbm_gib=a.hbm_gib, size=shapes, dtypes=[d.strip() for d in a.dtypes.split(",")],
-                          rounds=a.rounds, reps=a.reps, merge=a.merge, label=a.label)
+                          rounds=a.rounds, reps=a.reps, merge=a.merge, label=a.label,
+                          layouts=[x.strip() for x in a.layouts.split(",") if x.strip()])
     except (NoGPU, PeaksError) as exc:
         print(f"roofline peaks measure: {exc}", file=sys.stderr)
         return 2
