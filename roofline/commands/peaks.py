@@ -285,6 +285,8 @@ def envelope_cmd(raw_runs, merge, base, out):
     if errs:
         fail(f"the envelope table is not valid: {errs[0]}")
     text = pm.envelope_text(table)
+    for line in pm.envelope_lines(table):
+        click.echo(line, err=True)
     for ok, line in pm.checks(table):
         click.echo(f"check {'ok  ' if ok else 'FLAG'} {line}", err=True)
     if out:

@@ -418,6 +418,20 @@ def build_envelope(base: dict | None, gpu_name: str, runs: list[dict]) -> dict:
     return pe.envelope_table(base, runs)
 
 
+def envelope_lines(table: dict) -> list[str]:
+    """One line per measured compute figure: the envelope, where it came from, its spread."""
+    out = []
+    for d, fig in (table.get("flops") or {}).items():
+        m = (fig or {}).get("measured") or {}
+        if "envelope_of" not in m:
+            continue
+        sp = m.get("spread") or {}
+        out.append(f"envelope {d:5s} {m['value'] / 1e12:7.1f} TFLOP/s: run {m['envelope_of']['run']} at "
+                   f"{m['envelope_of'].get('shape')} (p20 {sp.get('p20', 0) / 1e12:.1f}, p80 {sp.get('p80', 0) / 1e12:.1f}; "
+                   f"SM clock {m.get('sm_clock_mhz', '?')} MHz; {len(m.get('runs', []))} run(s))")
+    return out
+
+
 def envelope_text(table: dict) -> str:
     return render_table(table, [h.format(device=table.get("device", "?")) for h in HEADER])
 
@@ -492,13 +506,17 @@ def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES
         keyed = [(sk, g[d]) for sk, g in by_shape.items() if d in g]
         best_k, best = max(keyed, key=lambda kv: kv[1]["q"]["median"])
         gemms[d] = dict(best, shapes_tried={sk: r["q"]["median"] for sk, r in keyed})
-    base_path, base = find_table(gpu_name)
     env = {"gpu_name": gpu_name, "sms": props.multi_processor_count, "torch": torch.__version__,
            "cuda": str(torch.version.cuda), "cublas_note": "torch's bundled cuBLAS/cuBLASLt",
            "date": date, "idle_clocks_mhz": clk0 or {},
            "clocks_note": "sampled read-only with nvidia-smi while measuring; clocks never changed",
            "wall_s": round(time.time() - t0, 1)}
     raw = {"hbm": hbm, "gemms": gemms, "gemms_by_shape": by_shape, "env": env}
+    if out:  # the samples first: nothing measured is lost if the table step fails
+        rawp = Path(out).with_suffix(".raw.json")
+        rawp.parent.mkdir(parents=True, exist_ok=True)
+        rawp.write_text(json.dumps(raw, indent=1, default=str), encoding="utf-8")
+    base_path, base = find_table(gpu_name)
     # the run's label: the file name it is written under (as `peaks envelope` names raw runs)
     label = label or (Path(out).stem if out else _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H%MZ"))
     runs = [pe.run_from_raw(json.loads(json.dumps(raw, default=str)), label,
@@ -509,13 +527,13 @@ def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES
         base, base_path = mt, merge
     table = build_envelope(base, gpu_name, runs)
     text = envelope_text(table)
+    for line in envelope_lines(table):
+        log(line)
     for ok, line in checks(table):
         log(f"check {'ok  ' if ok else 'FLAG'} {line}")
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
-        rawp = Path(out).with_suffix(".raw.json")
-        rawp.write_text(json.dumps(raw, indent=1, default=str), encoding="utf-8")
         log(f"wrote {out} (raw samples: {rawp}); base table: {base_path}; {len(runs)} run(s) in the envelope")
     return table, text
 
