@@ -164,7 +164,7 @@ def test_validate_rejects_a_value_that_is_not_the_envelope_and_runs_without_date
     assert any("flops.tf32.measured.runs[0] 8192x8192x8192: median" in e and "outside its spread" in e for e in errs)
 
 
-@pytest.mark.parametrize("case", ["missing", "not_raw", "no_args", "two_gpus"])
+@pytest.mark.parametrize("case", ["missing", "not_raw", "no_args", "two_gpus", "bad_merge", "no_date"])
 def test_envelope_command_rejects_bad_inputs_with_one_line(tmp_path, case):
     if case == "missing":
         args = [str(tmp_path / "nope.raw.json")]
@@ -173,6 +173,14 @@ def test_envelope_command_rejects_bad_inputs_with_one_line(tmp_path, case):
         args = [str(tmp_path / "x.raw.json")]
     elif case == "no_args":
         args = []
+    elif case == "bad_merge":
+        (tmp_path / "t.yaml").write_text("flops: {}\n")
+        args = ["--merge", str(tmp_path / "t.yaml"), str(RAWS[0])]
+    elif case == "no_date":
+        raw = json.loads(RAWS[2].read_text())
+        del raw["env"]["date"]
+        (tmp_path / "nd.raw.json").write_text(json.dumps(raw))
+        args = [str(tmp_path / "nd.raw.json")]
     else:
         raw = json.loads(RAWS[2].read_text())
         raw["env"]["gpu_name"] = "NVIDIA H100 80GB HBM3"
@@ -184,7 +192,8 @@ def test_envelope_command_rejects_bad_inputs_with_one_line(tmp_path, case):
     assert len(lines) == 1 and lines[0].startswith("roofline peaks envelope: ")
     assert not (tmp_path / "o.yaml").exists()
     want = {"missing": "nope.raw.json: cannot read", "not_raw": "not a `roofline peaks measure` raw file",
-            "no_args": "give raw runs", "two_gpus": "different GPUs"}[case]
+            "no_args": "give raw runs", "two_gpus": "different GPUs",
+            "bad_merge": "t.yaml: not a peak table", "no_date": "has no env.date"}[case]
     assert want in lines[0]
 
 
@@ -254,5 +263,12 @@ def test_measure_writes_every_shape_and_folds_the_run_into_an_envelope(tmp_path,
 
 def test_default_shapes_include_the_serving_shapes():
     assert {(16384, 4096, 14336), (16384, 14336, 4096), (8192, 28672, 4096)} <= set(pm.DEFAULT_SHAPES)
+    assert set(pm.LAYOUTS) == {"nn", "linear"}
     r = cli("measure", "--help")
-    assert r.exit_code == 0 and "--merge" in r.output
+    assert r.exit_code == 0 and "--merge" in r.output and "--layouts" in r.output
+    r = cli("measure", "--shapes", "8192x8192", "-o", "never.yaml")
+    assert r.exit_code == 2 and r.stderr.strip().splitlines() == [
+        "roofline peaks measure: --shapes '8192x8192': expected MxNxK[,MxNxK...]"]
+    r = cli("measure", "--dtypes", "bf16,int4", "-o", "never.yaml")
+    assert r.exit_code == 2 and r.stderr.strip().splitlines() == [
+        "roofline peaks measure: dtype 'int4': expected one of bf16, fp16, fp8, tf32, fp32"]

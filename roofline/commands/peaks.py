@@ -207,17 +207,17 @@ def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, rep
     from roofline.commands import peaks_measure as pm
 
     try:
-        size = [tuple(int(v) for v in s.lower().split("x"))
-                for s in (shapes or pm.DEFAULT_SHAPES_TEXT).split(",") if s.strip()]
+        size = pm.parse_shapes(shapes or pm.DEFAULT_SHAPES_TEXT)
+    except ValueError:
+        click.echo(f"roofline peaks measure: --shapes {shapes!r}: expected MxNxK[,MxNxK...]", err=True)
+        sys.exit(2)
+    try:
         _, text = pm.measure(out, hbm_gib=hbm_gib, size=size, rounds=rounds, reps=reps, merge=merge,
                              label=label, dtypes=[d.strip() for d in dtypes.split(",") if d.strip()],
                              layouts=[x.strip() for x in layouts.split(",") if x.strip()],
                              log=lambda s: click.echo(s, err=True))
     except (pm.NoGPU, PeaksError) as exc:
         click.echo(f"roofline peaks measure: {exc}", err=True)
-        sys.exit(2)
-    except ValueError:
-        click.echo(f"roofline peaks measure: --shapes {shapes!r}: expected MxNxK[,MxNxK...]", err=True)
         sys.exit(2)
     if not out:
         click.echo(text, nl=False)

@@ -43,6 +43,23 @@ GEMM_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 DEFAULT_SHAPES = ((8192, 8192, 8192), (2048, 4096, 14336), (8192, 4096, 4096),
                   (16384, 4096, 14336), (16384, 14336, 4096), (8192, 28672, 4096))
 DEFAULT_SHAPES_TEXT = ",".join("x".join(map(str, s)) for s in DEFAULT_SHAPES)
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """'MxNxK,MxNxK' -> [(M, N, K), ...]; ValueError unless every item is three positive integers."""
+    out = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        dims = tuple(int(v) for v in item.strip().lower().split("x"))
+        if len(dims) != 3 or min(dims) <= 0:
+            raise ValueError(item)
+        out.append(dims)
+    if not out:
+        raise ValueError(text)
+    return out
+
+
 # operand layouts timed per shape: "nn" (a @ b) and "linear" (a @ w.t(), nn.Linear's form, which
 # serving GEMMs run; cuBLAS TN 8192^3 read 785-802 TFLOP/s in the ladder benches of 2026-11-29
 # where "nn" read 760-772 in the same day's runs of this command)
@@ -476,6 +493,9 @@ def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES
     bad = [x for x in layouts if x not in LAYOUTS]
     if bad:
         raise PeaksError(f"layout {bad[0]!r}: expected one of {', '.join(LAYOUTS)}")
+    bad = [x for x in dtypes if x not in GEMM_DTYPES]
+    if bad:
+        raise PeaksError(f"dtype {bad[0]!r}: expected one of {', '.join(GEMM_DTYPES)}")
     why = gpu_unavailable_reason()
     if why:
         raise NoGPU(why)
@@ -553,7 +573,11 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=20, help="timed products per dtype per round")
     a = ap.parse_args(argv)
     try:
-        shapes = [tuple(int(v) for v in s.lower().split("x")) for s in a.shapes.split(",") if s.strip()]
+        try:
+            shapes = parse_shapes(a.shapes)
+        except ValueError:
+            print(f"roofline peaks measure: --shapes {a.shapes!r}: expected MxNxK[,MxNxK...]", file=sys.stderr)
+            return 2
         _, text = measure(a.out, hbm_gib=a.hbm_gib, size=shapes, dtypes=[d.strip() for d in a.dtypes.split(",")],
                           rounds=a.rounds, reps=a.reps, merge=a.merge, label=a.label,
                           layouts=[x.strip() for x in a.layouts.split(",") if x.strip()])
