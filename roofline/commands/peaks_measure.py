@@ -61,8 +61,9 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 # operand layouts timed per shape: "nn" (a @ b) and "linear" (a @ w.t(), nn.Linear's form, which
-# serving GEMMs run; cuBLAS TN 8192^3 read 785-802 TFLOP/s in the ladder benches of 2026-11-29
-# where "nn" read 760-772 in the same day's runs of this command)
+# serving GEMMs run: cuBLAS "TN" kernels). cuBLAS picks different kernels for them; the ladder
+# benches of 2026-11-29 read TN 8192^3 at 785-802 TFLOP/s where this command's "nn" runs of the same
+# day never passed 779 in any sample: both are timed, side by side, and the envelope takes the best
 LAYOUTS = ("nn", "linear")
 BF16_FP16_TOLERANCE = 0.05          # seed 002 section 8 (same figure as roofline.peaks)
 STREAM_EXPECTED = (0.85, 0.90)      # seed 002 section 8 / INPUTS.md: trivial stream vs pin rate
