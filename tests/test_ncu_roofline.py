@@ -194,3 +194,17 @@ def test_no_duration_means_no_derived_bytes():
     kc = launch_counters("k", {"dram__bytes.sum.per_second": 1e12, "dram__bytes.sum": 5.0,
                                "gpu__time_duration.sum": 1e3}, "ncu-csv")
     assert kc.dram_bytes == 5.0 and kc.derived_from_rate == []
+
+
+def test_launch_average_keeps_what_was_derived():
+    from roofline.counters.aggregate import group_average
+    from roofline.counters.ncu import launch_counters
+
+    cells = _csv_cells(ROOF_CSV)
+    name, c = next((n, c) for n, c in cells.items() if "nvjet_sm90_tst_256x128" in n)
+    vals = {k: c[k] for k in ("dram__bytes.sum.per_second", "gpu__time_duration.sum")}
+    a = launch_counters(name, vals, "ncu-csv")
+    b = launch_counters(name, {**vals, "dram__bytes.sum": a.dram_bytes}, "ncu-csv")  # one launch with the count
+    (avg,) = group_average([(name, a), (name, b)], "ncu-csv")
+    assert avg.launches == 2 and avg.derived_from_rate == ["dram__bytes.sum"]
+    assert avg.dram_bytes == pytest.approx(c["dram__bytes.sum.per_second"] * c["gpu__time_duration.sum"] * 1e-9)
