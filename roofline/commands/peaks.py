@@ -13,6 +13,7 @@ import click
 
 from roofline.errors import PeaksError
 from roofline.peaks import BF16_FP16_TOLERANCE, _norm_name, _pick, load_tables, peaks_dir
+from roofline.commands.peaks_measure import DEFAULT_SHAPES_TEXT
 from roofline.peaks_envelope import check_envelope_block
 
 REQUIRED_KEYS = ("device", "vendor", "gfx", "names", "hbm_bw_bytes_s", "flops")
@@ -190,9 +191,9 @@ def validate_cmd(directory, files):
               help="an existing envelope table: fold this run into the runs it records")
 @click.option("--label", default=None, help="this run's label (default: the stem of --out, else the UTC date and time)")
 @click.option("--hbm-gib", type=float, default=4.0, show_default=True, help="copy buffer size, GiB")
-@click.option("--shapes", default=None,
+@click.option("--shapes", default=DEFAULT_SHAPES_TEXT, show_default=True,
               help="GEMM shapes MxNxK, comma-separated; per dtype the best median over them (and over the "
-                   "runs) is the compute roof [default: 3 cubes-ish + 3 serving shapes, see --help of the module]")
+                   "runs) is the compute roof")
 @click.option("--dtypes", default="bf16,fp16,fp8,tf32,fp32", show_default=True)
 @click.option("--layouts", default="nn,linear", show_default=True,
               help="operand layouts per shape: nn (a @ b), linear (a @ w.t(), nn.Linear's form)")
@@ -207,7 +208,7 @@ def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, rep
     from roofline.commands import peaks_measure as pm
 
     try:
-        size = pm.parse_shapes(shapes or pm.DEFAULT_SHAPES_TEXT)
+        size = pm.parse_shapes(shapes)
     except ValueError:
         click.echo(f"roofline peaks measure: --shapes {shapes!r}: expected MxNxK[,MxNxK...]", err=True)
         sys.exit(2)
