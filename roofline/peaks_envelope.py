@@ -179,10 +179,9 @@ def bf16_fp16_gap(bf16: float, fp16: float) -> float:
 
 
 def envelope_table(base: dict, runs: list[dict]) -> dict:
-    """`base` (device, names, datasheet figures) with every `measured` block rebuilt as the envelope
-    over `runs`. A dtype no run measured keeps base's block only if it is not an envelope of runs
-    that are gone (a measured block without `runs` from an older table is dropped when any run
-    covers the dtype)."""
+    """`base` (device, names, datasheet figures) with the `measured` block of every dtype that a run
+    covers rebuilt as the envelope over `runs` (whatever base had there is replaced); a dtype no run
+    measured keeps base's block as it is."""
     if not runs:
         raise PeaksError("no runs to build an envelope from")
     t: dict[str, Any] = {k: v for k, v in base.items()}
