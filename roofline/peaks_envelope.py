@@ -134,7 +134,10 @@ def load_raw_runs(paths: Iterable[str | Path]) -> list[dict]:
         except (OSError, ValueError) as exc:
             raise PeaksError(f"{p}: cannot read a raw run ({exc.__class__.__name__}: {exc})".splitlines()[0]) from exc
         label = p.name[:-len(".raw.json")] if p.name.endswith(".raw.json") else p.stem
-        runs.append(run_from_raw(raw, label, str(p)))
+        try:
+            runs.append(run_from_raw(raw, label, str(p)))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise PeaksError(f"{p}: malformed raw run ({exc.__class__.__name__}: {exc})".splitlines()[0]) from exc
     return runs
 
 

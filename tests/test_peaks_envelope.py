@@ -175,7 +175,8 @@ def test_validate_rejects_a_value_that_is_not_the_envelope_and_runs_without_date
     assert any("flops.tf32.measured.runs[0] 8192x8192x8192: median" in e and "outside its spread" in e for e in errs)
 
 
-@pytest.mark.parametrize("case", ["missing", "not_raw", "no_args", "two_gpus", "bad_merge", "no_date"])
+@pytest.mark.parametrize("case", ["missing", "not_raw", "no_args", "two_gpus", "bad_merge", "no_date",
+                                  "no_samples"])
 def test_envelope_command_rejects_bad_inputs_with_one_line(tmp_path, case):
     if case == "missing":
         args = [str(tmp_path / "nope.raw.json")]
@@ -184,6 +185,11 @@ def test_envelope_command_rejects_bad_inputs_with_one_line(tmp_path, case):
         args = [str(tmp_path / "x.raw.json")]
     elif case == "no_args":
         args = []
+    elif case == "no_samples":
+        raw = json.loads(RUN1.read_text())
+        del raw["gemms"]["bf16"]["ms"]
+        (tmp_path / "ns.raw.json").write_text(json.dumps(raw))
+        args = [str(tmp_path / "ns.raw.json")]
     elif case == "bad_merge":
         (tmp_path / "t.yaml").write_text("flops: {}\n")
         args = ["--merge", str(tmp_path / "t.yaml"), str(RAWS[0])]
@@ -204,7 +210,8 @@ def test_envelope_command_rejects_bad_inputs_with_one_line(tmp_path, case):
     assert not (tmp_path / "o.yaml").exists()
     want = {"missing": "nope.raw.json: cannot read", "not_raw": "not a `roofline peaks measure` raw file",
             "no_args": "give raw runs", "two_gpus": "different GPUs",
-            "bad_merge": "t.yaml: not a peak table", "no_date": "has no env.date"}[case]
+            "bad_merge": "t.yaml: not a peak table", "no_date": "has no env.date",
+            "no_samples": "ns.raw.json: malformed raw run (KeyError: 'ms')"}[case]
     assert want in lines[0]
 
 
