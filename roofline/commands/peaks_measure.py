@@ -543,8 +543,11 @@ def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES
     runs = [pe.run_from_raw(json.loads(json.dumps(raw, default=str)), label,
                             str(Path(out).with_suffix(".raw.json")) if out else "")]
     if merge:
-        mt = _load_yaml(Path(merge))
-        runs = pe.merge_runs(pe.runs_of_table(mt), runs)
+        try:
+            mt = _load_yaml(Path(merge))
+            runs = pe.merge_runs(pe.runs_of_table(mt), runs)
+        except Exception as exc:  # noqa: BLE001 - the samples are on disk already; say why, one line
+            raise PeaksError(f"--merge {merge}: {exc.__class__.__name__}: {exc}".splitlines()[0]) from exc
         base, base_path = mt, merge
     table = build_envelope(base, gpu_name, runs)
     text = envelope_text(table)
