@@ -263,7 +263,10 @@ def envelope_cmd(raw_runs, merge, base, out):
         fail(str(exc))
     mt = read_table(merge, "--merge") if merge else None
     if mt is not None:
-        runs = pe.merge_runs(pe.runs_of_table(mt), runs)
+        try:
+            runs = pe.merge_runs(pe.runs_of_table(mt), runs)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            fail(f"--merge {merge}: malformed run records ({exc.__class__.__name__}: {exc})")
     if not runs:
         fail(f"--merge {merge}: the table records no runs and no raw run was given")
     if base:
