@@ -328,6 +328,7 @@ def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, 
         "flops_issued": kc.flops_issued, "tensor_flops_by_dtype": dict(kc.tensor_flops_by_dtype),
         "cuda_core_flops": kc.cuda_core_flops, "l2_bytes": kc.l2_bytes, "l1_bytes": kc.l1_bytes,
         "unstable": kc.unstable, **({"extra": dict(kc.extra)} if kc.extra else {}),
+        **({"derived_from_rate": list(kc.derived_from_rate)} if getattr(kc, "derived_from_rate", None) else {}),
     }
     if kc.dram_bytes is None or kc.dram_bytes <= 0 or kc.unstable:
         why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
@@ -345,6 +346,8 @@ def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, 
     notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
                  f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
                  f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
+    from roofline.counters.ncu import rate_notes
+    notes.extend(rate_notes(kc))
     return mm, measured_bytes, "high"
 
 

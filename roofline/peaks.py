@@ -97,10 +97,12 @@ def peaks_dir() -> Path:
 def _load_tables(directory: str) -> tuple[tuple[str, dict], ...]:
     import yaml
 
+    # libyaml's loader where PyYAML has it: the tables carry every recorded run (peaks envelopes)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     out = []
     for p in sorted(Path(directory).glob("*.yaml")):
         with open(p, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
         if not isinstance(data, dict) or "device" not in data:
             raise PeaksError(f"{p}: not a peak table (needs a 'device' key)")
         out.append((str(p), data))

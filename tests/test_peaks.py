@@ -20,11 +20,15 @@ def test_every_required_device_has_a_table_with_sources():
 def test_h200_uses_pin_rate_and_measured_compute():
     p = resolve("NVIDIA H200", "sm_90")
     assert p.hbm_bw_bytes_s == 4.8e12 and p.hbm_bw_kind == "datasheet"
-    # measured on the device by `roofline peaks measure` (2026-11-29): 771.8 / 734.9 TFLOP/s
-    assert p.flops["bf16"] == pytest.approx(771.8e12) and p.flops_kind["bf16"] == "measured"
+    # measured on the device by `roofline peaks measure`: the envelope (highest median) of the runs
+    # the table records (tests/test_peaks_envelope.py recomputes it from the raw samples)
+    env = {d: max(sh["median"] for r in p.raw["flops"][d]["measured"]["runs"] for sh in r["shapes"].values())
+           for d in ("bf16", "fp16")}
+    assert p.flops["bf16"] == env["bf16"] and p.flops_kind["bf16"] == "measured"
     assert p.raw["flops"]["bf16"]["measured"]["source"].startswith("microbench")
-    assert p.compute_unusable_dtypes == []          # 771.8 vs 734.9: 4.8% apart, within 5%
-    assert p.compute_confidence("bf16") == "high"
+    within = abs(env["bf16"] - env["fp16"]) / max(env.values()) <= 0.05
+    assert p.compute_unusable_dtypes == ([] if within else ["bf16", "fp16"])
+    assert p.compute_confidence("bf16") == ("high" if within else "low")
 
 
 def test_resolution_by_gpu_name_then_gfx():

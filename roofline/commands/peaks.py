@@ -1,4 +1,4 @@
-"""`roofline peaks list | show DEVICE | validate | measure`.
+"""`roofline peaks list | show DEVICE | validate | measure | envelope`.
 
 The tables in roofline/data/peaks/*.yaml (or $ROOFLINE_PEAKS_DIR) are the single source of every
 peak number; these commands only read them (and `measure` writes a new one).
@@ -11,7 +11,10 @@ from pathlib import Path
 
 import click
 
+from roofline.errors import PeaksError
 from roofline.peaks import BF16_FP16_TOLERANCE, _norm_name, _pick, load_tables, peaks_dir
+from roofline.commands.peaks_measure import DEFAULT_SHAPES_TEXT
+from roofline.peaks_envelope import check_envelope_block
 
 REQUIRED_KEYS = ("device", "vendor", "gfx", "names", "hbm_bw_bytes_s", "flops")
 FIGURE_KINDS = ("datasheet", "measured", "validated", "derived")
@@ -122,6 +125,7 @@ def validate_table(d) -> list[str]:
                         out.append(f"{where}.{kind}.spread: expected {{p20, p80}} positive numbers")
                     elif isinstance(v, (int, float)) and not sp["p20"] <= v <= sp["p80"]:
                         out.append(f"{where}.{kind}: value {v} outside its spread [{sp['p20']}, {sp['p80']}]")
+                out += check_envelope_block(f"{where}.{kind}", blk)
         return out
 
     if "hbm_bw_bytes_s" in d:
@@ -151,7 +155,8 @@ def validate_table(d) -> list[str]:
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None)
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 def validate_cmd(directory, files):
-    """Check every table (or FILES): required keys, positive numbers, sources, bf16 = fp16 within 5%.
+    """Check every table (or FILES): required keys, positive numbers, sources, bf16 = fp16 within 5%
+    (envelope to envelope), and an envelope's value = the highest median of the runs it records.
     Exit 1 when any table is bad."""
     import yaml
 
@@ -181,26 +186,116 @@ def validate_cmd(directory, files):
 
 @peaks.command("measure")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
-              help="write the measured peak table here (default: print it)")
+              help="write the measured peak table here, and the raw samples beside it (OUT.raw.json)")
+@click.option("--merge", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="an existing envelope table: fold this run into the runs it records")
+@click.option("--label", default=None, help="this run's label (default: the stem of --out, else the UTC date and time)")
 @click.option("--hbm-gib", type=float, default=4.0, show_default=True, help="copy buffer size, GiB")
-@click.option("--shapes", default="8192x8192x8192,2048x4096x14336,8192x4096x4096", show_default=True,
-              help="GEMM shapes MxNxK; per dtype the best median over them is the compute roof")
+@click.option("--shapes", default=DEFAULT_SHAPES_TEXT, show_default=True,
+              help="GEMM shapes MxNxK, comma-separated; per dtype the best median over them (and over the "
+                   "runs) is the compute roof")
 @click.option("--dtypes", default="bf16,fp16,fp8,tf32,fp32", show_default=True)
+@click.option("--layouts", default="nn,linear", show_default=True,
+              help="operand layouts per shape: nn (a @ b), linear (a @ w.t(), nn.Linear's form)")
 @click.option("--rounds", type=int, default=5, show_default=True, help="round-robin rounds over the dtypes")
 @click.option("--reps", type=int, default=20, show_default=True, help="timed products per dtype per round")
-def measure_cmd(out, hbm_gib, shapes, dtypes, rounds, reps):
-    """GPU only: HBM copy bandwidth (read+write) and dense GEMM peaks per dtype through cuBLAS, with
-    the SM clock seen while measuring; writes a peak table (median, p20/p80 spread). Exit 2 without
-    a GPU. Same as `python3 -m roofline.commands.peaks_measure` (no click needed there)."""
+def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, reps):
+    """GPU only: one run of HBM copy bandwidth (read+write) and dense GEMM peaks per dtype through
+    cuBLAS over several large shapes, with the SM clock seen while measuring; writes a peak table
+    whose measured figures are envelopes (highest median over shapes and, with --merge, over runs;
+    p20/p80 spread and every run kept beside). Exit 2 without a GPU. Same as
+    `python3 -m roofline.commands.peaks_measure` (no click needed there)."""
     from roofline.commands import peaks_measure as pm
 
     try:
-        size = [tuple(int(v) for v in s.lower().split("x")) for s in shapes.split(",") if s.strip()]
-        _, text = pm.measure(out, hbm_gib=hbm_gib, size=size, rounds=rounds, reps=reps,
-                             dtypes=[d.strip() for d in dtypes.split(",") if d.strip()],
+        size = pm.parse_shapes(shapes)
+    except ValueError:
+        click.echo(f"roofline peaks measure: --shapes {shapes!r}: expected MxNxK[,MxNxK...]", err=True)
+        sys.exit(2)
+    try:
+        _, text = pm.measure(out, hbm_gib=hbm_gib, size=size, rounds=rounds, reps=reps, merge=merge,
+                             label=label, dtypes=[d.strip() for d in dtypes.split(",") if d.strip()],
+                             layouts=[x.strip() for x in layouts.split(",") if x.strip()],
                              log=lambda s: click.echo(s, err=True))
-    except pm.NoGPU as exc:
+    except (pm.NoGPU, PeaksError) as exc:
         click.echo(f"roofline peaks measure: {exc}", err=True)
         sys.exit(2)
     if not out:
+        click.echo(text, nl=False)
+
+
+@peaks.command("envelope")
+@click.argument("raw_runs", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--merge", "merge", type=click.Path(dir_okay=False), default=None,
+              help="an envelope table whose recorded runs are kept (a raw run with the same label replaces one)")
+@click.option("--base", type=click.Path(dir_okay=False), default=None,
+              help="table giving the device block and datasheet figures (default: --merge, else the bundled "
+                   "table of the runs' GPU)")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None, help="write here (default: print)")
+def envelope_cmd(raw_runs, merge, base, out):
+    """Build a peak table whose measured figures are envelopes over RAW_RUNS (`peaks measure`
+    raw.json files, one per machine start) and, with --merge, over the runs a table records:
+    per dtype the highest median over runs and shapes, its spread and clock, every run beside it."""
+    import yaml
+
+    from roofline import peaks_envelope as pe
+    from roofline.commands import peaks_measure as pm
+
+    def fail(msg):
+        click.echo(f"roofline peaks envelope: {msg}", err=True)
+        sys.exit(2)
+
+    def read_table(p, what):
+        try:
+            with open(p, encoding="utf-8") as fh:
+                t = yaml.safe_load(fh)
+        except (OSError, yaml.YAMLError) as exc:
+            fail(f"{what} {p}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
+        if not isinstance(t, dict) or "device" not in t:
+            fail(f"{what} {p}: not a peak table (needs a 'device' key)")
+        return t
+
+    if not raw_runs and not merge:
+        fail("give raw runs (RUN.raw.json ...) and/or --merge TABLE")
+    try:
+        runs = pe.load_raw_runs(raw_runs)
+    except PeaksError as exc:
+        fail(str(exc))
+    mt = read_table(merge, "--merge") if merge else None
+    if mt is not None:
+        try:
+            runs = pe.merge_runs(pe.runs_of_table(mt), runs)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            fail(f"--merge {merge}: malformed run records ({exc.__class__.__name__}: {exc})")
+    if not runs:
+        fail(f"--merge {merge}: the table records no runs and no raw run was given")
+    if base:
+        bt = read_table(base, "--base")
+    elif mt is not None:
+        bt = mt
+    else:
+        gpu = next((r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")), None)
+        hit = find(gpu) if gpu else None
+        if hit is None:
+            fail(f"no bundled peak table for GPU {gpu!r} of the raw runs: pass --base TABLE")
+        bt = hit[1]
+    gpus = {r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")}
+    if len(gpus) > 1:
+        fail(f"the runs come from different GPUs ({', '.join(sorted(gpus))}): one envelope per device")
+    table = pm.build_envelope(bt, bt.get("device", "?"), runs)
+    # a bf16/fp16 gap over 5% is a finding the table carries (the resolver flags that axis), not a
+    # broken table: it is printed by the checks below; anything else wrong stops here
+    errs = [e for e in validate_table(table) if "differ by" not in e]
+    if errs:
+        fail(f"the envelope table is not valid: {errs[0]}")
+    text = pm.envelope_text(table)
+    for line in pm.envelope_lines(table):
+        click.echo(line, err=True)
+    for ok, line in pm.checks(table):
+        click.echo(f"check {'ok  ' if ok else 'FLAG'} {line}", err=True)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text, encoding="utf-8")
+        click.echo(f"roofline peaks envelope: wrote {out}: {len(runs)} run(s)", err=True)
+    else:
         click.echo(text, nl=False)

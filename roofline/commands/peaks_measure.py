@@ -9,9 +9,13 @@
 - The SM clock seen while measuring: `nvidia-smi --query-gpu=clocks.sm` sampled in a thread
   (read-only; the card's clocks are never changed).
 
-Writes a peak table in the schema of roofline/data/peaks/h200.yaml: the device's existing table
-(datasheet figures kept) with each `measured` block replaced by
-`{value, source: "microbench ...", date, spread: {p20, p80}, sm_clock_mhz}`.
+One call is one *run*. It writes the raw samples (`OUT.raw.json`, every shape's per-call times and
+clock readings) and a peak table in the schema of roofline/data/peaks/h200.yaml: the device's
+existing table (datasheet figures kept) with each `measured` block rebuilt as an ENVELOPE
+(roofline/peaks_envelope.py): `{value, source, date, spread: {p20, p80}, sm_clock_mhz, envelope_of,
+runs: [...]}`, value = the highest median over the shapes of this run, or with `--merge TABLE`
+over the runs TABLE records and this one. `roofline peaks envelope RAW.raw.json... -o OUT` rebuilds
+a table from raw runs alone.
 
 Importable without torch (torch is imported inside `measure()`), and runnable without click or
 PyYAML on the device machine:  PYTHONPATH=. python3 -m roofline.commands.peaks_measure --out F
@@ -30,7 +34,37 @@ import time
 from pathlib import Path
 from typing import Any
 
+from roofline import peaks_envelope as pe
+from roofline.errors import PeaksError
+
 GEMM_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+# large shapes: two cubes-ish and Llama-8B/70B-class serving GEMMs (prefill of 8k-16k tokens); the
+# roof is the best median over them (one cube under-reads what cuBLAS sustains on the device)
+DEFAULT_SHAPES = ((8192, 8192, 8192), (2048, 4096, 14336), (8192, 4096, 4096),
+                  (16384, 4096, 14336), (16384, 14336, 4096), (8192, 28672, 4096))
+DEFAULT_SHAPES_TEXT = ",".join("x".join(map(str, s)) for s in DEFAULT_SHAPES)
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """'MxNxK,MxNxK' -> [(M, N, K), ...]; ValueError unless every item is three positive integers."""
+    out = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        dims = tuple(int(v) for v in item.strip().lower().split("x"))
+        if len(dims) != 3 or min(dims) <= 0:
+            raise ValueError(item)
+        out.append(dims)
+    if not out:
+        raise ValueError(text)
+    return out
+
+
+# operand layouts timed per shape: "nn" (a @ b) and "linear" (a @ w.t(), nn.Linear's form, which
+# serving GEMMs run: cuBLAS "TN" kernels). cuBLAS picks different kernels for them; the ladder
+# benches of 2026-11-29 read TN 8192^3 at 785-802 TFLOP/s where this command's "nn" runs of the same
+# day never passed 779 in any sample: both are timed, side by side, and the envelope takes the best
+LAYOUTS = ("nn", "linear")
 BF16_FP16_TOLERANCE = 0.05          # seed 002 section 8 (same figure as roofline.peaks)
 STREAM_EXPECTED = (0.85, 0.90)      # seed 002 section 8 / INPUTS.md: trivial stream vs pin rate
 
@@ -52,20 +86,7 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
-def quantiles(xs: list[float]) -> dict[str, float]:
-    """median, p20, p80 (linear interpolation between order statistics)."""
-    s = sorted(xs)
-
-    def q(p):
-        if len(s) == 1:
-            return s[0]
-        pos = p * (len(s) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(s) - 1)
-        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-    return {"median": statistics.median(s), "p20": q(0.2), "p80": q(0.8), "n": len(s),
-            "min": s[0], "max": s[-1]}
+quantiles = pe.quantiles
 
 
 class ClockSampler:
@@ -163,16 +184,26 @@ def measure_hbm(torch, nbytes: int, warmup: int, reps: int, log=print) -> dict[s
     return {"bytes_per_copy": moved, "ms": ms, "q": q, "sm_clock_mhz": clk.summary()}
 
 
-def _gemm_fn(torch, dtype: str, m: int, n: int, k: int):
-    """A closure doing one m x n x k product of `dtype` on random data, and a correctness check."""
+def _gemm_fn(torch, dtype: str, m: int, n: int, k: int, layout: str = "nn"):
+    """A closure doing one m x n x k product of `dtype` on random data, and a correctness check.
+
+    layout "nn": `a @ b`, b (k, n) row-major. layout "linear": `a @ w.t()`, w (n, k) row-major, the
+    nn.Linear / F.linear form that serving GEMMs run (cuBLAS "TN": kernel names end in _TNT/_TNN).
+    fp8 (`torch._scaled_mm`) exists in the linear form only (cuBLASLt fp8 wants B column-major)."""
+    if layout not in LAYOUTS:
+        raise ValueError(layout)
     g = torch.Generator(device="cuda").manual_seed(1234 + sum(map(ord, dtype)))
-    if dtype in ("bf16", "fp16"):
-        td = torch.bfloat16 if dtype == "bf16" else torch.float16
+
+    def operands(td):
         a = torch.randn(m, k, device="cuda", generator=g).to(td)
-        b = torch.randn(k, n, device="cuda", generator=g).to(td)
+        if layout == "linear":
+            w = torch.randn(n, k, device="cuda", generator=g).to(td)
+            return a, w.t()                      # a (k, n) view of the (n, k) weight: no copy
+        return a, torch.randn(k, n, device="cuda", generator=g).to(td)
+
+    if dtype in ("bf16", "fp16"):
+        a, b = operands(torch.bfloat16 if dtype == "bf16" else torch.float16)
         fn = lambda: torch.matmul(a, b)  # noqa: E731
-        ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
-        sl = lambda c: c[:64, :64]  # noqa: E731
         tol = 2e-2
     elif dtype == "fp8":
         f8 = torch.float8_e4m3fn
@@ -181,23 +212,20 @@ def _gemm_fn(torch, dtype: str, m: int, n: int, k: int):
         b = torch.randn(n, k, device="cuda", generator=g).to(f8).t()
         one = torch.tensor(1.0, device="cuda")
         fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
-        ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
-        sl = lambda c: c[:64, :64]  # noqa: E731
         tol = 2e-2
     elif dtype in ("tf32", "fp32"):
-        a = torch.randn(m, k, device="cuda", generator=g)
-        b = torch.randn(k, n, device="cuda", generator=g)
+        a, b = operands(torch.float32)
         prec = "high" if dtype == "tf32" else "highest"  # "high" lets cuBLAS use tf32
 
         def fn():
             torch.set_float32_matmul_precision(prec)
             return torch.matmul(a, b)
 
-        ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
-        sl = lambda c: c[:64, :64]  # noqa: E731
         tol = 3e-3 if dtype == "tf32" else 1e-4
     else:
         raise ValueError(dtype)
+    ref = lambda: a[:64].double() @ b[:, :64].double()  # noqa: E731
+    sl = lambda c: c[:64, :64]  # noqa: E731
 
     def check():
         c = sl(fn()).double()
@@ -226,14 +254,14 @@ def assign_samples(stamped, windows, slack_s: float = 0.1):
 
 
 def measure_gemms(torch, dtypes, size, warmup: int, rounds: int, reps_per_round: int,
-                  log=print) -> dict[str, dict]:
+                  log=print, layout: str = "nn") -> dict[str, dict]:
     m, n, k = (size, size, size) if isinstance(size, int) else size
     flops = 2.0 * m * n * k
     fns, res = {}, {}
     prev_prec = torch.get_float32_matmul_precision()
     try:
         for d in dtypes:
-            fn, check = _gemm_fn(torch, d, m, n, k)
+            fn, check = _gemm_fn(torch, d, m, n, k, layout)
             err = check()
             for _ in range(warmup):
                 fn()
@@ -262,8 +290,8 @@ def measure_gemms(torch, dtypes, size, warmup: int, rounds: int, reps_per_round:
         cs = res[d]["clk"]
         clk = ({"median": statistics.median(cs), "min": min(cs), "max": max(cs), "n": len(cs)} if cs else None)
         out[d] = {"q": q, "ms": res[d]["ms"], "rel_err": res[d]["rel_err"], "sm_clock_mhz": clk,
-                  "shape": [m, n, k], "flops_per_call": flops}
-        log(f"gemm {d:5s} {m}x{n}x{k} x{len(rates)}: median {q['median'] / 1e12:7.1f} TFLOP/s "
+                  "shape": [m, n, k], "layout": "linear" if d == "fp8" else layout, "flops_per_call": flops}
+        log(f"gemm {d:5s} {m}x{n}x{k} {layout:6s} x{len(rates)}: median {q['median'] / 1e12:7.1f} TFLOP/s "
             f"(p20 {q['p20'] / 1e12:.1f}, p80 {q['p80'] / 1e12:.1f}); rel err {res[d]['rel_err']:.2e}; "
             f"SM clock {clk['median'] if clk else '?'} MHz")
     return out
@@ -309,22 +337,42 @@ def _num(x: float) -> str:
     return mant + ("e" + (exp if exp.startswith(("+", "-")) else "+" + exp) if exp else "")
 
 
+def _key(k) -> str:
+    k = str(k)
+    return k if k.replace("_", "").isalnum() and not k[0].isdigit() else json.dumps(k)
+
+
+def _val(v) -> str:
+    if isinstance(v, dict):
+        return _flow(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_val(x) for x in v) + "]"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return _num(v)
+    if isinstance(v, int):
+        return str(v)
+    if v is None:
+        return "null"
+    return json.dumps(v)
+
+
 def _flow(d: dict) -> str:
-    parts = []
-    for k, v in d.items():
-        if isinstance(v, dict):
-            parts.append(f"{k}: {_flow(v)}")
-        elif isinstance(v, str):
-            parts.append(f"{k}: {json.dumps(v)}")
-        elif isinstance(v, bool):
-            parts.append(f"{k}: {'true' if v else 'false'}")
-        elif isinstance(v, (int, float)):
-            parts.append(f"{k}: {_num(float(v)) if isinstance(v, float) else v}")
-        elif v is None:
-            parts.append(f"{k}: null")
+    return "{" + ", ".join(f"{_key(k)}: {_val(v)}" for k, v in d.items()) + "}"
+
+
+def _block(L: list[str], indent: str, blk: dict) -> None:
+    """A figure block: flow style on one line, or (when it carries `runs`) its keys one per line
+    and one run per line."""
+    for k, v in blk.items():
+        if k == "runs" and isinstance(v, list):
+            L.append(f"{indent}runs:")
+            L.extend(f"{indent}  - {_val(r)}" for r in v)
         else:
-            parts.append(f"{k}: {json.dumps(v)}")
-    return "{" + ", ".join(parts) + "}"
+            L.append(f"{indent}{_key(k)}: {_val(v)}")
 
 
 def render_table(t: dict, header: list[str] | None = None) -> str:
@@ -343,61 +391,67 @@ def render_table(t: dict, header: list[str] | None = None) -> str:
             L.append(f"{k}: {_flow(v)}")
         else:
             L.append(f"{k}: {v}")
+    def fig(indent, kind, blk):
+        if isinstance(blk, dict) and isinstance(blk.get("runs"), list):
+            L.append(f"{indent}{kind}:")
+            _block(L, indent + "  ", blk)
+        else:
+            L.append(f"{indent}{kind}: {_val(blk)}")
+
     if "hbm_bw_bytes_s" in t:
         L.append("hbm_bw_bytes_s:")
         for kind, blk in t["hbm_bw_bytes_s"].items():
-            L.append(f"  {kind}: {_flow(blk) if isinstance(blk, dict) else blk}")
+            fig("  ", kind, blk)
     if "flops" in t:
         L.append("flops:")
-        for dt, fig in t["flops"].items():
+        for dt, f in t["flops"].items():
             L.append(f"  {dt}:")
-            for kind, blk in fig.items():
-                L.append(f"    {kind}: {_flow(blk) if isinstance(blk, dict) else blk}")
+            for kind, blk in f.items():
+                fig("    ", kind, blk)
     if "microbench" in t:
         L.append("microbench:")
         for k, v in t["microbench"].items():
-            L.append(f"  {k}: {_flow(v) if isinstance(v, dict) else json.dumps(v)}")
+            if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+                L.append(f"  {_key(k)}:")
+                L.extend(f"    - {_val(x)}" for x in v)
+            else:
+                L.append(f"  {_key(k)}: {_val(v)}")
     return "\n".join(L) + "\n"
 
 
-def _r(x: float, sig: int = 4) -> float:
-    return float(f"{x:.{sig}g}")
+HEADER = [
+    "{device}: peaks table. Datasheet figures are the vendor's; measured figures are ENVELOPES over",
+    "the runs of `roofline peaks measure` recorded under each figure (`runs:`, one per machine start,",
+    "with its date, SM clock and per-shape median and p20/p80): value = the highest median over the",
+    "runs and the large shapes (roofline/peaks_envelope.py). Memory roof = the vendor's HBM pin rate",
+    "(INPUTS.md peaks convention); streaming tops out near 0.85-0.9 of it, which target_eff prices in.",
+    "bf16 and fp16 envelopes must agree within 5% (seed 002 section 8), else that axis is flagged.",
+    "Rebuilt with the command in fixtures/peaks/README.md; do not edit the figures by hand.",
+]
 
 
-def build_table(base: dict | None, gpu_name: str, hbm: dict | None, gemms: dict, date: str,
-                env: dict) -> dict:
-    t: dict[str, Any] = dict(base) if base else {"device": gpu_name, "vendor": "nvidia",
-                                                   "names": [gpu_name]}
-    t["hbm_bw_bytes_s"] = dict(t.get("hbm_bw_bytes_s") or {})
-    if hbm:
-        q = hbm["q"]
-        clk = hbm.get("sm_clock_mhz") or {}
-        t["hbm_bw_bytes_s"]["measured"] = {
-            "value": _r(q["median"]),
-            "source": (f"microbench roofline peaks measure: device-to-device copy of "
-                       f"{hbm['bytes_per_copy'] / 2 / 2**30:.0f} GiB, read+write bytes, CUDA events, "
-                       f"median of {q['n']}"),
-            "date": date, "spread": {"p20": _r(q["p20"]), "p80": _r(q["p80"])},
-            **({"sm_clock_mhz": clk.get("median")} if clk else {}),
-        }
-    flops = {k: dict(v) for k, v in (t.get("flops") or {}).items()}
-    for d, r in gemms.items():
-        q = r["q"]
-        clk = r.get("sm_clock_mhz") or {}
-        m, n, k = r["shape"]
-        how = "torch._scaled_mm e4m3 (cuBLASLt)" if d == "fp8" else (
-            "torch.matmul fp32 inputs, float32_matmul_precision=high (cuBLAS tf32)" if d == "tf32" else "torch.matmul (cuBLAS)")
-        flops.setdefault(d, {})["measured"] = {
-            "value": _r(q["median"]),
-            "source": (f"microbench roofline peaks measure: {how}, best median over "
-                       f"{len(r.get('shapes_tried') or [1])} shape(s), here {m}x{n}x{k}, random data, CUDA events, "
-                       f"median of {q['n']}"),
-            "date": date, "spread": {"p20": _r(q["p20"]), "p80": _r(q["p80"])},
-            **({"sm_clock_mhz": clk.get("median")} if clk else {}),
-        }
-    t["flops"] = flops
-    t["microbench"] = env
-    return t
+def build_envelope(base: dict | None, gpu_name: str, runs: list[dict]) -> dict:
+    """The peak table: base's device block and datasheet figures, measured blocks = envelopes."""
+    base = dict(base) if base else {"device": gpu_name, "vendor": "nvidia", "names": [gpu_name]}
+    return pe.envelope_table(base, runs)
+
+
+def envelope_lines(table: dict) -> list[str]:
+    """One line per measured compute figure: the envelope, where it came from, its spread."""
+    out = []
+    for d, fig in (table.get("flops") or {}).items():
+        m = (fig or {}).get("measured") or {}
+        if "envelope_of" not in m:
+            continue
+        sp = m.get("spread") or {}
+        out.append(f"envelope {d:5s} {m['value'] / 1e12:7.1f} TFLOP/s: run {m['envelope_of']['run']} at "
+                   f"{m['envelope_of'].get('shape')} (p20 {sp.get('p20', 0) / 1e12:.1f}, p80 {sp.get('p80', 0) / 1e12:.1f}; "
+                   f"SM clock {m.get('sm_clock_mhz', '?')} MHz; {len(m.get('runs', []))} run(s))")
+    return out
+
+
+def envelope_text(table: dict) -> str:
+    return render_table(table, [h.format(device=table.get("device", "?")) for h in HEADER])
 
 
 def checks(table: dict) -> list[tuple[bool, str]]:
@@ -429,10 +483,20 @@ def checks(table: dict) -> list[tuple[bool, str]]:
     return out
 
 
-def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size: int = 8192, dtypes=GEMM_DTYPES,
-            rounds: int = 5, reps: int = 20, warmup: int = 10, log=print) -> tuple[dict, str]:
-    """Measure the GPU in hand; returns (table dict, YAML text) and writes it to `out` if given.
-    Raises NoGPU (one line) when no CUDA GPU is usable."""
+def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size=DEFAULT_SHAPES, dtypes=GEMM_DTYPES,
+            rounds: int = 5, reps: int = 20, warmup: int = 10, merge: str | Path | None = None,
+            layouts=("nn", "linear"),
+            label: str | None = None, log=print) -> tuple[dict, str]:
+    """Measure the GPU in hand (one run); returns (table dict, YAML text) and writes it to `out` (and
+    the raw samples beside it, `.raw.json`) if given. The table is the envelope of this run, or with
+    `merge` (an existing envelope table) of its runs and this one. Raises NoGPU (one line) when no
+    CUDA GPU is usable."""
+    bad = [x for x in layouts if x not in LAYOUTS]
+    if bad:
+        raise PeaksError(f"layout {bad[0]!r}: expected one of {', '.join(LAYOUTS)}")
+    bad = [x for x in dtypes if x not in GEMM_DTYPES]
+    if bad:
+        raise PeaksError(f"dtype {bad[0]!r}: expected one of {', '.join(GEMM_DTYPES)}")
     why = gpu_unavailable_reason()
     if why:
         raise NoGPU(why)
@@ -449,32 +513,52 @@ def measure(out: str | Path | None, *, hbm_gib: float = 4.0, size: int = 8192, d
     # The compute roof is the best the vendor library reaches: the highest median over a few large
     # shapes (one cube under-reads it: cuBLAS ran 740-810 TFLOP/s bf16 across shapes the same day).
     shapes = [(size, size, size)] if isinstance(size, int) else list(size)
-    per_shape = [measure_gemms(torch, list(dtypes), sh, warmup=warmup, rounds=rounds, reps_per_round=reps, log=log)
-                 for sh in shapes]
-    gemms = {d: max((g[d] for g in per_shape), key=lambda r: r["q"]["median"]) for d in dtypes}
-    for d, r in gemms.items():
-        r["shapes_tried"] = {"x".join(map(str, g[d]["shape"])): g[d]["q"]["median"] for g in per_shape}
-    base_path, base = find_table(gpu_name)
+    by_shape: dict[str, dict] = {}
+    for sh in shapes:
+        for lay in layouts:
+            # fp8 has the linear form only: timed once per shape (under "nn", its historical key)
+            dts = [d for d in dtypes if not (d == "fp8" and lay != "nn")]
+            if dts:
+                g = measure_gemms(torch, dts, sh, warmup=warmup, rounds=rounds, reps_per_round=reps, log=log,
+                                  layout=lay)
+                by_shape[pe.shape_key(sh, lay)] = g
+    gemms = {}
+    for d in dtypes:
+        keyed = [(sk, g[d]) for sk, g in by_shape.items() if d in g]
+        best_k, best = max(keyed, key=lambda kv: kv[1]["q"]["median"])
+        gemms[d] = dict(best, shapes_tried={sk: r["q"]["median"] for sk, r in keyed})
     env = {"gpu_name": gpu_name, "sms": props.multi_processor_count, "torch": torch.__version__,
            "cuda": str(torch.version.cuda), "cublas_note": "torch's bundled cuBLAS/cuBLASLt",
            "date": date, "idle_clocks_mhz": clk0 or {},
            "clocks_note": "sampled read-only with nvidia-smi while measuring; clocks never changed",
            "wall_s": round(time.time() - t0, 1)}
-    table = build_table(base, gpu_name, hbm, gemms, date, env)
-    header = [f"{table.get('device', gpu_name)}: peaks table. Datasheet figures are the vendor's; measured figures",
-              f"come from `roofline peaks measure` on this device ({date}): medians with p20/p80 spread.",
-              "Memory roof = the vendor's HBM pin rate (INPUTS.md peaks convention); streaming tops out near",
-              "0.85-0.9 of it, which target_eff prices in. Compute roofs = the measured cuBLAS figures",
-              "(validated: bf16 and fp16 within 5%, seed 002 section 8), datasheet dense figures beside them."]
-    text = render_table(table, header)
+    raw = {"hbm": hbm, "gemms": gemms, "gemms_by_shape": by_shape, "env": env}
+    if out:  # the samples first: nothing measured is lost if the table step fails
+        rawp = Path(out).with_suffix(".raw.json")
+        rawp.parent.mkdir(parents=True, exist_ok=True)
+        rawp.write_text(json.dumps(raw, indent=1, default=str), encoding="utf-8")
+    base_path, base = find_table(gpu_name)
+    # the run's label: the file name it is written under (as `peaks envelope` names raw runs)
+    label = label or (Path(out).stem if out else _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H%MZ"))
+    runs = [pe.run_from_raw(json.loads(json.dumps(raw, default=str)), label,
+                            str(Path(out).with_suffix(".raw.json")) if out else "")]
+    if merge:
+        try:
+            mt = _load_yaml(Path(merge))
+            runs = pe.merge_runs(pe.runs_of_table(mt), runs)
+        except Exception as exc:  # noqa: BLE001 - the samples are on disk already; say why, one line
+            raise PeaksError(f"--merge {merge}: {exc.__class__.__name__}: {exc}".splitlines()[0]) from exc
+        base, base_path = mt, merge
+    table = build_envelope(base, gpu_name, runs)
+    text = envelope_text(table)
+    for line in envelope_lines(table):
+        log(line)
     for ok, line in checks(table):
         log(f"check {'ok  ' if ok else 'FLAG'} {line}")
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
-        raw = Path(out).with_suffix(".raw.json")
-        raw.write_text(json.dumps({"hbm": hbm, "gemms": gemms, "env": env}, indent=1, default=str), encoding="utf-8")
-        log(f"wrote {out} (raw samples: {raw}); base table: {base_path}")
+        log(f"wrote {out} (raw samples: {rawp}); base table: {base_path}; {len(runs)} run(s) in the envelope")
     return table, text
 
 
@@ -483,17 +567,25 @@ def main(argv=None) -> int:
                                  description="Measure HBM copy bandwidth and dense GEMM peaks on this GPU.")
     ap.add_argument("--out", "-o", help="peaks YAML to write (default: print it)")
     ap.add_argument("--hbm-gib", type=float, default=4.0, help="copy buffer size, GiB (default 4)")
-    ap.add_argument("--shapes", default="8192x8192x8192,2048x4096x14336,8192x4096x4096",
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES_TEXT,
                     help="GEMM shapes MxNxK, comma-separated; the best median per dtype is the roof")
+    ap.add_argument("--merge", help="an existing envelope table: fold this run into its runs")
+    ap.add_argument("--label", help="this run's label (default: the stem of --out, else the UTC date and time)")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS), help="operand layouts: nn (a @ b), linear (a @ w.t())")
     ap.add_argument("--dtypes", default=",".join(GEMM_DTYPES))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20, help="timed products per dtype per round")
     a = ap.parse_args(argv)
     try:
-        shapes = [tuple(int(v) for v in s.lower().split("x")) for s in a.shapes.split(",") if s.strip()]
+        try:
+            shapes = parse_shapes(a.shapes)
+        except ValueError:
+            print(f"roofline peaks measure: --shapes {a.shapes!r}: expected MxNxK[,MxNxK...]", file=sys.stderr)
+            return 2
         _, text = measure(a.out, hbm_gib=a.hbm_gib, size=shapes, dtypes=[d.strip() for d in a.dtypes.split(",")],
-                          rounds=a.rounds, reps=a.reps)
-    except NoGPU as exc:
+                          rounds=a.rounds, reps=a.reps, merge=a.merge, label=a.label,
+                          layouts=[x.strip() for x in a.layouts.split(",") if x.strip()])
+    except (NoGPU, PeaksError) as exc:
         print(f"roofline peaks measure: {exc}", file=sys.stderr)
         return 2
     if not a.out:

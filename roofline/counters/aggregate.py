@@ -49,6 +49,7 @@ def average(name: str, launches: list[KernelCounters], source: str,
     for key in dict.fromkeys(x for k in launches for x in k.extra):
         out.extra[key] = _mean(k.extra.get(key) for k in launches)
     out.device_name = next((k.device_name for k in launches if k.device_name), None)
+    out.derived_from_rate = list(dict.fromkeys(m for k in launches for m in k.derived_from_rate))
     worst = 0.0
     for key in _STABILITY_KEYS:
         s = spread(getattr(k, key) for k in launches)

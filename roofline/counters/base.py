@@ -28,6 +28,9 @@ class KernelCounters:
     report_sm_clock_hz: float | None = None
     device_name: str | None = None
     unstable: bool = False                      # launches disagree by more than the noise band
+    # count metrics this record has only as rate x duration (the report stored `M.per_second`,
+    # e.g. `ncu --set roofline`: dram__bytes.sum.per_second, no dram__bytes.sum), by metric name
+    derived_from_rate: list[str] = field(default_factory=list)
 
     @property
     def flops_issued(self) -> float | None:

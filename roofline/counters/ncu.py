@@ -79,20 +79,56 @@ def _flat(names):
             yield n
 
 
-WANTED: tuple[str, ...] = tuple(dict.fromkeys(
+_COUNTS: tuple[str, ...] = tuple(dict.fromkeys(
     [DURATION, DRAM_READ, DRAM_WRITE, DRAM_TOTAL, DRAM_PEAK_PER_CYCLE, DRAM_CLOCK, SM_CLOCK_MEASURED,
      SM_CLOCK_MAX_KHZ, L2_BYTES, L1_BYTES]
     + list(_flat(n for v in TENSOR_OPS.values() for n in v))
     + list(TENSOR_PEAKS_PER_CYCLE.values())
     + [m for d in CUDA_CORE.values() for m in d.values()]
     + list(EXTRA)))
+# Count metrics (`.sum` over the kernel) that a report may hold only as a RATE, `M.per_second` =
+# M / gpu__time_duration: Nsight Compute's `--set roofline` (and the SpeedOfLight roofline
+# sections) store dram__bytes.sum.per_second and no dram__bytes.sum. Where the count is absent
+# and the rate present, count = rate x gpu__time_duration.sum, and the record says so
+# (`derived_from_rate`). Checked on the H200 (fixtures/ncu_roofline): rate x duration of the
+# roofline report vs dram__bytes.sum of a byte-counter report of the same kernels agree within
+# 2.4% (separate ncu runs and replay passes).
+RATE = ".per_second"
+RATE_DERIVABLE: tuple[str, ...] = tuple(m for m in _COUNTS if m.endswith(".sum") and m != DURATION)
+WANTED: tuple[str, ...] = tuple(dict.fromkeys(list(_COUNTS) + [m + RATE for m in RATE_DERIVABLE]))
+
+
+def counts_from_rates(m: dict[str, float | None]) -> tuple[dict[str, float | None], list[str]]:
+    """{metric: base-unit value} with every absent count of RATE_DERIVABLE filled from its rate
+    (per second) x gpu__time_duration.sum (ns); -> (values, [metrics derived])."""
+    dur_ns = m.get(DURATION)
+    if not dur_ns or dur_ns <= 0:
+        return m, []
+    out, derived = dict(m), []
+    for metric in RATE_DERIVABLE:
+        if out.get(metric) is None and out.get(metric + RATE) is not None:
+            out[metric] = out[metric + RATE] * dur_ns * 1e-9
+            derived.append(metric)
+    return out, derived
+
+
+def rate_notes(kc: KernelCounters) -> list[str]:
+    """One line for an entry's notes when a counter the analysis uses came from a rate."""
+    if not kc.derived_from_rate:
+        return []
+    names = ", ".join(kc.derived_from_rate)
+    return [f"stage C: {names} derived as rate x duration ({names.split(', ')[0]}{RATE} x {DURATION}): "
+            "the report stores rates, not counts (e.g. ncu --set roofline)"]
 
 
 def launch_counters(name: str, m: dict[str, float | None], source: str,
                     device_name: str | None = None) -> KernelCounters:
-    """One launch's KernelCounters from {metric: value in ncu base units} (absent = missing)."""
+    """One launch's KernelCounters from {metric: value in ncu base units} (absent = missing).
+    A count the report holds only as a rate is rate x duration (counts_from_rates)."""
+    m, derived = counts_from_rates(m)
     g = m.get
     kc = KernelCounters(name=name, launches=1, source=source, device_name=device_name)
+    kc.derived_from_rate = derived
     if g(DURATION) is not None:
         kc.t_ms = g(DURATION) / 1e6                       # ns -> ms
     kc.dram_read_bytes, kc.dram_write_bytes = g(DRAM_READ), g(DRAM_WRITE)
