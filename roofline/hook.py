@@ -80,9 +80,12 @@ def run(round_dir, env="env_report.json", config="config.json", analysis_skill: 
 
 
 def _empty_artifact(stage, errors) -> dict:
-    return {"skill": "roofline", "skill_version": "1", "gfx": None, "peaks": None, "stage": stage or "A",
-            "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [], "degraded": [],
-            "skill_errors": errors}
+    # the seed's artifact shape even when nothing could be analysed: a peaks block with no roofs
+    return {"skill": "roofline", "skill_version": "1", "gfx": None,
+            "peaks": {"device": "unknown", "hbm_bw_bytes_s": None, "flops": {}, "flops_kind": {}, "source": "derived",
+                      "confidence": "low", "origin": "none", "sources": {}, "notes": []},
+            "stage": stage or "A", "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [],
+            "degraded": [], "skill_errors": errors}
 
 
 def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dict:
