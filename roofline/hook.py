@@ -35,8 +35,10 @@ def _resolve(round_dir: Path, p, name: str) -> Path | None:
 
 def run(round_dir, env="env_report.json", config="config.json", analysis_skill: str = "roofline",
         head_threshold_pct: float = 5.0, stage: str | None = None, counters=None, head_cap: int = 8,
-        out_dir=None) -> dict | None:
-    """Analyse `round_dir`/profile_topN.json and write profile_roofline.{json,md} beside it."""
+        out_dir=None, peaks=None) -> dict | None:
+    """Analyse `round_dir`/profile_topN.json and write profile_roofline.{json,md} beside it.
+    peaks: the pipeline's peaks.md (or a YAML peak table); default: a peaks.md beside the env
+    report, then the built-in tables."""
     if analysis_skill in (None, "none"):
         return None  # L0
     try:
@@ -53,8 +55,9 @@ def run(round_dir, env="env_report.json", config="config.json", analysis_skill: 
         cfg_p = _resolve(topn_path.parent, config, "config.json")
         if cfg_p is not None and not Path(cfg_p).exists():
             cfg_p = None  # config.json is optional
+        pk_p = _resolve(topn_path.parent, peaks, "peaks.md") if peaks is not None else None
         art = api.analyze(topn_path, env_p, cfg_p, stage=stage, counters=counters,
-                          head_threshold_pct=head_threshold_pct, head_cap=head_cap)
+                          head_threshold_pct=head_threshold_pct, head_cap=head_cap, peaks_file=pk_p)
     except Exception as exc:  # L5: never fail the run
         errors.append({"where": "analyze", "error": f"{exc.__class__.__name__}: {exc}",
                        "traceback": traceback.format_exc(limit=6)})
