@@ -119,7 +119,8 @@ def test_cli_unknown_device_without_props_degrades_and_exits_0(tmp_path):
     # seed L1: an unusable device description is not unusable input: every entry degrades
     d = tmp_path / "r"
     d.mkdir()
-    p = _write(d, topn(entry("a", 7, 1.0)), h200_env(gfx="gfx1100", gpu_name="Radeon RX 7900"))
+    p = _write(d, topn(entry("a", 7, 1.0, classification="gemm", shapes=[{"M": 64, "N": 4096, "K": 4096}])),
+               h200_env(gfx="gfx1100", gpu_name="Radeon RX 7900"))
     res = CliRunner().invoke(main, ["analyze", str(p)])
     assert res.exit_code == 0, res.output
     art = json.loads((d / "profile_roofline.json").read_text())
