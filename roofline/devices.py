@@ -4,8 +4,9 @@ Resolution order:
 1. an explicit peaks file (`--peaks`, `hook.run(peaks=...)`): the pipeline's peaks.md (markdown)
    or one of our YAML tables;
 2. the pipeline's `peaks.md` found beside the env report (seed section 1);
-3. our measured tables (roofline/data/peaks/*.yaml), by gpu_name then gfx: the default, and the
-   fallback when peaks.md is malformed or has no row for the device;
+3. our measured tables (roofline/data/peaks/*.yaml) by gpu_name, the datasheet catalogue by
+   gpu_name (confidence low), our tables by gfx: the default, and the fallback when peaks.md is
+   malformed or has no row for the device;
 4. level L1 (confidence low, every entry display-only): the Nsight Compute report's own peak
    metrics (stage C), then the datasheet catalogue (roofline/data/datasheet_catalogue.yaml) by
    GPU name, then derivation from device properties (the env report's or the Top-N's
@@ -207,6 +208,16 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
         if pk is not None:
             return pk, problems
         problems.append(f"{f}: no row for {gpu_name or '?'} ({gfx or '?'}); the built-in peak tables are used")
+    if gpu_name:
+        # a GPU named in the measured tables, then one named in the datasheet catalogue: both beat
+        # a gfx match (an H20 is sm_90 like the H100 and H200, with a quarter of their compute)
+        try:
+            return _peaks.resolve(gpu_name, None), problems
+        except PeaksError:
+            pass
+        pk = catalogue_lookup(gpu_name)
+        if pk is not None:
+            return pk, problems
     try:
         return _peaks.resolve(gpu_name, gfx), problems
     except PeaksError:
