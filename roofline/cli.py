@@ -19,6 +19,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "rerun": ("roofline.commands.rerun:rerun", "Stage C: re-run GEMM heads in isolation through the ladder."),
     "plot": ("roofline.plot:plot_cmd", "Draw the roofline picture of a profile_roofline.json."),
     "playbook": ("roofline.commands.playbook:playbook", "Summarize predicted vs measured records and propose priors."),
+    "feedback": ("roofline.commands.feedback:feedback", "Record a measured speedup: noise bands, contradiction flag, playbook."),
+    "compare": ("roofline.commands.feedback:compare", "Round A vs round B: measured change per kernel against A's prediction."),
 }
 
 

@@ -206,6 +206,7 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     e["measured_attainable_speedup"] = speedup
     if contradiction:
         e["suspect_model"] = True
+    e["model_contradicted"] = bool(e.get("model_contradicted")) or contradiction   # the artifact-level flag
     note = (f"stage C re-run: {best_k} {cands[best_k]:.4g} ms isolated vs {current:.4g} ms in the run -> "
             f"{speedup:.3f}x ({verdict}); isolated = cold L2, one launch, no neighbours")
     if "isolation_ratio" in m:
