@@ -173,6 +173,10 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                      f"({mean_ctx['note']}, isl + osl/2); the max context "
                      + ", ".join(a["note"] for a in alts if a["model"] == "max_context")
                      + " (isl + osl) is only the upper end of the displayed range")
+        for a in alts:
+            if not a["feasible"]:
+                notes.append(f"{a['model']} ({a['note']}) implies {a['roofline_pct_raw']:.0%} of the roof: infeasible, "
+                             "left out of the range")
     elif len(alts) > 1:
         if feasible:
             notes.append(f"byte model: {chosen['model']} (largest feasible of {', '.join(a['model'] for a in alts)})")
