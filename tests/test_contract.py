@@ -73,6 +73,23 @@ def test_the_conftest_hook_checks_written_files(tmp_path, monkeypatch):
     (tmp_path / "x" / "profile_roofline.json").unlink()   # (so that this test's own teardown passes)
 
 
+def test_the_project_schema_rejects_the_same_broken_promises(example):
+    import jsonschema
+
+    from roofline.schema import validate_artifact
+
+    good = json.loads(report.to_json(example))
+    validate_artifact(good)
+    for mut in (lambda a: a["entries"][0].update(op_class="norm"), lambda a: a["entries"][1].pop("hbm_util"),
+                lambda a: a["entries"][1].update(byte_reduction_levers=["x"]),
+                lambda a: a["peaks"].update(source="file"),
+                lambda a: a["entries"][0].update(suspect=True, bytes_upper_bound=None)):
+        a = copy.deepcopy(good)
+        mut(a)
+        with pytest.raises(jsonschema.ValidationError):
+            validate_artifact(a)
+
+
 # ----------------------------------------------------------------- item 1: closed op_class
 def test_norm_and_quant_are_elementwise_with_their_kind_kept_and_comm_is_unknown_degraded():
     a = api.analyze(topn(entry("rms_norm_kernel", 30, 0.02, shapes=[{"elems_in": 64 * 4096}]),
