@@ -233,13 +233,22 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
         pk = _peaks.resolve(gpu_name, gfx, device_props=device_props)
         return pk, problems
     props = props_from(*raws, gpu_name=gpu_name)
-    pk = catalogue_lookup(gpu_name) or (catalogue_lookup(props.get("name")) if props else None)
+    pname = props.get("name") if props and isinstance(props.get("name"), str) else None
+    if pname and _norm(pname) != _norm(gpu_name):
+        # the env report did not name a known GPU, the trace's device record does
+        try:
+            pk = _peaks.resolve(pname, None)
+            pk.notes.append(f"device identified by its device-properties record ({pname!r}), not by the env report")
+            return pk, problems
+        except PeaksError:
+            pass
+    pk = catalogue_lookup(gpu_name) or catalogue_lookup(pname)
     if pk is not None:
         return pk, problems
     if props:
         pk, missing = derive_from_props(props, gpu_name, gfx)
         if pk is not None:
             return pk, problems
-        return no_roof(gpu_name, gfx, "the device properties lack " + "; ".join(m for m in missing if m)), problems
+        return no_roof(gpu_name or pname, gfx, "the device properties lack " + "; ".join(m for m in missing if m)), problems
     return no_roof(gpu_name, gfx, "not in the measured tables, not in the datasheet catalogue, and no device "
                    "properties in the env report or the Top-N"), problems

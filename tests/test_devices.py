@@ -227,3 +227,27 @@ def test_catalogue_file_parses_as_yaml_with_float_values():
     data = yaml.safe_load((resources.files("roofline") / "data" / devices.CATALOGUE_FILE).read_text())
     for d in data["devices"]:
         assert isinstance(d["hbm_bw_bytes_s"]["datasheet"]["value"], float), d["device"]
+
+
+def test_topn_from_a_real_trace_carries_device_properties_and_they_identify_the_gpu(tmp_path):
+    from roofline.ingest.cli import topn as topn_cmd
+
+    o = tmp_path / "profile" / "round_1" / "profile_topN.json"
+    r = CliRunner().invoke(topn_cmd, [str(FIXTURES / "traces" / "mixed.json.gz"), "-o", str(o)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(o.read_text())
+    assert doc["device_properties"] == _trace_props()
+    # an env report that names no GPU and an unknown device key: the trace's record names the H200
+    a = api.analyze(o, h200_env(gpu_name=None, gfx="sm_99"))
+    assert a["peaks"]["device"] == "NVIDIA H200" and a["peaks"]["origin"] == "built-in table"
+    assert "identified by its device-properties record" in a["peaks"]["notes"][-1]
+    # the same record under an unknown name, without clocks: no roof, every entry degrades, exit 0
+    doc["device_properties"] = [dict(d, name="Some Hopper") for d in doc["device_properties"]]
+    o.write_text(json.dumps(doc))
+    (tmp_path / "env_report.json").write_text(json.dumps(h200_env(gpu_name=None, gfx="sm_99")))
+    r = CliRunner().invoke(main, ["analyze", str(o)])
+    assert r.exit_code == 0, r.output
+    art = json.loads((o.parent / "profile_roofline.json").read_text())
+    assert art["entries"] and all(not e["modeled"] for e in art["entries"])
+    assert "no memory peak for Some Hopper" in {d["reason"] for d in art["degraded"]}
+    assert "lack memory clock and bus width; SM clock" in art["peaks"]["notes"][0]
