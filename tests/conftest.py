@@ -88,8 +88,8 @@ def clone():
 # Every artifact the suite produces is read by the strict seed reader (tests/seed_reader.py, its
 # own checker of seed 002 section 2) and validated against the project's JSON Schema: each one
 # analysis.analyze returns (serialized as it would be written, with its Top-N for the verbatim
-# checks) and every profile_roofline.json left under the test's tmp_path (hook, CLI, rerun,
-# feedback writes). A test that writes a deliberately broken artifact says so with
+# checks), every one handed to report.write_artifact (hook, CLI, rerun and feedback writes, wherever
+# they go) and every profile_roofline.json left under the test's tmp_path. A test that writes a deliberately broken artifact says so with
 # @pytest.mark.broken_artifact(reason).
 def pytest_configure(config):
     config.addinivalue_line("markers", "broken_artifact(reason): the test writes an invalid artifact on purpose")
@@ -129,6 +129,18 @@ def _artifact_contract(request, monkeypatch):
         return art
 
     monkeypatch.setattr(analysis, "analyze", analyze_and_keep)
+    from roofline import report as _report
+
+    orig_write = _report.write_artifact
+
+    def write_and_check(art, out_dir, *a, **kw):   # every write, wherever it goes (rerun write-backs too)
+        try:
+            produced.append((f"write_artifact({out_dir})", _contract_problems(art, None)))
+        except Exception as exc:
+            produced.append((f"write_artifact({out_dir})", [f"cannot serialize: {exc.__class__.__name__}: {exc}"]))
+        return orig_write(art, out_dir, *a, **kw)
+
+    monkeypatch.setattr(_report, "write_artifact", write_and_check)
     yield
     tmp = request.node.funcargs.get("tmp_path")
     if tmp is not None:
