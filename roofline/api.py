@@ -98,7 +98,7 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
 def to_dataframe(art: dict):
     import pandas as pd
 
-    cols = ["name", "short_name", "pct_gpu_time", "regime", "op_class", "modeled", "t_ms", "bytes_est",
+    cols = ["name", "short_name", "pct_gpu_time", "regime", "op_class", "op_kind", "modeled", "t_ms", "bytes_est",
             "flops_est", "hbm_util", "compute_util", "arithmetic_intensity", "ridge_point", "bound_type",
             "roofline_pct", "target_eff", "attainable_speedup", "expected_e2e_gain_pct", "headroom_class",
             "confidence", "suspect", "route"]

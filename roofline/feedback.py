@@ -359,8 +359,9 @@ def propose_priors(records: list[dict], bands: NoiseBands = NoiseBands()) -> dic
     """Per seed op class (and regime for attention): the evidence count, how many measurements
     contradicted the model, the median measured/predicted speedup (1.00 = calibrated), the median
     e2e error (measured - predicted, % points) and a proposed target_eff: the median of what the
-    measurements show reachable, roofline_pct x measured speedup (capped at 1). Only measurements
-    that cleared the isolated band (or contradicted the model) count as evidence. Never applied."""
+    measurements show reachable, roofline_pct x measured speedup (capped at 1). Only real gains
+    (above the isolated band) count as evidence: a speedup inside the band, or a slower re-run,
+    says nothing about what a good kernel reaches. Never applied."""
     from roofline import routing
 
     groups: dict[str, dict] = {}
@@ -372,8 +373,8 @@ def propose_priors(records: list[dict], bands: NoiseBands = NoiseBands()) -> dic
         key = f"attn_{r.get('regime') or 'decode'}" if cls == "attn" else cls
         g = groups.setdefault(key, {"evidence": 0, "contradictions": 0, "ratios": [], "reached": [],
                                     "e2e_errors": [], "priors": []})
-        if abs(s - 1) <= bands.isolated and not r.get("model_contradicted"):
-            continue   # inside the noise band: not evidence about the kernel
+        if s <= 1 + bands.isolated and not r.get("model_contradicted"):
+            continue   # no real gain (inside the band, or slower): says nothing about what is reachable
         g["evidence"] += 1
         g["contradictions"] += bool(r.get("model_contradicted"))
         if r.get("predicted_attainable_speedup"):

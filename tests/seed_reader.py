@@ -156,6 +156,12 @@ def check(art: dict, topn: dict | None = None) -> list[str]:
             err("ranking_by_expected_gain buries an entry below a smaller expected gain")
     if topn is not None:
         _check_verbatim(art, topn, err)
+        # section 3 step 0: entries skipped for being small are absent, NOT degraded
+        src = {t.get("name"): t for t in topn.get("entries") or [] if isinstance(t, dict)}
+        for d in degraded:
+            t = src.get(d["name"])
+            if d["name"] not in names and t is not None and _num(t.get("pct_gpu_time")):
+                err(f"degraded[] lists {d['name']!r}, a Top-N entry absent from entries (skipped is not degraded)")
     return bad
 
 

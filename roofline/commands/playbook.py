@@ -10,11 +10,11 @@ import click
 @click.command("playbook")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--isolated-band", type=float, default=None,
-              help="Isolated noise band (fraction, default 0.034): measurements inside it are not evidence.")
+              help="Isolated noise band (fraction, default 0.034): speedups at or below 1 + band are not evidence.")
 def playbook(path, isolated_band):
     """Summarize PATH (knowledge/ or its backend_playbook.jsonl): per op class (attention per
-    regime) the evidence count (measurements that cleared the isolated noise band or contradicted
-    the model), the contradictions, the median measured/predicted speedup (1.00 = calibrated), the
+    regime) the evidence count (real gains: measured speedups above the isolated noise band), the
+    contradictions, the median measured/predicted speedup (1.00 = calibrated), the
     median e2e error (measured - predicted, % points) and a proposed target_eff: the median of
     roofline_pct x measured speedup, what the measurements show reachable. Proposals are printed,
     never applied."""
