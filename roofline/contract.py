@@ -42,11 +42,13 @@ def seed_op_class(kind: str | None) -> str:
 
 
 def complete_entry(e: dict) -> dict:
-    """Give an entry every contract field: a missing one becomes null (lists: empty)."""
+    """An entry with every contract field, in the seed's order first: a missing field becomes null
+    (lists: empty; model_contradicted: false). Returns a new dict."""
     for k in SEED_ENTRY_FIELDS + L3_FIELDS + OWN_ENTRY_FIELDS:
         if k not in e:
             e[k] = [] if k in ("byte_reduction_levers", "other_levers") else (False if k == "model_contradicted"
                                                                                 else None)
     if e.get("notes") is None:
         e["notes"] = ""
-    return e
+    first = SEED_ENTRY_FIELDS + L3_FIELDS + OWN_ENTRY_FIELDS
+    return {**{k: e[k] for k in first}, **{k: v for k, v in e.items() if k not in first}}
