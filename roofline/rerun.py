@@ -164,7 +164,7 @@ def guard_verdict(measured_speedup: float, predicted: float | None,
     if measured_speedup < 1.0 - band:
         return "no real gain: the best isolated kernel is slower than the in-run kernel", contradiction
     if measured_speedup < 1.0 + band:
-        return "no real gain (inside the 3.4% isolated noise band)", contradiction
+        return f"no real gain (inside the {band:.1%} isolated noise band)", contradiction
     if contradiction:
         return "measured speedup exceeds the predicted attainable: the model was wrong, the measurement wins", True
     return "real gain, within the prediction", False
