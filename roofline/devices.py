@@ -104,6 +104,13 @@ def _pos(x) -> float | None:
 
 
 def _cc(props: dict, gfx: str | None) -> str | None:
+    try:
+        return _cc_raw(props, gfx)
+    except (TypeError, ValueError):
+        return None   # an unreadable compute capability is just not known
+
+
+def _cc_raw(props: dict, gfx: str | None) -> str | None:
     maj, mnr = _first(props, "computeMajor", "major", "compute_major"), _first(props, "computeMinor", "minor",
                                                                                   "compute_minor")
     if maj is not None:

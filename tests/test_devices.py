@@ -251,3 +251,21 @@ def test_topn_from_a_real_trace_carries_device_properties_and_they_identify_the_
     assert art["entries"] and all(not e["modeled"] for e in art["entries"])
     assert "no memory peak for Some Hopper" in {d["reason"] for d in art["degraded"]}
     assert "lack memory clock and bus width; SM clock" in art["peaks"]["notes"][0]
+
+
+@pytest.mark.parametrize("props", [
+    {"name": "Odd GPU", "numSms": "many", "computeMajor": "x", "clockRate": None, "memoryBusWidth": -5},
+    {"name": 7, "numSms": 132, "compute_capability": "nine"},
+    "not a record",
+    [1, 2, 3],
+])
+def test_an_unusable_device_description_degrades_instead_of_failing(tmp_path, props):
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "profile_topN.json").write_text(json.dumps(topn(gemm("g", 30))))
+    (d / "env_report.json").write_text(json.dumps(h200_env(gpu_name="Odd GPU", gfx="gfx1234",
+                                                           device_properties=props)))
+    r = CliRunner().invoke(main, ["analyze", str(d / "profile_topN.json")])
+    assert r.exit_code == 0, r.output
+    art = json.loads((d / "profile_roofline.json").read_text())
+    assert art["peaks"]["flops"] == {} and art["degraded"][0]["reason"] == "no memory peak for Odd GPU"
