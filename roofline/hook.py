@@ -104,3 +104,21 @@ def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dic
         return res
     except Exception as exc:
         return {"rerun": [], "skipped": {}, "playbook": None, "error": f"{exc.__class__.__name__}: {exc}"}
+
+
+def feedback(artifact, kernel: str, isolated_speedup: float, e2e_delta_pct: float | None = None,
+             playbook_dir=None, isolated_band: float | None = None, e2e_band: float | None = None) -> dict:
+    """Seed 002 section 8 from the pipeline: record a kernel team's measurement of `kernel` in
+    `artifact` (flags model_contradicted when it beats attainable_speedup; the measurement is
+    preferred) and append predicted vs actual to knowledge/backend_playbook.md. Never raises:
+    returns {"entry", "feedback", "playbook", "error": None|str}; on error nothing is written."""
+    try:
+        from roofline import feedback as _fb
+
+        kw = {k: v for k, v in (("isolated", isolated_band), ("e2e_pct", e2e_band)) if v is not None}
+        res = _fb.record_feedback(artifact, kernel, isolated_speedup, e2e_delta_pct, bands=_fb.NoiseBands(**kw),
+                                  playbook_dir=playbook_dir)
+        res["error"] = None
+        return res
+    except Exception as exc:
+        return {"entry": None, "feedback": None, "playbook": None, "error": f"{exc.__class__.__name__}: {exc}"}

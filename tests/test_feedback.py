@@ -177,3 +177,13 @@ def test_playbook_proposes_target_eff_per_class_with_the_evidence_count(run):
     from roofline import routing
 
     assert routing.TARGET_EFF["attn_decode"] == 0.50        # never applied silently
+
+
+def test_hook_feedback_never_raises_and_records(run):
+    from roofline import hook
+
+    bad = hook.feedback(run / "profile" / "round_1", "nope", 1.2)
+    assert bad["error"].startswith("FeedbackError") and "no entry named 'nope'" in bad["error"]
+    ok = hook.feedback(run / "profile" / "round_1", "fused_moe_kernel", 1.047, -0.064, e2e_band=0.05)
+    assert ok["error"] is None and ok["feedback"]["e2e_real"] is True       # the band is the caller's
+    assert feedback.read_records(run / "knowledge")[-1]["measured_e2e_delta_pct"] == -0.064
