@@ -8,7 +8,13 @@ fixtures/ncu/known.json; counters from fixtures/ncu/known_raw.csv, a real Nsight
 
 - round 1, stage A: the profiler's Top-N with `est_shape` guesses only (no dtypes);
 - round 2, stage B: the same kernels with the shapes and dtypes the extractor captured;
-- round 3, stage C: as round 2, plus the counters measured on the isolated ops.
+- round 3, stage C: as round 2, plus the counters measured on the isolated ops;
+- step 4, the feedback loop (seed 002 section 8): a kernel team reports an isolated speedup for
+  round 3's biggest head with a verdict; `roofline.feedback.record_feedback` (the Python side of
+  `roofline feedback`) judges it against the 3.4% isolated noise band, flags `model_contradicted`
+  when it beats the predicted `attainable_speedup`, and appends predicted vs actual to
+  knowledge/backend_playbook.md, whose proposed target_eff is printed (never applied).
+  The measurement is illustrative: by default 1.25x the prediction (`--measured X` to pass one).
 
 Each round calls `roofline.hook.run(round_dir, ...)` exactly as the pipeline does: discovered
 through the `serving_pipeline.analysis` entry point when the package is installed, imported
@@ -66,6 +72,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--workdir", help="run root to write into (default: a fresh temporary directory)")
     ap.add_argument("--plot", action="store_true", help="draw round 3's roofline picture and link it")
+    ap.add_argument("--measured", type=float, default=None,
+                    help="step 4: the isolated speedup a kernel team measured (default: 1.25x the prediction, "
+                         "an illustrative value)")
     a = ap.parse_args(argv)
     workdir = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="roofline_pipeline_"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -95,7 +104,30 @@ def main(argv=None) -> int:
         report.write_artifact(art, pj.parent)
         print(f"round_3 picture: {info['path']} ({len(info['points'])} points, "
               f"{len(info['arrows'])} stage-A/B -> C arrows), linked from {pj.parent / report.ARTIFACT_MD}")
+    feedback_step(Path(summaries[-1]["json"]), a.measured)
     return 0
+
+
+def feedback_step(artifact: Path, measured: float | None) -> None:
+    """Step 4: feed a kernel team's measurement back (seed 002 section 8)."""
+    from roofline import feedback
+
+    art = json.loads(artifact.read_text(encoding="utf-8"))
+    head = next(e for e in sorted(art["entries"], key=lambda e: -e["pct_gpu_time"])
+                if e.get("attainable_speedup") and e["headroom_class"] != "unknown")
+    x = measured if measured is not None else round(1.25 * head["attainable_speedup"], 3)
+    res = feedback.record_feedback(artifact, head["name"], x, source="kernel team (example)")
+    fb = res["feedback"]
+    print(f"\nstep 4 (feedback): {head['short_name']}: measured {x:.3f}x isolated vs predicted "
+          f"{fb['predicted_attainable_speedup']:.3f}x -> {fb['isolated_verdict']}")
+    e = next(e for e in json.loads(artifact.read_text(encoding="utf-8"))["entries"] if e["name"] == head["name"])
+    print(f"  artifact entry: model_contradicted={str(e['model_contradicted']).lower()}, "
+          f"measured_attainable_speedup={e['measured_attainable_speedup']:.3f}")
+    md = Path(res["playbook"])
+    print(f"  playbook line ({md}):\n    {md.read_text(encoding='utf-8').strip().splitlines()[-1]}")
+    for cls, p in sorted(feedback.propose_priors(feedback.read_records(md.parent)).items()):
+        print(f"  proposed target_eff[{cls}] = {p['proposed_target_eff']:.2f} (prior {p['prior']:.2f}; evidence: "
+              f"{p['evidence']} record(s), {p['contradictions']} contradicted the model; not applied)")
 
 
 def _short(json_path: str, name: str) -> str:

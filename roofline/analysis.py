@@ -10,7 +10,7 @@ import math
 import traceback
 from typing import Any
 
-from roofline import routing
+from roofline import contract, routing
 from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
@@ -110,15 +110,18 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                   counters: Any | None, all_light: list[dict]) -> tuple[dict, dict]:
     """One head entry -> (artifact entry, model info). Raises EntryError to degrade it (L2)."""
     notes: list[str] = []
+    # op_class is the seed's closed set in the artifact; the finer kind (norm, quant, comm) picks
+    # the model and the prior here and is kept as op_kind
     op_class = classify(e.name, e.classification)
     sname = e.short_name or _short_name(e.name)
-    out: dict[str, Any] = {"name": e.name, "short_name": sname, "pct_gpu_time": e.pct_gpu_time,
-                           "op_class": op_class, "editable": e.editable, "modeled": False}
+    out: dict[str, Any] = {"name": e.name, "short_name": sname, "pct_gpu_time": _verbatim_pct(e),
+                           "op_class": contract.seed_op_class(op_class), "op_kind": op_class,
+                           "editable": e.editable, "modeled": False}
     if e.problems:
         raise EntryError("; ".join(e.problems))
     regime, why = pick_regime(e, topn)
     reg = e.regimes[regime]
-    out.update(regime=regime, t_ms=reg.base_latency_ms, launches_per_step=reg.launches_per_step,
+    out.update(regime=regime, t_ms=reg.base_latency_ms, launches_per_step=_verbatim_lps(e, regime, reg),
                launches_per_logical_op=e.launches_per_logical_op)
     notes.append(why)
     if op_class == "comm":
@@ -170,7 +173,21 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                      "feasible": _feasible(m), "note": c.note, "_m": m})
     feasible = [a for a in alts if a["feasible"]]
     chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
-    if len(alts) > 1:
+    mean_ctx = next((a for a in alts if a["model"] == "mean_context"), None)
+    if op_class == "attn" and mean_ctx is not None:
+        # Seed section 4: attention's seq_len is the CURRENT average context (isl + osl/2), not the
+        # max. The max context is no second byte model for the feasibility rule: it is only the
+        # upper end of the displayed range.
+        chosen = mean_ctx
+        notes.append("attention point estimate at the mean context "
+                     f"({mean_ctx['note']}, isl + osl/2); the max context "
+                     + ", ".join(a["note"] for a in alts if a["model"] == "max_context")
+                     + " (isl + osl) is only the upper end of the displayed range")
+        for a in alts:
+            if not a["feasible"]:
+                notes.append(f"{a['model']} ({a['note']}) implies {a['roofline_pct_raw']:.0%} of the roof: infeasible, "
+                             "left out of the range")
+    elif len(alts) > 1:
         if feasible:
             notes.append(f"byte model: {chosen['model']} (largest feasible of {', '.join(a['model'] for a in alts)})")
         else:
@@ -282,13 +299,17 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     out["confidence"] = confidence
     out["route"] = routing.route(out)
     out["route_reason"] = routing.ROUTES[out["route"]]
+    # Seed section 2: byte_reduction_levers only on saturated heads; every other lever (latency:
+    # occupancy, fusion, split-K; the evidence-based stop-reading lever of an unsaturated MoE) goes
+    # to other_levers.
     out["byte_reduction_levers"] = (routing.byte_reduction_levers(out, all_light, res.info, dt)
                                     if out["headroom_class"] == "saturated" else [])
+    out["other_levers"] = routing.other_levers(out)
     if (op_class == "moe" and out["headroom_class"] != "saturated"
             and any(not a["feasible"] for a in out.get("alternatives", []))):
         # the all-expert model being infeasible is itself evidence for the stop-reading lever
-        out["byte_reduction_levers"] = [lv for lv in routing.byte_reduction_levers(out, [], res.info, dt)
-                                        if lv.startswith("stop reading")]
+        out["other_levers"] += [lv for lv in routing.byte_reduction_levers(out, [], res.info, dt)
+                                if lv.startswith("stop reading")]
     out["notes"] = "; ".join(notes)
     return out, res.info
 
@@ -351,9 +372,30 @@ def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, 
     return mm, measured_bytes, "high"
 
 
+def _verbatim_pct(e: Entry):
+    """pct_gpu_time exactly as the Top-N wrote it (40 stays 40, not 40.0)."""
+    raw = e.raw.get("pct_gpu_time") if isinstance(e.raw, dict) else None
+    return raw if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw == e.pct_gpu_time else e.pct_gpu_time
+
+
+def _verbatim_lps(e: Entry, regime: str | None, reg):
+    """launches_per_step as the Top-N wrote it: a count stays an integer."""
+    if reg is None:
+        return None
+    try:
+        raw = e.raw["regimes"][regime]["launches_per_step"]
+    except (KeyError, TypeError):
+        raw = None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw == reg.launches_per_step:
+        return raw
+    v = reg.launches_per_step
+    return int(v) if float(v).is_integer() else v
+
+
 def _light(e: Entry) -> dict:
+    kind = classify(e.name, e.classification)
     return {"name": e.name, "short_name": e.short_name or _short_name(e.name),
-            "op_class": classify(e.name, e.classification), "pct_gpu_time": e.pct_gpu_time}
+            "op_class": contract.seed_op_class(kind), "op_kind": kind, "pct_gpu_time": e.pct_gpu_time}
 
 
 def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: str | None = None,
@@ -409,7 +451,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             art["degraded"].append({"name": e.name, "reason": f"internal error: {exc.__class__.__name__}: {exc}"})
             art["skill_errors"].append({"where": f"entry {e.name}", "error": f"{exc.__class__.__name__}: {exc}",
                                         "traceback": traceback.format_exc(limit=4)})
-        art["entries"].append(ent)
+        art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     return art
 
@@ -417,9 +459,10 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
     regime = "decode" if "decode" in e.regimes else next(iter(e.regimes), None)
     r = e.regimes.get(regime) if regime else None
-    return {"name": e.name, "short_name": light["short_name"], "pct_gpu_time": e.pct_gpu_time,
-            "regime": regime, "op_class": light["op_class"], "modeled": False, "editable": e.editable,
-            "t_ms": r.base_latency_ms if r else None, "launches_per_step": r.launches_per_step if r else None,
+    return {"name": e.name, "short_name": light["short_name"], "pct_gpu_time": _verbatim_pct(e),
+            "regime": regime, "op_class": light["op_class"], "op_kind": light["op_kind"], "modeled": False,
+            "editable": e.editable, "t_ms": r.base_latency_ms if r else None,
+            "launches_per_step": _verbatim_lps(e, regime, r),
             "bound_type": "unknown", "headroom_class": "unknown", "confidence": "low", "suspect": False,
             "attainable_speedup": None, "expected_e2e_gain_pct": None, "byte_reduction_levers": [],
             "route": "host_side" if e.editable is False else "pct_fallback",
@@ -427,14 +470,19 @@ def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
             "notes": f"degraded (L2): {reason}"}
 
 
+def gain_rank_key(e: dict) -> tuple[float, bool]:
+    """What ranking_by_expected_gain sorts on: the expected e2e gain of an entry with a verdict at
+    medium or high confidence; for every other entry its pct_gpu_time, the most it could give (a
+    head without a verdict is never buried below a +0.00% saturated one). -> (key %, has_gain)."""
+    if (e.get("headroom_class") not in (None, "unknown") and e.get("confidence") in ("medium", "high")
+            and e.get("expected_e2e_gain_pct") is not None):
+        return float(e["expected_e2e_gain_pct"]), True
+    return float(e["pct_gpu_time"]), False
+
+
 def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
-    """Both rankings, side by side (section 2). By expected gain: entries with a verdict at medium or
-    high confidence, biggest gain first; every other entry follows in pct_gpu_time order (the
-    routing table's fallback), so the consumer sees the disagreement instead of a blend."""
+    """Both rankings, side by side (section 2), so the consumer sees the disagreement instead of a
+    blend. By expected gain: see gain_rank_key; ties go to the larger pct_gpu_time."""
     by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
-    ranked = [e for e in entries if e.get("headroom_class") not in (None, "unknown")
-              and e.get("confidence") in ("medium", "high") and e.get("expected_e2e_gain_pct") is not None]
-    ranked.sort(key=lambda e: (-e["expected_e2e_gain_pct"], -e["pct_gpu_time"]))
-    names = [e["name"] for e in ranked]
-    rest = [n for n in by_pct if n not in names]
-    return by_pct, names + rest
+    by_gain = sorted(entries, key=lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
+    return by_pct, [e["name"] for e in by_gain]

@@ -62,9 +62,11 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     topn: path to profile_topN.json or its parsed dict. env/config: paths or dicts; without them,
     env_report.json and config.json are looked for beside the Top-N and in its parents.
     counters: a path to an .ncu-rep / ncu raw CSV / rocprofv3 CSV, or a list of KernelCounters.
+    peaks_file: the pipeline's peaks.md (markdown) or a YAML peak table; without it a peaks.md
+    beside the env report is used, then the built-in tables, then level L1 (roofline.devices).
     Raises InputError on a malformed file; everything inside one entry degrades instead.
     """
-    from roofline import analysis, peaks as _peaks
+    from roofline import analysis
 
     if stage is not None and stage not in STAGES:
         raise InputError("--stage", "", f"expected one of A, B, C, got {stage!r}")
@@ -78,19 +80,16 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
             kcs = load_counters(counters)
         else:
             kcs = list(counters)
-    try:
-        pk = _peaks.resolve(e.gpu_name, e.gfx, device_props=device_props, peaks_file=peaks_file)
-    except _peaks.PeaksError:
-        # No table for the device: the counter report carries its own DRAM roof (L1, "derived").
-        props = report_peaks(kcs or [])
-        if not props:
-            raise
-        pk = _peaks.resolve(e.gpu_name, e.gfx, device_props=props)
-        pk.notes.append("peaks read from the counter report: memory = dram__bytes.sum.peak_sustained x "
-                        "dram__cycles_elapsed.avg.per_second; compute = dense tensor ops per cycle x the "
-                        "maximum SM clock (hardware peaks, not measured ceilings)")
+    # peaks: explicit file / the pipeline's peaks.md / our tables / L1 (roofline.devices); a device
+    # problem never stops the run: it lowers confidence or degrades the entries
+    from roofline import devices
+
+    pk, peak_problems = devices.resolve_run_peaks(
+        e.gpu_name, e.gfx, peaks_file=peaks_file, env_path=e.path, raws=(e.raw, t.raw),
+        device_props=device_props, report_props=report_peaks(kcs or []))
     art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
                            head_cap=head_cap, inputs_meta=meta)
+    art["skill_errors"].extend({"where": "peaks", "error": p} for p in peak_problems)
     if as_dataframe:
         return to_dataframe(art)
     return art
@@ -99,7 +98,7 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
 def to_dataframe(art: dict):
     import pandas as pd
 
-    cols = ["name", "short_name", "pct_gpu_time", "regime", "op_class", "modeled", "t_ms", "bytes_est",
+    cols = ["name", "short_name", "pct_gpu_time", "regime", "op_class", "op_kind", "modeled", "t_ms", "bytes_est",
             "flops_est", "hbm_util", "compute_util", "arithmetic_intensity", "ridge_point", "bound_type",
             "roofline_pct", "target_eff", "attainable_speedup", "expected_e2e_gain_pct", "headroom_class",
             "confidence", "suspect", "route"]

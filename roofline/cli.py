@@ -20,6 +20,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("roofline.plot:plot_cmd", "Draw the roofline picture of a profile_roofline.json."),
     "playbook": ("roofline.commands.playbook:playbook", "Summarize predicted vs measured records and propose priors."),
     "calc": ("roofline.commands.calc:calc", "The roofline calculator (seed 001): t_compute vs t_HBM, AI vs ridge, crossover; --html page."),
+    "feedback": ("roofline.commands.feedback:feedback", "Record a measured speedup: noise bands, contradiction flag, playbook."),
+    "compare": ("roofline.commands.feedback:compare", "Round A vs round B: measured change per kernel against A's prediction."),
 }
 
 

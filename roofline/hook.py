@@ -35,8 +35,10 @@ def _resolve(round_dir: Path, p, name: str) -> Path | None:
 
 def run(round_dir, env="env_report.json", config="config.json", analysis_skill: str = "roofline",
         head_threshold_pct: float = 5.0, stage: str | None = None, counters=None, head_cap: int = 8,
-        out_dir=None) -> dict | None:
-    """Analyse `round_dir`/profile_topN.json and write profile_roofline.{json,md} beside it."""
+        out_dir=None, peaks=None) -> dict | None:
+    """Analyse `round_dir`/profile_topN.json and write profile_roofline.{json,md} beside it.
+    peaks: the pipeline's peaks.md (or a YAML peak table); default: a peaks.md beside the env
+    report, then the built-in tables."""
     if analysis_skill in (None, "none"):
         return None  # L0
     try:
@@ -53,8 +55,9 @@ def run(round_dir, env="env_report.json", config="config.json", analysis_skill: 
         cfg_p = _resolve(topn_path.parent, config, "config.json")
         if cfg_p is not None and not Path(cfg_p).exists():
             cfg_p = None  # config.json is optional
+        pk_p = _resolve(topn_path.parent, peaks, "peaks.md") if peaks is not None else None
         art = api.analyze(topn_path, env_p, cfg_p, stage=stage, counters=counters,
-                          head_threshold_pct=head_threshold_pct, head_cap=head_cap)
+                          head_threshold_pct=head_threshold_pct, head_cap=head_cap, peaks_file=pk_p)
     except Exception as exc:  # L5: never fail the run
         errors.append({"where": "analyze", "error": f"{exc.__class__.__name__}: {exc}",
                        "traceback": traceback.format_exc(limit=6)})
@@ -80,9 +83,12 @@ def run(round_dir, env="env_report.json", config="config.json", analysis_skill: 
 
 
 def _empty_artifact(stage, errors) -> dict:
-    return {"skill": "roofline", "skill_version": "1", "gfx": None, "peaks": None, "stage": stage or "A",
-            "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [], "degraded": [],
-            "skill_errors": errors}
+    # the seed's artifact shape even when nothing could be analysed: a peaks block with no roofs
+    return {"skill": "roofline", "skill_version": "1", "gfx": None,
+            "peaks": {"device": "unknown", "hbm_bw_bytes_s": None, "flops": {}, "flops_kind": {}, "source": "derived",
+                      "confidence": "low", "origin": "none", "sources": {}, "notes": []},
+            "stage": stage or "A", "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [],
+            "degraded": [], "skill_errors": errors}
 
 
 def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dict:
@@ -98,3 +104,21 @@ def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dic
         return res
     except Exception as exc:
         return {"rerun": [], "skipped": {}, "playbook": None, "error": f"{exc.__class__.__name__}: {exc}"}
+
+
+def feedback(artifact, kernel: str, isolated_speedup: float, e2e_delta_pct: float | None = None,
+             playbook_dir=None, isolated_band: float | None = None, e2e_band: float | None = None) -> dict:
+    """Seed 002 section 8 from the pipeline: record a kernel team's measurement of `kernel` in
+    `artifact` (flags model_contradicted when it beats attainable_speedup; the measurement is
+    preferred) and append predicted vs actual to knowledge/backend_playbook.md. Never raises:
+    returns {"entry", "feedback", "playbook", "error": None|str}; on error nothing is written."""
+    try:
+        from roofline import feedback as _fb
+
+        kw = {k: v for k, v in (("isolated", isolated_band), ("e2e_pct", e2e_band)) if v is not None}
+        res = _fb.record_feedback(artifact, kernel, isolated_speedup, e2e_delta_pct, bands=_fb.NoiseBands(**kw),
+                                  playbook_dir=playbook_dir)
+        res["error"] = None
+        return res
+    except Exception as exc:
+        return {"entry": None, "feedback": None, "playbook": None, "error": f"{exc.__class__.__name__}: {exc}"}

@@ -50,13 +50,15 @@ class Peaks:
     hbm_bw_kind: str                          # "datasheet" | "measured" | "derived"
     flops: dict[str, float]                   # dtype -> FLOP/s roof actually used
     flops_kind: dict[str, str]                # dtype -> "measured" | "validated" | "datasheet" | "derived"
-    source: str                               # "table" | "derived" | "file"
+    source: str                               # "table" | "derived" (seed 002 section 2)
     confidence: str                           # "high" | "medium" | "low"
     compute_unusable_dtypes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)  # what -> citation
     table_file: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    origin: str = "built-in table"            # finer than source: built-in table | peaks file |
+    #                                           pipeline peaks.md | datasheet catalogue | device properties
 
     def compute_peak(self, dtype: str) -> float | None:
         return self.flops.get(norm_dtype(dtype) or "")
@@ -82,6 +84,8 @@ class Peaks:
             "confidence": self.confidence,
             "compute_unusable_dtypes": list(self.compute_unusable_dtypes),
             "table_file": self.table_file,
+            "origin": self.origin,
+            "sources": dict(self.sources),
             "notes": list(self.notes),
         }
 
@@ -193,7 +197,9 @@ def resolve(gpu_name: str | None = None, gfx: str | None = None, *, device_props
             data = yaml.safe_load(fh)
         if not isinstance(data, dict):
             raise PeaksError(f"{peaks_file}: not a peak table")
-        return from_table(data, str(peaks_file), source="file")
+        pk = from_table(data, str(peaks_file))
+        pk.origin = "peaks file"
+        return pk
     tables = load_tables(directory)
     if gpu_name:
         key = _norm_name(gpu_name)
@@ -234,7 +240,7 @@ def derive(gpu_name: str | None, gfx: str | None, props: dict | None) -> Peaks:
             "derive peaks from: pass --peaks FILE (see `roofline peaks show h200` for the format)")
     pk = Peaks(device=gpu_name or gfx or "unknown", gfx=gfx, vendor=None, hbm_bw_bytes_s=hbm,
                hbm_bw_kind="derived", flops=flops, flops_kind={d: "derived" for d in flops},
-               source="derived", confidence="low")
+               source="derived", confidence="low", origin="device properties")
     pk.notes.append("level L1: device not in the peak tables; peaks derived from device properties, "
                     "every entry is display-only (confidence low)")
     return pk

@@ -149,7 +149,8 @@ def to_markdown(art: dict) -> str:
     L.append("")
     L.append(f"Head: entries with pct_gpu_time >= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}. "
              "Ranks: `#pct` by share of GPU time, `#gain` by expected end-to-end gain (both kept: they disagree "
-             "on purpose).")
+             "on purpose); an entry without an expected gain (no verdict, or low confidence) ranks in `#gain` by "
+             "its % GPU, the most it could give.")
     L.append("")
     rows = table_rows(art)
     L.append("| " + " | ".join(HEADERS) + " |")

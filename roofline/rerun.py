@@ -156,10 +156,10 @@ def _roof_pct(entry: dict, t_ms: float, peaks: dict) -> float | None:
     return entry["bytes_est"] / t_s / peaks["hbm_bw_bytes_s"] if peaks.get("hbm_bw_bytes_s") else None
 
 
-def guard_verdict(measured_speedup: float, predicted: float | None, band: float = NOISE_BAND_ISOLATED
-                  ) -> tuple[str, bool]:
+def guard_verdict(measured_speedup: float, predicted: float | None,
+                  band: float = NOISE_BAND_ISOLATED) -> tuple[str, bool]:
     """Section 8 guards: sub-noise-band gains are not real; a measured speedup above the predicted
-    attainable one means the model was wrong (the measurement wins)."""
+    attainable one means the model was wrong (the measurement wins). `band`: the isolated band."""
     contradiction = predicted is not None and measured_speedup > predicted * (1 + band)
     if measured_speedup < 1.0 - band:
         return "no real gain: the best isolated kernel is slower than the in-run kernel", contradiction
@@ -233,6 +233,7 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     note += f"; {verdict}"
     if "projected_in_run_t_ms" in m:
         note += f"; projected in-run {m['projected_in_run_t_ms']:.4g} ms (now {current:.4g} ms)"
+    e["model_contradicted"] = bool(e.get("model_contradicted")) or contradiction   # the artifact-level flag
     if "isolation_ratio" in m:
         note += f"; isolation costs the library {m['isolation_ratio']:.2f}x its in-run time (kept apart)"
     e["notes"] = (e.get("notes", "") + "; " + note).lstrip("; ")

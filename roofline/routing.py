@@ -72,6 +72,23 @@ def route(entry: dict) -> str:
     return "fewer_flops"
 
 
+def other_levers(entry: dict) -> list[str]:
+    """Levers that are NOT byte reduction (seed section 7 routing rows): latency-bound heads are
+    fixed by occupancy / dependency chain / fusion / split-K, dispatch-bound ones by fusion or
+    graph capture. byte_reduction_levers stays for saturated heads only (section 2)."""
+    if entry.get("dispatch_bound"):
+        return ["fusion: fold this launch into a neighbouring kernel",
+                "graph capture: take the per-launch dispatch cost off the critical path"]
+    if entry.get("bound_type") != "latency":
+        return []
+    out = ["occupancy: more resident warps/CTAs per SM (smaller tiles, fewer registers)",
+           "shorter dependency chains: more independent work in flight per warp",
+           "fusion with a neighbouring kernel"]
+    if entry.get("op_class") in ("gemm", "moe") and entry.get("regime") == "decode":
+        out.append("split-K: more CTAs for a skinny decode GEMM")
+    return out
+
+
 _FUSABLE = ("elementwise", "norm", "quant")
 _NARROWER = {"fp32": "bf16", "bf16": "fp8", "fp16": "fp8", "fp8": "fp4"}
 
@@ -81,10 +98,11 @@ def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict
     levers: list[str] = []
     # 1. fuse an adjacent op away: prologue/epilogue kernels that appear separately in the Top-N
     for other in all_entries:
-        if other is entry or other.get("op_class") not in _FUSABLE:
+        kind = other.get("op_kind") or other.get("op_class")
+        if other is entry or kind not in _FUSABLE:
             continue
         levers.append(
-            f"fuse {other['short_name']} ({other['op_class']}, {other['pct_gpu_time']:.2f}% GPU) into "
+            f"fuse {other['short_name']} ({kind}, {other['pct_gpu_time']:.2f}% GPU) into "
             "this kernel: removes an activation round-trip and that kernel's own time")
     # 2. stop reading what isn't used
     if entry.get("op_class") == "moe" and model_info.get("experts_hit") is not None:

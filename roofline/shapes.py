@@ -64,7 +64,7 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
                 _fill(s, "batch", int(conc), "decode batch = workload.conc", assumed)
                 if "seq_len" not in s:
                     # NB: seq_len is the CURRENT average context; mid-run that is isl + osl/2. The
-                    # full context isl + osl is the upper candidate (the feasibility rule picks).
+                    # full context isl + osl is only the upper end of the displayed range.
                     s["seq_len_candidates"] = [("mean_context", isl + osl / 2), ("max_context", isl + osl)]
                     s["seq_len"] = isl + osl / 2
                     assumed.append(f"seq_len={isl + osl / 2:g} (isl + osl/2, the mid-run average context; "

@@ -82,3 +82,83 @@ def topn(*entries, **kw):
 @pytest.fixture
 def clone():
     return copy.deepcopy
+
+
+# ----------------------------------------------------------------------------- artifact contract
+# Every artifact the suite produces is read by the strict seed reader (tests/seed_reader.py, its
+# own checker of seed 002 section 2) and validated against the project's JSON Schema: each one
+# analysis.analyze returns (serialized as it would be written, with its Top-N for the verbatim
+# checks), every one handed to report.write_artifact (hook, CLI, rerun and feedback writes, wherever
+# they go) and every profile_roofline.json left under the test's tmp_path. A test that writes a deliberately broken artifact says so with
+# @pytest.mark.broken_artifact(reason).
+def pytest_configure(config):
+    config.addinivalue_line("markers", "broken_artifact(reason): the test writes an invalid artifact on purpose")
+
+
+def _contract_problems(art, topn_raw):
+    import seed_reader
+
+    from roofline import report
+    from roofline.schema import validate_artifact
+
+    written = json.loads(report.to_json(art))
+    probs = seed_reader.check(written, topn_raw)
+    try:
+        validate_artifact(written)
+    except Exception as exc:  # jsonschema.ValidationError
+        probs.append(f"schema: {str(exc).splitlines()[0]}")
+    return probs
+
+
+@pytest.fixture(autouse=True)
+def _artifact_contract(request, monkeypatch):
+    from roofline import analysis
+
+    if request.node.get_closest_marker("broken_artifact"):
+        yield
+        return
+    produced = []
+    orig = analysis.analyze
+
+    def analyze_and_keep(topn, *a, **kw):
+        art = orig(topn, *a, **kw)
+        try:
+            produced.append(("analysis.analyze", _contract_problems(art, topn.raw)))
+        except Exception as exc:
+            produced.append(("analysis.analyze", [f"cannot serialize: {exc.__class__.__name__}: {exc}"]))
+        return art
+
+    monkeypatch.setattr(analysis, "analyze", analyze_and_keep)
+    from roofline import report as _report
+
+    orig_write = _report.write_artifact
+
+    def write_and_check(art, out_dir, *a, **kw):   # every write, wherever it goes (rerun write-backs too)
+        try:
+            produced.append((f"write_artifact({out_dir})", _contract_problems(art, None)))
+        except Exception as exc:
+            produced.append((f"write_artifact({out_dir})", [f"cannot serialize: {exc.__class__.__name__}: {exc}"]))
+        return orig_write(art, out_dir, *a, **kw)
+
+    monkeypatch.setattr(_report, "write_artifact", write_and_check)
+    yield
+    tmp = request.node.funcargs.get("tmp_path")
+    if tmp is not None:
+        for p in sorted(Path(tmp).rglob("profile_roofline.json")):
+            try:
+                art = json.loads(p.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                produced.append((str(p), [f"not JSON: {exc}"]))
+                continue
+            topn_raw = None
+            src = (art.get("inputs") or {}).get("topn") if isinstance(art, dict) else None
+            if src and Path(src).is_file():
+                try:
+                    topn_raw = json.loads(Path(src).read_text(encoding="utf-8"))
+                except ValueError:
+                    topn_raw = None
+            produced.append((str(p), _contract_problems(art, topn_raw)))
+    failed = [(w, ps) for w, ps in produced if ps]
+    if failed:
+        pytest.fail("artifact breaks the seed-002 contract:\n" + "\n".join(
+            f"  {w}: " + "; ".join(ps[:6]) for w, ps in failed[:5]), pytrace=False)

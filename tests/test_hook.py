@@ -211,6 +211,15 @@ def test_three_round_example_runs_a_b_c(tmp_path):
     assert "stage A" in p.stdout and "stage B" in p.stdout and "stage C" in p.stdout
     assert (work / "profile" / "round_3" / "roofline.png").stat().st_size > 10_000
     assert "![roofline](roofline.png)" in (work / "profile" / "round_3" / MD).read_text()
+    # step 4: a measurement fed back beats the round-3 prediction of the decode GEMM (1.25x it)
+    g4 = next(e for e in json.loads((work / "profile" / "round_3" / ART).read_text())["entries"]
+              if e["short_name"] == "decode_gemm_64x8192x8192")
+    assert g4["model_contradicted"] is True
+    assert g4["measured_attainable_speedup"] == round(1.25 * g["attainable_speedup"], 3)
+    assert "model_contradicted=true" in p.stdout and "step 4 (feedback)" in p.stdout
+    pb = (work / "knowledge" / "backend_playbook.md").read_text().strip().splitlines()[-1]
+    assert f"| {g['attainable_speedup']:.3f} | " in pb and "the model was wrong" in pb and pb in p.stdout
+    assert "proposed target_eff[gemm]" in p.stdout
 
 
 def test_a_process_killed_mid_write_leaves_the_old_artifact(run_root):

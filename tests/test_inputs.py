@@ -115,13 +115,19 @@ def test_cli_exits_2_with_one_line(tmp_path, t, env, expect):
     assert expect in err
 
 
-def test_cli_unknown_device_without_props_exits_2(tmp_path):
+def test_cli_unknown_device_without_props_degrades_and_exits_0(tmp_path):
+    # seed L1: an unusable device description is not unusable input: every entry degrades
     d = tmp_path / "r"
     d.mkdir()
-    p = _write(d, topn(entry("a", 7, 1.0)), h200_env(gfx="gfx1100", gpu_name="Radeon RX 7900"))
+    p = _write(d, topn(entry("a", 7, 1.0, classification="gemm", shapes=[{"M": 64, "N": 4096, "K": 4096}])),
+               h200_env(gfx="gfx1100", gpu_name="Radeon RX 7900"))
     res = CliRunner().invoke(main, ["analyze", str(p)])
-    assert res.exit_code == 2
-    assert "no peak table for device Radeon RX 7900 (gfx1100)" in res.stderr
+    assert res.exit_code == 0, res.output
+    art = json.loads((d / "profile_roofline.json").read_text())
+    assert art["peaks"]["source"] == "derived" and art["peaks"]["confidence"] == "low"
+    assert art["peaks"]["hbm_bw_bytes_s"] is None and art["peaks"]["flops"] == {}
+    assert art["degraded"] == [{"name": "a", "reason": "no memory peak for Radeon RX 7900"}]
+    assert "no peaks for Radeon RX 7900 (gfx1100)" in art["peaks"]["notes"][0]
 
 
 def test_cli_empty_entries_succeeds_with_empty_table(tmp_path):

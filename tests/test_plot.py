@@ -75,6 +75,7 @@ def test_cli_default_output_beside_the_artifact(art, tmp_path):
     ('{"entries": [], "peaks": null}', ".png", "$.peaks"),
     ("GOOD", ".jpg", ".png or .svg"),
 ])
+@pytest.mark.broken_artifact("writes malformed profile_roofline.json files that the CLI must reject")
 def test_cli_rejects_bad_input_with_one_line(art, tmp_path, content, suffix, expect):
     from roofline import report
 

@@ -31,7 +31,9 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile
 @click.option("--format", "fmt", type=click.Choice(["json", "md", "table"]), default="table", show_default=True,
               help="What to print on stdout after writing the artifact.")
 @click.option("--peaks", "peaks_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="A peak table (YAML, the format of `roofline peaks show`) overriding the built-in ones.")
+              help="The pipeline's peaks.md (a markdown table keyed by gfx or GPU name, one column per roof "
+                   "with its unit) or a YAML peak table (the format of `roofline peaks show`); default: a "
+                   "peaks.md beside the env report, then the built-in tables.")
 @click.option("--no-write", is_flag=True, help="Print only; write no artifact.")
 def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analysis_skill, out_dir, fmt,
             peaks_file, no_write):
@@ -72,6 +74,9 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
             raise
         click.echo(f"roofline analyze: {exc}", err=True)
         sys.exit(2)
+    for se in art.get("skill_errors", []):
+        if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
+            click.echo(f"roofline analyze: warning: {se['error']}", err=True)
     if not no_write:
         dest = out_dir or topn.parent
         try:

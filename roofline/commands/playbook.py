@@ -9,25 +9,37 @@ import click
 
 @click.command("playbook")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-def playbook(path):
-    """Summarize PATH (knowledge/ or its backend_playbook.jsonl): per op class, the number of
-    re-runs, the median measured/predicted attainable speedup (1.00 = calibrated) and a proposed
-    target_eff from what the re-runs reached. Proposals are printed, never applied."""
-    from roofline import rerun, routing
+@click.option("--isolated-band", type=float, default=None,
+              help="Isolated noise band (fraction, default 0.034): speedups at or below 1 + band are not evidence.")
+def playbook(path, isolated_band):
+    """Summarize PATH (knowledge/ or its backend_playbook.jsonl): per op class (attention per
+    regime) the evidence count (real gains: measured speedups above the isolated noise band), the
+    contradictions, the median measured/predicted speedup (1.00 = calibrated), the
+    median e2e error (measured - predicted, % points) and a proposed target_eff: the median of
+    roofline_pct x measured speedup, what the measurements show reachable. Proposals are printed,
+    never applied."""
+    from roofline import feedback
 
     try:
-        recs = rerun.read_playbook(path)
-    except (OSError, ValueError) as exc:
+        recs = feedback.read_records(path)
+        bands = feedback.NoiseBands(**({"isolated": isolated_band} if isolated_band is not None else {}))
+    except (OSError, ValueError, feedback.FeedbackError) as exc:
         click.echo(f"roofline playbook: {path}: cannot read the playbook ({exc})", err=True)
         sys.exit(2)
-    summ = rerun.summarize_playbook(recs)
-    if not summ:
+    prop = feedback.propose_priors(recs, bands)
+    if not prop:
         click.echo("no measured records yet")
         return
-    click.echo(f"{'class':12s} {'n':>3s} {'meas/pred':>9s} {'prior':>6s} {'proposed':>8s}")
-    for cls, s in sorted(summ.items()):
-        mp = s["median_measured_over_predicted"]
-        prior = s["prior"] if s["prior"] is not None else routing.TARGET_EFF.get(cls)
-        click.echo(f"{cls:12s} {s['n']:3d} {('-' if mp is None else f'{mp:.2f}'):>9s} "
-                   f"{('-' if prior is None else f'{prior:.2f}'):>6s} {s['proposed_target_eff']:8.2f}")
+    f = lambda v, s: "-" if v is None else format(v, s)  # noqa: E731
+    click.echo(f"{'class':12s} {'evidence':>8s} {'contra':>6s} {'meas/pred':>9s} {'e2e err':>8s} {'prior':>6s} "
+               f"{'proposed':>8s}")
+    for cls, s in sorted(prop.items()):
+        click.echo(f"{cls:12s} {s['evidence']:8d} {s['contradictions']:6d} "
+                   f"{f(s['median_measured_over_predicted'], '.2f'):>9s} {f(s['median_e2e_error_pct'], '+.2f'):>8s} "
+                   f"{f(s['prior'], '.2f'):>6s} {f(s['proposed_target_eff'], '.2f'):>8s}")
+    for cls, s in sorted(prop.items()):
+        if s["proposed_target_eff"] is not None:
+            click.echo(f"proposed target_eff[{cls}] = {s['proposed_target_eff']:.2f} (prior "
+                       f"{f(s['prior'], '.2f')}; evidence: {s['evidence']} record(s), {s['contradictions']} "
+                       "contradicted the model)")
     click.echo("(proposals only: edit roofline/routing.py TARGET_EFF to adopt one)")

@@ -105,6 +105,8 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
                 src["devices"] = sorted(set(pt.device_names))
             doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
                              round_no=round_no, source=src)
+            if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
+                doc["device_properties"] = pt.device_properties
         else:
             from roofline.ingest.ncu import NcuError, ncu_steps, read_ncu
             reg = "prefill" if (prefill_steps is not None and decode_steps is None) else regime

@@ -106,6 +106,7 @@ class ParsedTrace:
     n_events: int = 0
     record_shapes: bool | None = None
     device_names: list[str] = field(default_factory=list)
+    device_properties: list[dict] = field(default_factory=list)     # kineto's deviceProperties records
     engine: str = ""                                                 # which parser read it
 
     @property
@@ -391,6 +392,8 @@ def _ijson_parse(path, rxs, keep_all_ops) -> ParsedTrace:
                 pt.record_shapes = bool(value)
             elif prefix == "deviceProperties.item.name" and isinstance(value, str):
                 pt.device_names.append(value)
+            elif prefix == "deviceProperties.item" and isinstance(value, dict):
+                pt.device_properties.append(value)
     except ijson.common.IncompleteJSONError as exc:
         raise TraceError(f"truncated or malformed JSON after {sink.n} events ({_short(exc)})") from None
     except ijson.common.JSONError as exc:
@@ -539,6 +542,7 @@ def _find_head(stream, pt: ParsedTrace):
     for d in hd.get("deviceProperties") or ():
         if isinstance(d, dict) and isinstance(d.get("name"), str):
             pt.device_names.append(d["name"])
+            pt.device_properties.append(d)
     lb = buf.find(b"[", k)
     if buf[k + len(b'"traceEvents"'):lb].strip() != b":":
         raise _Unsupported()
@@ -925,6 +929,8 @@ def _toplevel_then_events(stream):
         for prefix, event, value in ijson.parse(io.BytesIO(head + b'"traceEvents": []}'), use_float=True):
             if prefix in ("record_shapes", "deviceProperties.item.name"):
                 yield prefix, "scalar", value
+        for d in ijson.items(io.BytesIO(head + b'"traceEvents": []}'), "deviceProperties.item", use_float=True):
+            yield "deviceProperties.item", "object", d
     except ijson.common.JSONError:
         pass  # odd head: the main pass below still validates the events
     # Main pass: re-feed a document '{' + from "traceEvents" onwards.
