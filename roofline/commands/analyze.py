@@ -11,6 +11,16 @@ from roofline.errors import InputError, PeaksError, RooflineError
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
 
 
+def _how_to_give(exc: InputError) -> str:
+    """For a field missing from an env report, the way to give it (the starter of `roofline topn`)."""
+    if not exc.file.endswith("env_report.json") or not exc.path:
+        return ""
+    from roofline.ingest.env_starter import HOW_TO_GIVE
+
+    how = HOW_TO_GIVE.get(exc.path)
+    return f": give it with {how}" if how else ""
+
+
 @click.command("analyze")
 @click.argument("topn", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--env", "env", type=click.Path(dir_okay=False, path_type=Path),
@@ -59,7 +69,7 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
         art = api_analyze(topn, env, config, stage=stage, counters=counters, head_threshold_pct=head_threshold,
                           head_cap=head_cap, peaks_file=peaks_file)
     except InputError as exc:
-        click.echo(f"roofline analyze: {exc}", err=True)
+        click.echo(f"roofline analyze: {exc}{_how_to_give(exc)}", err=True)
         sys.exit(2)
     except PeaksError as exc:
         click.echo(f"roofline analyze: {exc}", err=True)
