@@ -163,6 +163,12 @@ def plot_cmd(artifact, out, link, title):
     per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
     colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
     ap = Path(artifact)
+    from roofline.filekinds import check
+
+    wrong = check(ap, ("artifact",), "an analysis artifact (profile_roofline.json, written by `roofline analyze`)")
+    if wrong:
+        click.echo(f"roofline plot: {wrong}", err=True)
+        sys.exit(2)
     try:
         art = json.loads(ap.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -11,6 +11,24 @@ from roofline.errors import InputError, PeaksError, RooflineError
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
 
 
+def _warn_ignored(topn: Path, counters, art: dict) -> None:
+    """One line on stderr per thing the analysis ignored (roofline.lint), and for a counter report
+    that matched no head entry."""
+    from roofline import inputs, lint
+
+    try:
+        lines = lint.topn_warnings(inputs.load_topn(topn))
+    except RooflineError:
+        lines = []
+    for line in lines:
+        click.echo(f"roofline analyze: warning: {line}", err=True)
+    if counters is not None and not any(e.get("counters") for e in art.get("entries", [])):
+        um = art.get("unmatched_counters") or []
+        click.echo(f"roofline analyze: warning: --counters {counters}: none of its {len(um)} kernel(s) matched a "
+                   "head entry, so stage C was not applied (names compared by full and short name"
+                   + (f"; e.g. {um[0][:60]!r}" if um else "") + ")", err=True)
+
+
 def _how_to_give(exc: InputError) -> str:
     """For a field missing from an env report, the way to give it (the starter of `roofline topn`)."""
     if not exc.file.endswith("env_report.json") or not exc.path:
@@ -63,8 +81,18 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     from roofline.api import analyze as api_analyze
 
     if topn is None:
+        if out_dir is not None:
+            click.echo(f"roofline analyze: --out {out_dir} ignored: no TOPN given, so the bundled example is "
+                       "analysed and nothing is written", err=True)
         topn, no_write = EXAMPLE, True
         click.echo(f"(no TOPN given: analysing the bundled example {EXAMPLE})", err=True)
+    else:
+        from roofline.filekinds import check
+
+        wrong = check(topn, ("topn",), "a Top-N (profile_topN.json)")
+        if wrong:
+            click.echo(f"roofline analyze: {wrong}", err=True)
+            sys.exit(2)
     try:
         art = api_analyze(topn, env, config, stage=stage, counters=counters, head_threshold_pct=head_threshold,
                           head_cap=head_cap, peaks_file=peaks_file)
@@ -82,6 +110,7 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
             raise
         click.echo(f"roofline analyze: {exc}", err=True)
         sys.exit(2)
+    _warn_ignored(topn, counters, art)
     if not no_write:
         dest = out_dir or topn.parent
         try:
