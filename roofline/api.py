@@ -16,8 +16,8 @@ def locate_inputs(topn_path: Path, env=None, config=None) -> tuple[Any, Any]:
         env = _in.find_upwards(topn_path.parent, "env_report.json")
         if env is None:
             raise InputError(str(topn_path), "", "no env_report.json beside it or in any parent "
-                             "directory: `roofline topn TRACE -o THIS_FILE --isl N --osl N --conc N` writes a "
-                             "starter one, or pass --env FILE (docs/env_report.md)")
+                             "directory: pass --env FILE, or let `roofline topn TRACE -o THIS_FILE --isl N --osl N "
+                             "--conc N` write a starter one (docs/env_report.md)")
     if config is None:
         config = _in.find_upwards(topn_path.parent, "config.json")  # optional
     return env, config
