@@ -34,6 +34,7 @@ def _known_hint(h: str) -> bool:
 
 def topn_warnings(t: TopN) -> list[str]:
     out: list[str] = []
+    replayed: list[str] = []
     for e in t.entries:
         where = f"entries[{e.index}] ({(e.short_name or e.name)[:60]})"
         cls = classify(e.name, e.classification)
@@ -47,8 +48,15 @@ def topn_warnings(t: TopN) -> list[str]:
             if unknown:
                 out.append(f"{where}: {label} key(s) {', '.join(unknown)} are not read by the {cls} model "
                            f"(it reads {', '.join(sorted(SHAPE_KEYS.get(cls, _ANY_KEYS)))}): ignored")
+        if e.raw.get("cuda_graph_replayed") and not e.shapes:
+            replayed.append(f"entries[{e.index}]")
         p = e.pct_gpu_time
         if math.isfinite(p) and p < 0:
             out.append(f"{where}: pct_gpu_time {p:g} is negative: the entry is below any head threshold and is "
                        "never analysed; fix the Top-N")
+    if replayed:
+        from roofline.ingest.graphs import GRAPH_HOWTO
+
+        out.append(f"{len(replayed)} entries ({', '.join(replayed[:8])}{', ...' if len(replayed) > 8 else ''}) were "
+                   f"replayed from a CUDA graph in the profiled window and have no shapes: {GRAPH_HOWTO}")
     return out

@@ -131,8 +131,16 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
                 notes.append(f"parsed with {pt.engine}: install ijson's C backend (yajl2_c) for speed")
             if pt.device_names:
                 src["devices"] = sorted(set(pt.device_names))
+            graph = _graph_replays(source, pt, notes)
+            if graph:
+                src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
             doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
                              round_no=round_no, source=src)
+            if graph:
+                only = set(graph["replayed_only"])
+                for e in doc["entries"]:
+                    if e["name"] in only and not e.get("shapes"):
+                        e["cuda_graph_replayed"] = True
         else:
             from roofline.ingest.ncu import NcuError, ncu_steps, read_ncu
             reg = "prefill" if (prefill_steps is not None and decode_steps is None) else regime
@@ -167,6 +175,30 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
                    f"prefill={doc['serving']['n_prefill_steps']}", err=True)
         for m in env_msgs:
             click.echo(f"roofline topn: {m}", err=True)
+
+
+def _graph_replays(source, pt, notes: list) -> dict | None:
+    """CUDA-graph replays (roofline.ingest.graphs): when some kernels have no op link, look for the
+    runtime's graph-launch events; if found, their note replaces the generic 'no record_shapes' one
+    (rewrites `notes` in place). Returns the summary, or None."""
+    from roofline.ingest import graphs
+
+    if not graphs.needs_scan(pt):
+        return None
+    try:
+        s = graphs.graph_replay_summary(pt, graphs.scan_graph_launches(source))
+    except (OSError, EOFError):
+        s = None
+    generic = [i for i, n in enumerate(notes) if n.startswith("the trace has no record_shapes data")]
+    if s is None:
+        if generic and pt.record_shapes:
+            notes[generic[0]] = ("record_shapes was on (the trace header says so), but no op that launches a "
+                                 "kernel carries Input Dims in the window: no shapes/dtypes filled")
+        return None
+    for i in reversed(generic):
+        del notes[i]
+    notes.append(graphs.graph_note(s))
+    return s
 
 
 def _starter_env(source, kind, doc, out_path, env_out, force, config, config_file, flags) -> list[str]:
