@@ -23,8 +23,11 @@ def _parse_shape(text: str) -> tuple[int, int, int]:
 def _need_gpu():
     from . import gpu
     if not gpu.gpu_available():
-        click.echo("roofline ladder: needs an NVIDIA sm_90a GPU with CuPy (pip install 'roofline[gpu]')", err=True)
+        click.echo("roofline ladder: needs an NVIDIA sm_90a GPU with CuPy (pip install 'roofline[gpu]': CuPy, "
+                   "cuda-python, nsight-python and torch)", err=True)
         sys.exit(2)
+    if gpu.torch_or_none() is None:
+        click.echo(f"roofline ladder: note: {gpu.TORCH_MISSING}; the levels run without it", err=True)
 
 
 @click.group()
