@@ -71,7 +71,8 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     end-to-end gain, the route (which kind of fix), and both rankings: by % of GPU time and by
     expected gain. Entries that cannot be modelled degrade one by one; the run does not fail.
 
-    Without TOPN, the bundled worked example (seed 002 section 9) is analysed and nothing is written.
+    Without TOPN, the bundled worked example (roofline/data/example/) is analysed and nothing is written.
+    Formats and method: docs/ in the repository.
 
     Exit codes: 0 on success (degraded entries included), 2 on unusable input.
     """
@@ -85,7 +86,8 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
             click.echo(f"roofline analyze: --out {out_dir} ignored: no TOPN given, so the bundled example is "
                        "analysed and nothing is written", err=True)
         topn, no_write = EXAMPLE, True
-        click.echo(f"(no TOPN given: analysing the bundled example {EXAMPLE})", err=True)
+        click.echo(f"(no TOPN given: analysing the bundled example "
+                   f"{EXAMPLE.relative_to(EXAMPLE.parents[5]).as_posix()})", err=True)
     else:
         from roofline.filekinds import check
 

@@ -209,7 +209,7 @@ def _starter_env(source, kind, doc, out_path, env_out, force, config, config_fil
     from roofline.ingest.env_starter import HOW_TO_GIVE, starter_env, trace_head
     from roofline.inputs import find_upwards
 
-    dest = Path(env_out) if env_out else Path(out_path).resolve().parent / "env_report.json"
+    dest = Path(env_out) if env_out else Path(out_path).parent / "env_report.json"
     existing = dest if dest.exists() else (None if env_out else find_upwards(dest.parent, "env_report.json"))
     given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None] + (["--config"] if config_file else [])
     if existing is not None and not force:
@@ -229,9 +229,10 @@ def _starter_env(source, kind, doc, out_path, env_out, force, config, config_fil
     except OSError as exc:
         _fail(str(dest), f"cannot write the starter env report: {exc.strerror or exc}")
     msgs = [f"note: {n}" for n in notes]
-    verb = "replaced" if existing is not None and existing == dest else "wrote"
+    same = existing is not None and existing.resolve() == dest.resolve()
+    verb = "replaced" if same else "wrote"
     line = f"{verb} the starter env report {dest}"
-    if existing is not None and existing != dest:
+    if existing is not None and not same:
         line += f" (it takes precedence over {existing} for this Top-N)"
     msgs.append(line)
     for m in missing:
