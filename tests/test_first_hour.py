@@ -304,3 +304,21 @@ def test_markdown_legend_small_percentages_folded_names_and_regime_wording(tmp_p
 def test_pct_format():
     assert report._pct(0.003) == "0.3%" and report._pct(0.37) == "37%" and report._pct(0.0) == "0%"
     assert report._pct(0.00000012) == "<0.01%" and report._pct(None) == "-"
+
+
+def test_degraded_entries_say_how_to_give_the_missing_dimension():
+    env = {"gfx": "sm_90", "gpu_name": "NVIDIA H200", "model_dtype": "bf16", "model_arch_class": "moe",
+           "workload": {"isl": 128, "osl": 8, "conc": 8}}
+    reg = {"decode": {"base_latency_ms": 0.05, "launches_per_step": 1}}
+    topn = {"entries": [{"name": "fused_moe_kernel", "pct_gpu_time": 40.0, "regimes": reg},
+                        {"name": "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", "pct_gpu_time": 30.0, "regimes": reg}]}
+    art = api.analyze(topn, env, None)
+    why = {d["name"]: d["reason"] for d in art["degraded"]}
+    assert "moe shape is missing E, top_k, hidden, inter" in why["fused_moe_kernel"]
+    assert "`roofline analyze --config FILE`" in why["fused_moe_kernel"]
+    g = why["nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"]
+    assert "missing N, K" in g and "record_shapes=True" in g and "--config" not in g
+    # with the config, the MoE entry is modelled
+    cfg = json.loads((ROOT / "roofline" / "data" / "example" / "config.json").read_text())
+    art = api.analyze(topn, env, cfg)
+    assert "fused_moe_kernel" not in {d["name"] for d in art["degraded"]}
