@@ -238,8 +238,15 @@ def to_markdown(art: dict) -> str:
     L.append("## Degraded")
     L.append("")
     if art["degraded"]:
+        short = {e["name"]: e.get("short_name") for e in art["entries"]}
         for d in art["degraded"]:
-            L.append(f"- `{d['name']}`: {d['reason']}")
+            sn = short.get(d["name"])
+            if sn is None:
+                from roofline.classify import short_name
+
+                sn = short_name(d["name"])
+            L.append(f"- `{sn}`: {d['reason']}" + (f" <details><summary>full name</summary>`{d['name']}`</details>"
+                                                  if sn != d["name"] else ""))
     else:
         L.append("None.")
     if art.get("unmatched_counters"):
