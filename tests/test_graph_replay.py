@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from roofline import api
 from roofline.cli import main
 from roofline.ingest import graphs
 from roofline.ingest.torch_trace import parse_trace
@@ -131,28 +132,76 @@ def test_topn_maps_eager_shapes_onto_replayed_kernel_names(tmp_path):
     gemms = [e for e in doc["entries"] if e.get("classification") == "gemm"]
     assert gemms and all(e.get("shapes") for e in gemms)
     assert not any(e.get("cuda_graph_replayed") for e in doc["entries"])
-    assert "also ran eagerly in the window and take their shapes from those launches" in " ".join(doc["notes"])
+    assert "every one of those kernel names also ran eagerly in the window" in " ".join(doc["notes"])
 
 
-REAL = sorted((FIX / "traces_new").glob("*graph*.json.gz")) if (FIX / "traces_new").is_dir() else []
+REAL_DIR = FIX / "traces_real"
+META = json.loads((REAL_DIR / "fixtures_meta.json").read_text())["traces"]
 
 
-@pytest.mark.skipif(not REAL, reason="no real graph-replayed trace under fixtures/traces_new/")
-@pytest.mark.parametrize("trace", REAL, ids=lambda p: p.name)
-def test_real_graph_replayed_trace(trace, tmp_path):
-    gl = graphs.scan_graph_launches(str(trace))
-    # an independent count: the runtime/driver events named *GraphLaunch in the file
+def _independent_counts(trace: Path) -> dict:
+    """Graph launches and the kernels they ran, counted here from the decoded JSON."""
     with gzip.open(trace) as f:
         d = json.load(f)
-    n = sum(1 for e in d["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver")
-            and "GraphLaunch" in e.get("name", ""))
-    corr = {e["args"]["correlation"] for e in d["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver")
-            and "GraphLaunch" in e.get("name", "")}
-    rep = sum(1 for e in d["traceEvents"] if e.get("cat") == "kernel" and e["args"].get("correlation") in corr)
-    assert gl.count == n > 0
+    launches = [e for e in d["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and "GraphLaunch" in e.get("name", "")]
+    corr = {e["args"]["correlation"] for e in launches}
+    kern = [e for e in d["traceEvents"] if e.get("cat") == "kernel"]
+    rep = [e for e in kern if e["args"].get("correlation") in corr]
+    return {"launches": len(launches), "replayed": len(rep),
+            "pct": 100.0 * sum(e["dur"] for e in rep) / sum(e["dur"] for e in kern),
+            "names": {e["name"] for e in rep}, "record_shapes": d.get("record_shapes")}
+
+
+@pytest.mark.parametrize("stem", ["graph_decode_replay_only", "graph_decode_mixed"])
+def test_real_h200_graph_replayed_decode_trace(stem, tmp_path):
+    """The real graph-replayed decode traces (H200, torch 2.11, record_shapes=True): 6 replays of a
+    captured decode step; `_mixed` also has one eager step in the window."""
+    trace = REAL_DIR / f"{stem}.json.gz"
+    want = _independent_counts(trace)
+    meta = META[stem]
+    assert want["record_shapes"] == 1                    # shapes WERE recorded
+    gl = graphs.scan_graph_launches(str(trace))
+    assert gl.count == want["launches"] == meta["graph_replays"] == 6
     out = tmp_path / "profile_topN.json"
-    r = CliRunner().invoke(main, ["topn", str(trace), "-o", str(out), "--no-env-report"])
+    r = CliRunner().invoke(main, ["topn", str(trace), "-o", str(out), "--isl", "1024", "--osl", "64",
+                                  "--conc", str(meta["batch"])])
     assert r.exit_code == 0, r.output
     doc = json.loads(out.read_text())
-    assert doc["source"]["cuda_graph"]["replayed_kernel_launches"] == rep
-    assert "no record_shapes data" not in " ".join(doc["notes"])
+    cg = doc["source"]["cuda_graph"]
+    assert cg["graph_launches"] == 6 and cg["replayed_kernel_launches"] == want["replayed"]
+    assert cg["replayed_pct_gpu_time"] == pytest.approx(want["pct"], rel=1e-9)
+    assert cg["replayed_kernel_names"] == len(want["names"])
+    notes = " ".join(doc["notes"])
+    assert "no record_shapes data" not in notes and "record_shapes=True" not in notes
+    gemms = [e for e in doc["entries"] if e.get("op_class") == "gemm"]
+    assert gemms
+    if meta["eager_steps"] == 0:
+        assert cg["replayed_pct_gpu_time"] == pytest.approx(100.0)
+        assert cg["names_with_eager_shapes"] == 0
+        assert all(e.get("cuda_graph_replayed") and not e.get("shapes") for e in gemms)
+        assert "they have no shapes" in notes and "eager step" in notes
+        # analyze says why each GEMM head has no shapes (once), with what gives them
+        r = CliRunner().invoke(main, ["analyze", str(out), "--no-write", "--env", str(tmp_path / "env_report.json")])
+        assert r.exit_code == 2 and "model_dtype: required field is missing" in r.stderr
+        assert "every kernel was replayed from a CUDA graph" in r.stderr
+        r = CliRunner().invoke(main, ["topn", str(trace), "-o", str(out), "--isl", "1024", "--osl", "64",
+                                      "--conc", str(meta["batch"]), "--model-dtype", "bf16", "--force", "-q"])
+        assert r.exit_code == 0
+        r = CliRunner().invoke(main, ["analyze", str(out), "--no-write"])
+        assert r.exit_code == 0, r.output
+        lines = [ln for ln in r.stderr.splitlines() if ln.startswith("roofline analyze: warning:")
+                 and "replayed from a CUDA graph" in ln]
+        assert len(lines) == 1 and "eager step" in lines[0] and "--counters" in lines[0]
+        a = api.analyze(out)
+        gemm_reasons = [d["reason"] for d in a["degraded"] if d["name"] in {e["name"] for e in gemms}]
+        assert gemm_reasons and all("replayed from a CUDA graph" in x and "record_shapes" not in x
+                                    for x in gemm_reasons)
+    else:
+        # the eager step's shapes land on every replayed kernel name
+        assert cg["names_with_eager_shapes"] == cg["replayed_kernel_names"]
+        assert all(e.get("shapes") for e in gemms) and not any(e.get("cuda_graph_replayed") for e in doc["entries"])
+        assert "every one of those kernel names also ran eagerly" in notes
+        # the captured GEMM shapes are the script's own (M = the batch)
+        Ms = {s["M"] for e in gemms for s in e["shapes"] if "M" in s}
+        assert meta["batch"] in Ms

@@ -16,8 +16,8 @@ from collections import Counter
 # env_report field -> how a user gives it (the analyze CLI appends this to a "missing" message)
 HOW_TO_GIVE = {
     "gfx": "`roofline topn TRACE --gfx sm_90` (the trace had no deviceProperties) or edit the file",
-    "model_dtype": "`roofline topn TRACE --model-dtype bf16` (no captured dtypes: profile with record_shapes=True) "
-                   "or edit the file",
+    "model_dtype": "`roofline topn TRACE --model-dtype bf16` (no captured dtypes: record_shapes was off, or every "
+                   "kernel was replayed from a CUDA graph) or edit the file",
     "model_arch_class": "`roofline topn TRACE --model-arch-class dense|moe` or edit the file",
     "workload": "`roofline topn TRACE --isl N --osl N --conc N` or edit the file",
     "workload.isl": "`roofline topn TRACE --isl N` (input tokens per request) or edit the file",

@@ -108,10 +108,16 @@ def graph_note(s: dict) -> str:
             f"({', '.join(f'{k} x{v}' for k, v in s['launch_events'].items())}) ran "
             f"{s['replayed_kernel_launches']} kernel launches ({s['replayed_pct_gpu_time']:.1f}% of GPU time, "
             f"{s['replayed_kernel_names']} kernel names); ")
-    if s["names_with_eager_shapes"]:
-        head += (f"{s['names_with_eager_shapes']} of those names also ran eagerly in the window and take their "
-                 f"shapes from those launches; ")
-    return head + GRAPH_HOWTO
+    n, k = s["replayed_kernel_names"], s["names_with_eager_shapes"]
+    if n and k == n:
+        return head + ("every one of those kernel names also ran eagerly in the window, so their shapes come from "
+                       "those launches (replayed kernels themselves carry no shapes)")
+    if k:
+        head += (f"{k} of those names also ran eagerly in the window and take their shapes from those launches; "
+                 f"the other {n - k} ")
+    else:
+        head += "they "
+    return head + "have no shapes: " + GRAPH_HOWTO
 
 
 def needs_scan(pt) -> bool:
