@@ -45,7 +45,8 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
         label = e.get("short_name") or e.get("name")
         x, y = _num(e.get("arithmetic_intensity")), _num(e.get("achieved_flops"))
         if not e.get("modeled") or x is None or y is None or x <= 0 or y <= 0:
-            skipped.append({"name": e.get("name"), "reason": "not modeled" if not e.get("modeled")
+            skipped.append({"name": e.get("name"), "label": label,
+                            "reason": "not modeled" if not e.get("modeled")
                             else "no positive arithmetic_intensity / achieved_flops"})
             continue
         hc = e.get("headroom_class") or "unknown"
@@ -60,9 +61,14 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
             # the stage-A/B estimate: same useful FLOPs and time (same y), the model's bytes
             arrows.append({"name": e.get("name"), "label": label, "from_x": fl / bmod, "from_y": y,
                            "to_x": x, "to_y": y, "bytes_model": bmod, "bytes_measured": bm})
-    points.sort(key=lambda p: -p["pct_gpu_time"])
+    # numbered as the table's #pct column (ranking_by_pct), so the picture and the table agree even
+    # when an entry could not be placed
+    rank = {n: i for i, n in enumerate(art.get("ranking_by_pct") or [], 1)}
+    points.sort(key=lambda p: (rank.get(p["name"], 10**6), -p["pct_gpu_time"]))
     for i, p in enumerate(points, 1):
-        p["number"] = i
+        p["number"] = rank.get(p["name"], i)
+    for sk in skipped:
+        sk["number"] = rank.get(sk["name"])
     stage_arrows = []
     if history:
         chain = [h for h in history if isinstance(h, dict)] + [art]
@@ -227,17 +233,20 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     kax.text(0.0, y, f"{'#':>2}  {'kernel':<34} {'% GPU':>6} {'roofline':>8}  headroom", fontsize=8,
              family="monospace", weight="bold", va="top", transform=kax.transAxes)
     step = min(0.045, (y - 0.02) / (n_key + 1))
-    for p in pts:
+    rows = [("p", p) for p in pts] + [("s", sk) for sk in info["skipped"]]
+    rows.sort(key=lambda r: r[1].get("number") or 10**6)   # the table's #pct order
+    for kind, r in rows:
         y -= step
-        kax.text(0.0, y, f"{p['number']:>2}", fontsize=8, family="monospace", weight="bold", color=p["color"],
-                 va="top", transform=kax.transAxes)
-        kax.text(0.0, y, f"    {_clip(p['label'], 34):<34} {p['pct_gpu_time']:>6.2f} "
-                 f"{_fmt_pct(p['roofline_pct']):>8}  {p['headroom_class']}", fontsize=8, family="monospace",
-                 va="top", transform=kax.transAxes)
-    for sk in info["skipped"]:
-        y -= step
-        kax.text(0.0, y, f"{'-':>2}  {_clip(sk['name'] or '?', 34):<34} not drawn: {sk['reason']}", fontsize=8,
-                 family="monospace", va="top", color="#777777", transform=kax.transAxes)
+        if kind == "p":
+            kax.text(0.0, y, f"{r['number']:>2}", fontsize=8, family="monospace", weight="bold", color=r["color"],
+                     va="top", transform=kax.transAxes)
+            kax.text(0.0, y, f"    {_clip(r['label'], 34):<34} {r['pct_gpu_time']:>6.2f} "
+                     f"{_fmt_pct(r['roofline_pct']):>8}  {r['headroom_class']}", fontsize=8, family="monospace",
+                     va="top", transform=kax.transAxes)
+        else:
+            kax.text(0.0, y, f"{r.get('number') or '-':>2}  {_clip(r['label'] or r['name'] or '?', 34):<34} "
+                     f"not drawn: {r['reason']}", fontsize=8, family="monospace", va="top", color="#777777",
+                     transform=kax.transAxes)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
@@ -354,7 +363,8 @@ def plot_cmd(artifact, out, link, title, previous):
         sys.exit(2)
     click.echo(f"wrote {dest} ({len(info['points'])} point(s), {len(info['arrows'])} stage-C arrow(s)"
                + (f", {len(info['stage_arrows'])} arrow(s) from earlier rounds" if history else "")
-               + (f"; not placed: {', '.join(s['name'] for s in info['skipped'])}" if info["skipped"] else "") + ")")
+               + (f"; not placed: {', '.join(s['label'] or s['name'] for s in info['skipped'])}" if info["skipped"] else "")
+               + ")")
     if link:
         from roofline import report
 

@@ -114,7 +114,8 @@ def test_unplaceable_entries_are_listed_not_drawn(art):
     a["entries"][1]["modeled"] = False
     info = plot_points(a)
     assert [p["name"] for p in info["points"]] == ["fused_moe_kernel"]
-    assert info["skipped"] == [{"name": "kernel_paged_attention_2d", "reason": "not modeled"}]
+    assert [{k: s[k] for k in ("name", "reason")} for s in info["skipped"]] == [
+        {"name": "kernel_paged_attention_2d", "reason": "not modeled"}]
     assert list(info["compute_roofs"]) == ["fp8"]
 
 
@@ -202,3 +203,15 @@ def test_stage_arrows_from_earlier_rounds(tmp_path):
                                   "-o", str(tmp_path / "x.png")])
     assert r.exit_code == 2 and "--previous" in r.stderr and "not an analysis artifact" in r.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_numbers_follow_the_tables_pct_rank_when_an_entry_is_not_placed(tmp_path):
+    art = _real_eight_heads(tmp_path)
+    a = json.loads(json.dumps(art))
+    first = a["ranking_by_pct"][0]
+    next(e for e in a["entries"] if e["name"] == first)["modeled"] = False
+    info = plot_points(a)
+    assert [p["number"] for p in info["points"]] == list(range(2, 9))
+    assert info["skipped"][0]["number"] == 1 and info["skipped"][0]["name"] == first
+    for p in info["points"]:
+        assert a["ranking_by_pct"][p["number"] - 1] == p["name"]
