@@ -26,14 +26,14 @@ def _json_blocks(page: str) -> list:
 def test_topn_example_loads_and_is_analysable():
     (ex,) = _json_blocks("topn.md")
     t = inputs.parse_topn(ex, "docs/topn.md")
-    assert len(t.entries) == 1 and t.entries[0].shapes == [{"M": 8, "N": 3072, "K": 1024}]
+    assert len(t.entries) == 1 and t.entries[0].shapes == [{"M": 64, "N": 8192, "K": 8192}]
     assert not t.entries[0].problems
 
 
 def test_env_example_loads():
     (ex,) = _json_blocks("env_report.md")
     e = inputs.parse_env(ex, "docs/env_report.md")
-    assert e.workload == {"isl": 1024.0, "osl": 256.0, "conc": 8.0} and e.gfx == "sm_90"
+    assert e.workload == {"isl": 1024.0, "osl": 256.0, "conc": 64.0} and e.gfx == "sm_90"
 
 
 def test_config_example_loads_and_fills_an_attention_shape():
