@@ -93,6 +93,11 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
     Without --decode-steps/--prefill-steps, steps come from step ranges in the trace (range names
     matching --decode-range/--prefill-range, or ProfilerStep#N), else the window is one step; the
     assumption is written to 'notes' and to stderr. Exit 2 on unusable input, with one line on stderr.
+
+    Beside the Top-N it writes a starter env_report.json (device and dtypes from the trace, the
+    workload from --isl/--osl/--conc, the model config from --config), so that `roofline analyze`
+    can run next; an existing env report is kept unless --force. CUDA-graph replays are detected
+    and reported (replayed kernels carry no shapes).
     """
     from roofline.ingest.topn import StepPlan, TopNError, aggregate_trace, build_topn
 
