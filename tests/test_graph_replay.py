@@ -205,3 +205,13 @@ def test_real_h200_graph_replayed_decode_trace(stem, tmp_path):
         # the captured GEMM shapes are the script's own (M = the batch)
         Ms = {s["M"] for e in gemms for s in e["shapes"] if "M" in s}
         assert meta["batch"] in Ms
+
+
+def test_scan_is_exact_across_block_boundaries(monkeypatch):
+    trace = str(REAL_DIR / "graph_decode_mixed.json.gz")
+    whole = graphs.scan_graph_launches(trace)
+    monkeypatch.setattr(graphs, "_BLOCK", 4096)       # ~300 blocks: launches straddle boundaries
+    monkeypatch.setattr(graphs, "_OVERLAP", 1024)
+    small = graphs.scan_graph_launches(trace)
+    assert small.count == whole.count == _independent_counts(REAL_DIR / "graph_decode_mixed.json.gz")["launches"]
+    assert small.corr == whole.corr
