@@ -325,3 +325,14 @@ def test_degraded_entries_say_how_to_give_the_missing_dimension():
     cfg = json.loads((ROOT / "roofline" / "data" / "example" / "config.json").read_text())
     art = api.analyze(topn, env, cfg)
     assert "fused_moe_kernel" not in {d["name"] for d in art["degraded"]}
+
+
+def test_missing_field_hint_also_for_an_env_report_given_by_another_name(tmp_path):
+    env = tmp_path / "my_env.json"
+    env.write_text(json.dumps({"gfx": "sm_90", "model_dtype": "bf16", "model_arch_class": "dense",
+                               "workload": {"isl": 1, "osl": 1, "conc": None}}))
+    out = tmp_path / "profile_topN.json"
+    assert _run(["topn", TRACES / "decode.json.gz", "-o", out, "--no-env-report", "-q"]).exit_code == 0
+    _one_line_exit2(_run(["analyze", out, "--env", env]), "workload.conc: expected a number, got null",
+                    "`roofline topn TRACE --conc N`")
+    assert not (tmp_path / "profile_roofline.json").exists()
