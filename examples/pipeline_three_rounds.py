@@ -99,11 +99,12 @@ def main(argv=None) -> int:
 
         pj = Path(summaries[-1]["json"])
         art = json.loads(pj.read_text(encoding="utf-8"))
-        info = plot_artifact(art, pj.parent / "roofline.png")
+        earlier = [json.loads(Path(x["json"]).read_text(encoding="utf-8")) for x in summaries[:-1]]
+        info = plot_artifact(art, pj.parent / "roofline.png", history=earlier)  # arrows A -> B -> C
         art["plot"] = "roofline.png"
         report.write_artifact(art, pj.parent)
         print(f"round_3 picture: {info['path']} ({len(info['points'])} points, "
-              f"{len(info['arrows'])} stage-A/B -> C arrows), linked from {pj.parent / report.ARTIFACT_MD}")
+              f"{len(info['stage_arrows'])} arrows between rounds), linked from {pj.parent / report.ARTIFACT_MD}")
     feedback_step(Path(summaries[-1]["json"]), a.measured)
     return 0
 

@@ -39,6 +39,9 @@ def pick_regime(e: Entry, topn: TopN) -> tuple[str, str]:
     """The e2e-critical regime: the one carrying the launches over the run."""
     if len(e.regimes) == 1:
         r = next(iter(e.regimes))
+        other = "prefill" if r == "decode" else "decode"
+        if (topn.n_prefill_steps if other == "prefill" else topn.n_decode_steps):
+            return r, f"this kernel ran only in the {r} regime (the trace also has {other} steps)"
         return r, f"only the {r} regime is profiled"
     nd, npf = topn.n_decode_steps, topn.n_prefill_steps
     if nd is None or npf is None:

@@ -16,7 +16,8 @@ def locate_inputs(topn_path: Path, env=None, config=None) -> tuple[Any, Any]:
         env = _in.find_upwards(topn_path.parent, "env_report.json")
         if env is None:
             raise InputError(str(topn_path), "", "no env_report.json beside it or in any parent "
-                             "directory: pass --env FILE")
+                             "directory: pass --env FILE, or let `roofline topn TRACE -o THIS_FILE --isl N --osl N "
+                             "--conc N` write a starter one (docs/env_report.md)")
     if config is None:
         config = _in.find_upwards(topn_path.parent, "config.json")  # optional
     return env, config
@@ -41,6 +42,12 @@ def load_all(topn, env=None, config=None):
     else:
         e = _in.load_env(env)
     meta["env"] = e.path
+    if config is None and isinstance(e.raw.get("config_path"), str) and e.path and not isinstance(env, dict):
+        # the starter env report of `roofline topn --config FILE` records the model config's path
+        cp = Path(e.raw["config_path"])
+        config = cp if cp.is_absolute() else Path(e.path).parent / cp
+        if not config.is_file():
+            raise InputError(e.path, "config_path", f"points at {config}, which does not exist")
     cfg = None
     if isinstance(config, dict):
         cfg = _in.parse_config(config, "<config dict>")

@@ -32,9 +32,11 @@ def _num(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
-def plot_points(art: dict) -> dict:
-    """What the picture shows, as numbers (no matplotlib): roofs, ridges, points, stage-C arrows,
-    and the entries that could not be placed (with why)."""
+def plot_points(art: dict, history: list[dict] | None = None) -> dict:
+    """What the picture shows, as numbers (no matplotlib): roofs, ridges, points (numbered by share of
+    GPU time), stage-C arrows, the stage arrows from earlier artifacts of the same run (``history``,
+    oldest first: each kernel's earlier position to its next one), and the entries that could not be
+    placed (with why)."""
     pk = art.get("peaks") or {}
     bw = _num(pk.get("hbm_bw_bytes_s"))
     flops = {d: float(v) for d, v in (pk.get("flops") or {}).items() if _num(v)}
@@ -43,20 +45,44 @@ def plot_points(art: dict) -> dict:
         label = e.get("short_name") or e.get("name")
         x, y = _num(e.get("arithmetic_intensity")), _num(e.get("achieved_flops"))
         if not e.get("modeled") or x is None or y is None or x <= 0 or y <= 0:
-            skipped.append({"name": e.get("name"), "reason": "not modeled" if not e.get("modeled")
+            skipped.append({"name": e.get("name"), "label": label,
+                            "reason": "not modeled" if not e.get("modeled")
                             else "no positive arithmetic_intensity / achieved_flops"})
             continue
         hc = e.get("headroom_class") or "unknown"
         points.append({"name": e.get("name"), "label": label, "x": x, "y": y,
                        "pct_gpu_time": float(e.get("pct_gpu_time") or 0.0), "headroom_class": hc,
                        "color": HEADROOM_COLORS.get(hc, HEADROOM_COLORS["unknown"]),
-                       "compute_dtype": e.get("compute_dtype"), "suspect": bool(e.get("suspect"))})
+                       "compute_dtype": e.get("compute_dtype"), "suspect": bool(e.get("suspect")),
+                       "roofline_pct": _num(e.get("roofline_pct")), "bound_type": e.get("bound_type")})
         bm, bmod = _num(e.get("bytes_measured")), _num(e.get("bytes_model"))
         fl = _num(e.get("flops_useful")) or _num(e.get("flops_est"))
         if bm and bmod and fl:
             # the stage-A/B estimate: same useful FLOPs and time (same y), the model's bytes
             arrows.append({"name": e.get("name"), "label": label, "from_x": fl / bmod, "from_y": y,
                            "to_x": x, "to_y": y, "bytes_model": bmod, "bytes_measured": bm})
+    # numbered as the table's #pct column (ranking_by_pct), so the picture and the table agree even
+    # when an entry could not be placed
+    rank = {n: i for i, n in enumerate(art.get("ranking_by_pct") or [], 1)}
+    points.sort(key=lambda p: (rank.get(p["name"], 10**6), -p["pct_gpu_time"]))
+    for i, p in enumerate(points, 1):
+        p["number"] = rank.get(p["name"], i)
+    for sk in skipped:
+        sk["number"] = rank.get(sk["name"])
+    stage_arrows = []
+    if history:
+        chain = [h for h in history if isinstance(h, dict)] + [art]
+        for p in points:
+            pos = []
+            for h in chain:
+                hp = next((q for q in plot_points(h)["points"] if q["name"] == p["name"]), None) if h is not art \
+                    else p
+                if hp is not None:
+                    pos.append((h.get("stage") or "?", hp["x"], hp["y"]))
+            for (s0, x0, y0), (s1, x1, y1) in zip(pos, pos[1:]):
+                if (x0, y0) != (x1, y1):
+                    stage_arrows.append({"name": p["name"], "number": p["number"], "from_stage": s0,
+                                         "to_stage": s1, "from_x": x0, "from_y": y0, "to_x": x1, "to_y": y1})
     present = []
     for p in points:
         d = p["compute_dtype"]
@@ -69,86 +95,217 @@ def plot_points(art: dict) -> dict:
     return {"device": pk.get("device"), "stage": art.get("stage"), "hbm_bw_bytes_s": bw,
             "hbm_bw_kind": pk.get("hbm_bw_kind"), "compute_roofs": roofs,
             "compute_kinds": {d: (pk.get("flops_kind") or {}).get(d) for d in roofs},
-            "ridges": ridges, "points": points, "arrows": arrows, "skipped": skipped}
+            "ridges": ridges, "points": points, "arrows": arrows, "stage_arrows": stage_arrows,
+            "skipped": skipped}
 
 
-def plot_artifact(art: dict, path: str | Path, title: str | None = None) -> dict:
-    """Draw the roofline picture of `art` into `path` (.png or .svg by suffix). Returns plot_points()
-    plus "path" and "drawn": the data coordinates of each point as read back from the plotted
-    artists (name, x, y, marker area), for tests and callers."""
+def axis_limits(info: dict) -> tuple[float, float, float, float]:
+    """(x_lo, x_hi, y_lo, y_hi) fitted to the points, their stage arrows and the roofs: every point,
+    every ridge and a stretch of each flat roof past its ridge are inside."""
+    xs = [p["x"] for p in info["points"]] + [a["from_x"] for a in info["arrows"]] \
+        + [a["from_x"] for a in info["stage_arrows"]]
+    ys = [p["y"] for p in info["points"]] + [a["from_y"] for a in info["stage_arrows"]]
+    ridges = list(info["ridges"].values())
+    roofs = list(info["compute_roofs"].values())
+    if not xs:
+        xs = ridges or [1.0]
+    x_lo = min(xs) / 3
+    x_hi = max(max(xs) * 3, max(ridges) * 6 if ridges else 0)
+    y_top = max(roofs + ys) * 2.5 if (roofs or ys) else 1e15
+    y_lo = (min(ys) / 4) if ys else y_top / 1e4
+    return x_lo, x_hi, y_lo, y_top
+
+
+def _fmt_pct(x) -> str:
+    if x is None:
+        return "-"
+    v = 100 * x
+    return f"{v:.1g}%" if 0 < v < 1 else f"{v:.0f}%"
+
+
+def _clip(s: str, n: int) -> str:
+    """At most n characters; a long name keeps its head and its tail (kernel variants differ at the
+    end: ..._bz_TNT vs ..._bz_splitK_TNT) around an ellipsis."""
+    if len(s) <= n:
+        return s
+    tail = n // 3
+    return s[:n - tail - 1] + "\u2026" + s[-tail:]
+
+
+def plot_artifact(art: dict, path: str | Path, title: str | None = None, history: list[dict] | None = None) -> dict:
+    """Draw the roofline picture of `art` into `path` (.png or .svg by suffix): the roofs on the left,
+    each kernel a numbered marker (1 = most GPU time); the key on the right names each number
+    (short name, % GPU, roofline %, headroom) under the legend. `history`: earlier artifacts of the
+    same run (e.g. stage A, then B), drawn as arrows to each kernel's next position.
+
+    Returns plot_points() plus "path", "limits" and "drawn": the data coordinates of each point as
+    read back from the plotted artists (name, number, x, y, marker area), for tests and callers."""
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise ValueError(f"{path}: the picture is written as .png or .svg (got {path.suffix or 'no suffix'!r})")
-    info = plot_points(art)
+    info = plot_points(art, history)
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     bw, roofs, ridges, pts, arrows = (info["hbm_bw_bytes_s"], info["compute_roofs"], info["ridges"],
                                       info["points"], info["arrows"])
-    xs = [p["x"] for p in pts] + [a["from_x"] for a in arrows] + list(ridges.values())
-    ys = [p["y"] for p in pts] + list(roofs.values())
-    x_lo = 10 ** math.floor(math.log10(min(xs) / 3)) if xs else 0.1
-    x_hi = 10 ** math.ceil(math.log10(max(xs) * 3)) if xs else 1e4
-    y_top = max(ys) * 3 if ys else 1e15
-    y_lo = 10 ** math.floor(math.log10(min(ys) / 5)) if ys else 1e9
-    if bw:
-        y_lo = min(y_lo, 10 ** math.floor(math.log10(bw * x_lo)))
+    x_lo, x_hi, y_lo, y_top = axis_limits(info)
+    info["limits"] = [x_lo, x_hi, y_lo, y_top]
 
-    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
+    n_key = max(len(pts) + len(info["skipped"]), 1)
+    fig = plt.figure(figsize=(13.5, max(6.5, 4.2 + 0.32 * n_key)), dpi=120)
+    gs = fig.add_gridspec(1, 2, width_ratios=[1.45, 1.0], wspace=0.04, left=0.07, right=0.99, top=0.92,
+                          bottom=0.09)
+    ax = fig.add_subplot(gs[0])
+    kax = fig.add_subplot(gs[1])
+    kax.axis("off")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_top)
     top = max(roofs.values()) if roofs else y_top / 3
+    handles = []
     if bw:
-        xr = min(x_hi, top / bw)  # memory roof runs up to the highest compute roof
-        ax.plot([x_lo, xr], [bw * x_lo, bw * xr], color="#1f77b4", lw=2.2,
-                label=f"HBM {bw / 1e12:.2f} TB/s ({info['hbm_bw_kind']})")
+        xr = min(x_hi, top / bw)  # the memory roof runs up to the highest compute roof
+        ax.plot([x_lo, xr], [bw * x_lo, bw * xr], color="#1f77b4", lw=2.2, zorder=2)
+        handles.append(Line2D([], [], color="#1f77b4", lw=2.2,
+                              label=f"HBM {bw / 1e12:.2f} TB/s ({info['hbm_bw_kind']})"))
     for i, (d, pf) in enumerate(sorted(roofs.items(), key=lambda kv: -kv[1])):
         ls = DTYPE_STYLES[i % len(DTYPE_STYLES)]
         x0 = ridges.get(d, x_lo)
-        ax.plot([x0, x_hi], [pf, pf], color="black", lw=1.8, ls=ls,
-                label=f"{d} {pf / 1e12:.0f} TFLOP/s ({info['compute_kinds'].get(d)})")
+        ax.plot([x0, x_hi], [pf, pf], color="black", lw=1.8, ls=ls, zorder=2)
+        handles.append(Line2D([], [], color="black", lw=1.8, ls=ls,
+                              label=f"{d} {pf / 1e12:.0f} TFLOP/s ({info['compute_kinds'].get(d)})"))
         if d in ridges:
-            ax.axvline(ridges[d], color="black", lw=0.7, ls=":", alpha=0.6)
-            ax.plot([ridges[d]], [pf], marker="D", color="black", ms=6)
-            ax.annotate(f"ridge {d}: {ridges[d]:.0f} FLOP/B", (ridges[d], y_lo), textcoords="offset points",
-                        xytext=(-4, 6), fontsize=8, rotation=90, ha="right", va="bottom")
+            ax.plot([ridges[d]], [pf], marker="D", color="black", ms=5, zorder=3)
+            # above-left of the diamond: that side of the roof is unreachable, so no point sits there
+            ax.annotate(f"ridge {d}: {ridges[d]:.0f} FLOP/B", (ridges[d], pf), textcoords="offset points",
+                        xytext=(-7, 2), fontsize=7.5, ha="right", va="bottom", color="#333333")
+    staged = {(a["name"], a["from_x"], a["from_y"]) for a in info["stage_arrows"]}
     for a in arrows:
-        ax.scatter([a["from_x"]], [a["from_y"]], s=60, facecolors="none", edgecolors="#333333",
-                   linewidths=1.2, zorder=6)
+        if (a["name"], a["from_x"], a["from_y"]) in staged:
+            continue  # the earlier round's point already shows the model's estimate, with its arrow
+        ax.scatter([a["from_x"]], [a["from_y"]], s=50, facecolors="none", edgecolors="#333333",
+                   linewidths=1.1, zorder=6)
         ax.annotate("", xy=(a["to_x"], a["to_y"]), xytext=(a["from_x"], a["from_y"]),
                     arrowprops=dict(arrowstyle="->", color="#333333", lw=1.3), zorder=6)
+    for a in info["stage_arrows"]:
+        ax.scatter([a["from_x"]], [a["from_y"]], s=90, facecolors="white", edgecolors="#555555",
+                   linewidths=1.0, zorder=5)
+        ax.annotate(a["from_stage"], (a["from_x"], a["from_y"]), ha="center", va="center", fontsize=7,
+                    zorder=6, color="#333333")
+        ax.annotate("", xy=(a["to_x"], a["to_y"]), xytext=(a["from_x"], a["from_y"]),
+                    arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.0, shrinkA=6, shrinkB=6), zorder=5)
     drawn = []
     for p in pts:
-        size = 30 + 25 * p["pct_gpu_time"]  # area grows with the share of GPU time
+        size = 40 + 22 * p["pct_gpu_time"]  # area grows with the share of GPU time
         art_ = ax.scatter([p["x"]], [p["y"]], s=size, color=p["color"], edgecolors="black", linewidths=0.6,
-                   alpha=0.85, zorder=4, marker="X" if p["suspect"] else "o")
-        ax.annotate(f"{p['label']}\n{p['pct_gpu_time']:.2f}% GPU", (p["x"], p["y"]), textcoords="offset points",
-                    xytext=(8, 6), fontsize=8, zorder=5)
+                          alpha=0.8, zorder=4, marker="X" if p["suspect"] else "o")
         (dx, dy), = art_.get_offsets().tolist()  # read back what was drawn, for callers' checks
-        drawn.append({"name": p["name"], "x": float(dx), "y": float(dy), "size": float(art_.get_sizes()[0])})
-    # legend: roofs, then one swatch per headroom class present
-    for hc in [h for h in HEADROOM_COLORS if any(p["headroom_class"] == h for p in pts)]:
-        ax.scatter([], [], s=60, color=HEADROOM_COLORS[hc], edgecolors="black", linewidths=0.6, label=hc)
-    if arrows:
-        ax.scatter([], [], s=60, facecolors="none", edgecolors="#555555", label="stage A/B estimate")
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo, y_top)
+        drawn.append({"name": p["name"], "number": p["number"], "x": float(dx), "y": float(dy),
+                      "size": float(art_.get_sizes()[0])})
+    _place_numbers(ax, pts, fig)
     ax.set_xlabel("arithmetic intensity (FLOP / byte of HBM traffic)")
     ax.set_ylabel("achieved FLOP/s")
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
-    ax.set_title(title or f"{info['device']}: roofline, stage {info['stage']} (point area = % GPU time)",
-                 fontsize=11)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    fig.tight_layout()
+    fig.suptitle(title or f"{info['device']}: roofline, stage {info['stage']} (marker area = % GPU time)",
+                 fontsize=12, x=0.07, ha="left")
+    # the key: legend (roofs, headroom colours, markers), then one row per number
+    for hc in [h for h in HEADROOM_COLORS if any(p["headroom_class"] == h for p in pts)]:
+        handles.append(Line2D([], [], ls="", marker="o", ms=8, color=HEADROOM_COLORS[hc], mec="black", label=hc))
+    if any(p["suspect"] for p in pts):
+        handles.append(Line2D([], [], ls="", marker="X", ms=8, color="#7f7f7f", label="suspect (no verdict)"))
+    if any((a["name"], a["from_x"], a["from_y"]) not in staged for a in arrows):
+        handles.append(Line2D([], [], ls="", marker="o", ms=7, mfc="none", mec="#333333",
+                              label="stage A/B estimate -> stage C"))
+    if info["stage_arrows"]:
+        handles.append(Line2D([], [], ls="", marker="o", ms=7, mfc="white", mec="#555555",
+                              label="earlier round (letter = its stage)"))
+    leg = kax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False, ncol=2, borderaxespad=0.0,
+                     columnspacing=1.0, handlelength=2.2)
+    fig.canvas.draw()
+    bb = leg.get_window_extent().transformed(kax.transAxes.inverted())
+    y = bb.y0 - 0.04
+    kax.text(0.0, y, f"{'#':>2}  {'kernel':<34} {'% GPU':>6} {'roofline':>8}  headroom", fontsize=8,
+             family="monospace", weight="bold", va="top", transform=kax.transAxes)
+    step = min(0.045, (y - 0.02) / (n_key + 1))
+    rows = [("p", p) for p in pts] + [("s", sk) for sk in info["skipped"]]
+    rows.sort(key=lambda r: r[1].get("number") or 10**6)   # the table's #pct order
+    for kind, r in rows:
+        y -= step
+        if kind == "p":
+            kax.text(0.0, y, f"{r['number']:>2}", fontsize=8, family="monospace", weight="bold", color=r["color"],
+                     va="top", transform=kax.transAxes)
+            kax.text(0.0, y, f"    {_clip(r['label'], 34):<34} {r['pct_gpu_time']:>6.2f} "
+                     f"{_fmt_pct(r['roofline_pct']):>8}  {r['headroom_class']}", fontsize=8, family="monospace",
+                     va="top", transform=kax.transAxes)
+        else:
+            kax.text(0.0, y, f"{r.get('number') or '-':>2}  {_clip(r['label'] or r['name'] or '?', 34):<34} "
+                     f"not drawn: {r['reason']}", fontsize=8, family="monospace", va="top", color="#777777",
+                     transform=kax.transAxes)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
     info["path"] = str(path)
     info["drawn"] = drawn
     return info
+
+
+_OFFSETS = [(7, 7), (7, -7), (-7, 7), (-7, -7), (11, 0), (-11, 0), (0, 11), (0, -11)]
+
+
+def _place_numbers(ax, pts, fig) -> None:
+    """Each point's number beside its marker, in the first of 8 directions (then farther out, with a
+    leader line) whose box overlaps no number placed before and no other marker."""
+    import numpy as np
+
+    fig.canvas.draw()
+    tr = ax.transData
+    px_per_pt = fig.dpi / 72.0
+    centers = [tr.transform((p["x"], p["y"])) for p in pts]
+    radii = [math.sqrt(40 + 22 * p["pct_gpu_time"]) / 2 * px_per_pt for p in pts]
+    placed: list[tuple[float, float, float, float]] = []
+    w, h = 9 * px_per_pt, 9 * px_per_pt  # a one- or two-digit number at fontsize 8
+
+    def free(cx, cy, own):
+        box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+        for b in placed:
+            if not (box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3]):
+                return False
+        for j, (c, r) in enumerate(zip(centers, radii)):
+            if j == own:
+                continue
+            if np.hypot(max(box[0] - c[0], 0, c[0] - box[2]), max(box[1] - c[1], 0, c[1] - box[3])) < r:
+                return False
+        return True
+
+    for i, p in enumerate(pts):
+        c, r = centers[i], radii[i]
+        choice = None
+        for scale in (1.0, 2.0, 3.2, 4.6):
+            for ox, oy in _OFFSETS:
+                norm = math.hypot(ox, oy)
+                d = r / px_per_pt + 5 * scale          # points, from the marker's centre
+                dx, dy = ox / norm * d, oy / norm * d
+                if free(c[0] + dx * px_per_pt, c[1] + dy * px_per_pt, i):
+                    choice = (dx, dy, scale)
+                    break
+            if choice:
+                break
+        if choice is None:
+            choice = (r / px_per_pt + 6, r / px_per_pt + 6, 1.0)
+        dx, dy, scale = choice
+        placed.append((c[0] + dx * px_per_pt - w / 2, c[1] + dy * px_per_pt - h / 2,
+                       c[0] + dx * px_per_pt + w / 2, c[1] + dy * px_per_pt + h / 2))
+        ax.annotate(str(p["number"]), (p["x"], p["y"]), textcoords="offset points", xytext=(dx, dy),
+                    ha="center", va="center", fontsize=8.5, weight="bold", zorder=7,
+                    bbox=dict(boxstyle="round,pad=0.12", fc="white", ec=p["color"], lw=0.8, alpha=0.9),
+                    arrowprops=(dict(arrowstyle="-", color="#666666", lw=0.6, shrinkA=0, shrinkB=r / px_per_pt)
+                                if scale > 1.0 else None))
 
 
 @click.command("plot")
@@ -158,11 +315,20 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None) -> dict
 @click.option("--link/--no-link", default=False,
               help="also rewrite profile_roofline.{json,md} beside the artifact with the picture linked")
 @click.option("--title", default=None, help="title of the picture")
-def plot_cmd(artifact, out, link, title):
+@click.option("--previous", "previous", multiple=True, type=click.Path(dir_okay=False),
+              help="an earlier round's profile_roofline.json (repeatable, oldest first): arrows from each "
+                   "kernel's earlier position (stage A -> B -> C)")
+def plot_cmd(artifact, out, link, title, previous):
     """Draw the roofline picture of a profile_roofline.json (log-log: memory roof, one compute roof
     per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
     colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
     ap = Path(artifact)
+    from roofline.filekinds import check
+
+    wrong = check(ap, ("artifact",), "an analysis artifact (profile_roofline.json, written by `roofline analyze`)")
+    if wrong:
+        click.echo(f"roofline plot: {wrong}", err=True)
+        sys.exit(2)
     try:
         art = json.loads(ap.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -179,13 +345,26 @@ def plot_cmd(artifact, out, link, title):
         click.echo(f"roofline plot: {ap}: $.peaks: no memory or compute roof to draw", err=True)
         sys.exit(2)
     dest = Path(out) if out else ap.parent / "roofline.png"
+    history = []
+    for pp in previous:
+        wrong = check(pp, ("artifact",), "an analysis artifact (profile_roofline.json)")
+        if wrong:
+            click.echo(f"roofline plot: --previous {wrong}", err=True)
+            sys.exit(2)
+        try:
+            history.append(json.loads(Path(pp).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            click.echo(f"roofline plot: --previous {pp}: not a JSON artifact ({exc.__class__.__name__})", err=True)
+            sys.exit(2)
     try:
-        info = plot_artifact(art, dest, title=title)
+        info = plot_artifact(art, dest, title=title, history=history)
     except ValueError as exc:
         click.echo(f"roofline plot: {exc}", err=True)
         sys.exit(2)
     click.echo(f"wrote {dest} ({len(info['points'])} point(s), {len(info['arrows'])} stage-C arrow(s)"
-               + (f"; not placed: {', '.join(s['name'] for s in info['skipped'])}" if info["skipped"] else "") + ")")
+               + (f", {len(info['stage_arrows'])} arrow(s) from earlier rounds" if history else "")
+               + (f"; not placed: {', '.join(s['label'] or s['name'] for s in info['skipped'])}" if info["skipped"] else "")
+               + ")")
     if link:
         from roofline import report
 

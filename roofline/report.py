@@ -89,7 +89,13 @@ def write_artifact(art: dict, out_dir: str | Path) -> tuple[Path, Path]:
 
 
 def _pct(x, digits=0):
-    return "-" if x is None else f"{100 * x:.{digits}f}%"
+    """A fraction as a percentage; below 1% keep one significant digit, so 0.3% never reads 0%."""
+    if x is None:
+        return "-"
+    v = 100 * x
+    if v != 0 and abs(v) < 1:
+        return "<0.01%" if abs(v) < 0.01 else f"{v:.1g}%"
+    return f"{v:.{digits}f}%"
 
 
 def _x(x):
@@ -139,6 +145,28 @@ def render_table(art: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def legend(art: dict) -> list[str]:
+    """The markdown legend under the table: the columns, then each route code present, in words."""
+    from roofline.routing import ROUTES
+
+    L = ["**Legend.** `roofline`: achieved fraction of the roof on the axis that bounds the kernel (HBM "
+         "bandwidth, or the FLOP/s of its dtype). `headroom`: roofline against `target_eff`, what a good kernel of "
+         "its class reaches (saturated >= 90% of it, moderate >= 60%, else underperforming). `attainable`: "
+         "target_eff / roofline (>= 1x), the speedup a good kernel would give. `e2e gain`: % GPU x (1 - "
+         "1/attainable), the run's GPU time saved. `conf`: low = estimated shapes or unvalidated peaks (no "
+         "verdict, display only), medium = captured shapes, high = measured counters (stage C). `bound`: memory | "
+         "compute | latency (both utilizations under 60%, or a launch within dispatch overhead) | unknown. "
+         "Method: docs/method.md.", ""]
+    routes = []
+    for e in art.get("entries", []):
+        r = e.get("route")
+        if r and r not in routes:
+            routes.append(r)
+    if routes:
+        L.append("Routes: " + "; ".join(f"`{r}`: {ROUTES.get(r, r)}" for r in routes) + ".")
+    return L
+
+
 def to_markdown(art: dict) -> str:
     pk = art.get("peaks") or {"device": "unknown", "flops": {}, "flops_kind": {}, "hbm_bw_bytes_s": None}
     L = [f"# Roofline headroom: stage {art['stage']}", ""]
@@ -159,6 +187,7 @@ def to_markdown(art: dict) -> str:
         L.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     if not rows:
         L.append("\n_No entry at or above the head threshold._")
+    L += ["", *legend(art)]
     if art.get("plot"):
         L += ["", f"![roofline]({art['plot']})"]
     measured = [e for e in art["entries"] if e.get("measured")]
@@ -177,7 +206,12 @@ def to_markdown(art: dict) -> str:
     for e in art["entries"]:
         L.append(f"### {e.get('short_name')} ({e['pct_gpu_time']:.2f}% GPU)")
         L.append("")
-        L.append(f"- name: `{e['name']}`")
+        if e.get("short_name") and e["short_name"] != e["name"]:
+            # the demangled name can be pages long: fold it
+            L.append(f"- name: <details><summary>full name ({len(e['name'])} characters)</summary>\n\n"
+                     f"`{e['name']}`\n\n</details>\n")
+        else:
+            L.append(f"- name: `{e['name']}`")
         if e.get("modeled"):
             L.append(f"- {e['op_class']}, {e['regime']}, {e['t_ms'] * 1e3:.2f} us/launch x "
                      f"{e.get('launches_per_logical_op', 1)} per logical op; bytes {e['bytes_est'] / 1e6:.3f} MB, "
@@ -205,8 +239,15 @@ def to_markdown(art: dict) -> str:
     L.append("## Degraded")
     L.append("")
     if art["degraded"]:
+        short = {e["name"]: e.get("short_name") for e in art["entries"]}
         for d in art["degraded"]:
-            L.append(f"- `{d['name']}`: {d['reason']}")
+            sn = short.get(d["name"])
+            if sn is None:
+                from roofline.classify import short_name
+
+                sn = short_name(d["name"])
+            L.append(f"- `{sn}`: {d['reason']}" + (f" <details><summary>full name</summary>`{d['name']}`</details>"
+                                                  if sn != d["name"] else ""))
     else:
         L.append("None.")
     if art.get("unmatched_counters"):

@@ -98,8 +98,19 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
             raise EntryError(f"op class {op_class!r} has no byte/FLOP model")
         missing = [k for k in need if k not in s]
         if missing:
+            if e.raw.get("cuda_graph_replayed"):
+                how = (": it was replayed from a CUDA graph, and replayed kernels carry no shapes; one eager step "
+                       "in the profiled window gives them, or counters at stage C (--counters)")
+            elif op_class == "gemm":
+                how = (": a GEMM's N and K come only from captured shapes (profile with record_shapes=True) or "
+                       "an est_shape in the Top-N")
+            elif not config:
+                how = (": give the model's config.json (`roofline analyze --config FILE`, or "
+                       "`roofline topn --config FILE`)")
+            else:
+                how = ""
             raise EntryError(f"{op_class} shape is missing {', '.join(missing)} and neither the Top-N, "
-                             "config.json nor the workload gives it")
+                             f"config.json nor the workload gives it{how}")
         out.append(s)
     return out, source, assumed
 

@@ -233,7 +233,8 @@ def test_topn_from_a_real_trace_carries_device_properties_and_they_identify_the_
     from roofline.ingest.cli import topn as topn_cmd
 
     o = tmp_path / "profile" / "round_1" / "profile_topN.json"
-    r = CliRunner().invoke(topn_cmd, [str(FIXTURES / "traces" / "mixed.json.gz"), "-o", str(o)])
+    # --no-env-report: this test writes its own env report at the run root
+    r = CliRunner().invoke(topn_cmd, [str(FIXTURES / "traces" / "mixed.json.gz"), "-o", str(o), "--no-env-report"])
     assert r.exit_code == 0, r.output
     doc = json.loads(o.read_text())
     assert doc["device_properties"] == _trace_props()

@@ -115,5 +115,104 @@ def test_unplaceable_entries_are_listed_not_drawn(art):
     a["entries"][1]["modeled"] = False
     info = plot_points(a)
     assert [p["name"] for p in info["points"]] == ["fused_moe_kernel"]
-    assert info["skipped"] == [{"name": "kernel_paged_attention_2d", "reason": "not modeled"}]
+    assert [{k: s[k] for k in ("name", "reason")} for s in info["skipped"]] == [
+        {"name": "kernel_paged_attention_2d", "reason": "not modeled"}]
     assert list(info["compute_roofs"]) == ["fp8"]
+
+
+# ---------------------------------------------------------------- issue 13: readable with 8 real heads
+
+def _real_eight_heads(tmp_path):
+    """topn + analyze of the bundled H200 prefill trace: 8 heads with real cuBLAS/cuDNN names."""
+    out = tmp_path / "profile_topN.json"
+    r = CliRunner().invoke(main, ["topn", str(FIXTURES / "traces" / "prefill.json.gz"), "-o", str(out),
+                                  "--isl", "128", "--osl", "1", "--conc", "4", "-q"])
+    assert r.exit_code == 0, r.output
+    return api.analyze(out)
+
+
+def test_eight_real_heads_numbered_keyed_and_inside_the_axes(tmp_path):
+    import math
+
+    from roofline.plot import _clip
+
+    art = _real_eight_heads(tmp_path)
+    assert len(art["entries"]) == 8
+    info = plot_artifact(art, tmp_path / "r.png")
+    pts = info["points"]
+    # numbered 1..8 by share of GPU time
+    assert [p["number"] for p in pts] == list(range(1, 9))
+    assert [p["pct_gpu_time"] for p in pts] == sorted((e["pct_gpu_time"] for e in art["entries"]), reverse=True)
+    # axes fitted: every point and every ridge inside, with room on both sides; a flat roof past each ridge
+    x_lo, x_hi, y_lo, y_hi = info["limits"]
+    for p in pts:
+        assert x_lo < p["x"] < x_hi and y_lo < p["y"] < y_hi
+    for d, rx in info["ridges"].items():
+        assert x_lo < rx and rx * 5 < x_hi
+        assert info["compute_roofs"][d] < y_hi
+    span = math.log10(x_hi / x_lo)
+    xs = [math.log10(p["x"]) for p in pts] + [math.log10(r) for r in info["ridges"].values()]
+    assert (max(xs) - min(xs)) / span > 0.6   # the data fills the width (no half-empty axes)
+    # the long cuDNN name is in the key, clipped at both ends, and distinct variants stay distinct
+    labels = [_clip(p["label"], 34) for p in pts]
+    assert len(set(labels)) == len(labels)
+    assert any("cudnn" in lab for lab in labels) and all(len(lab) <= 34 for lab in labels)
+
+
+def test_key_text_names_every_number(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    art = _real_eight_heads(tmp_path)
+    captured = {}
+    real_savefig = plt.Figure.savefig
+
+    def grab(self, *a, **k):
+        captured["texts"] = [t.get_text() for ax in self.axes for t in ax.texts]
+        return real_savefig(self, *a, **k)
+
+    plt.Figure.savefig = grab
+    try:
+        info = plot_artifact(art, tmp_path / "k.png")
+    finally:
+        plt.Figure.savefig = real_savefig
+    texts = captured["texts"]
+    from roofline.plot import _clip
+    for p in info["points"]:
+        assert str(p["number"]) in texts                       # the marker's number
+        assert any(_clip(p["label"], 34) in t for t in texts)   # and its row in the key
+
+
+def test_stage_arrows_from_earlier_rounds(tmp_path):
+    env = FIXTURES / "hook" / "env_report.json"
+    a = api.analyze(FIXTURES / "hook" / "round_a_topN.json", env, None)
+    b = api.analyze(FIXTURES / "hook" / "round_b_topN.json", env, None)
+    c = api.analyze(FIXTURES / "hook" / "round_b_topN.json", env, None, counters=FIXTURES / "ncu" / "known_raw.csv")
+    info = plot_artifact(c, tmp_path / "abc.png", history=[a, b])
+    pos = {s: {e["name"]: (e.get("arithmetic_intensity"), e.get("achieved_flops")) for e in art["entries"]
+               if e.get("modeled")} for s, art in (("A", a), ("B", b), ("C", c))}
+    for arr in info["stage_arrows"]:
+        assert (arr["from_x"], arr["from_y"]) == pytest.approx(pos[arr["from_stage"]][arr["name"]])
+        assert (arr["to_x"], arr["to_y"]) == pytest.approx(pos[arr["to_stage"]][arr["name"]])
+    moved = {(s0, s1, n) for s0, s1 in (("A", "B"), ("B", "C")) for n in pos[s1]
+             if n in pos[s0] and pos[s0][n] != pos[s1][n]}
+    assert {(x["from_stage"], x["to_stage"], x["name"]) for x in info["stage_arrows"]} == moved and moved
+    r = CliRunner().invoke(main, ["plot", str(FIXTURES / "rerun" / "rerun_h200" / "profile_roofline.json"),
+                                  "--previous", str(FIXTURES / "hook" / "round_a_topN.json"),
+                                  "-o", str(tmp_path / "x.png")])
+    assert r.exit_code == 2 and "--previous" in r.stderr and "not an analysis artifact" in r.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_numbers_follow_the_tables_pct_rank_when_an_entry_is_not_placed(tmp_path):
+    art = _real_eight_heads(tmp_path)
+    a = json.loads(json.dumps(art))
+    first = a["ranking_by_pct"][0]
+    next(e for e in a["entries"] if e["name"] == first)["modeled"] = False
+    info = plot_points(a)
+    assert [p["number"] for p in info["points"]] == list(range(2, 9))
+    assert info["skipped"][0]["number"] == 1 and info["skipped"][0]["name"] == first
+    for p in info["points"]:
+        assert a["ranking_by_pct"][p["number"] - 1] == p["name"]

@@ -11,6 +11,34 @@ from roofline.errors import InputError, PeaksError, RooflineError
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
 
 
+def _warn_ignored(topn: Path, counters, art: dict) -> None:
+    """One line on stderr per thing the analysis ignored (roofline.lint), and for a counter report
+    that matched no head entry."""
+    from roofline import inputs, lint
+
+    try:
+        lines = lint.topn_warnings(inputs.load_topn(topn))
+    except RooflineError:
+        lines = []
+    for line in lines:
+        click.echo(f"roofline analyze: warning: {line}", err=True)
+    if counters is not None and not any(e.get("counters") for e in art.get("entries", [])):
+        um = art.get("unmatched_counters") or []
+        click.echo(f"roofline analyze: warning: --counters {counters}: none of its {len(um)} kernel(s) matched a "
+                   "head entry, so stage C was not applied (names compared by full and short name"
+                   + (f"; e.g. {um[0][:60]!r}" if um else "") + ")", err=True)
+
+
+def _how_to_give(exc: InputError) -> str:
+    """For a field missing from an env report, the way to give it (the starter of `roofline topn`)."""
+    if not exc.path:  # HOW_TO_GIVE's keys are env-report fields: no Top-N or config path looks like them
+        return ""
+    from roofline.ingest.env_starter import HOW_TO_GIVE
+
+    how = HOW_TO_GIVE.get(exc.path)
+    return f": give it with {how}" if how else ""
+
+
 @click.command("analyze")
 @click.argument("topn", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--env", "env", type=click.Path(dir_okay=False, path_type=Path),
@@ -45,7 +73,8 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     end-to-end gain, the route (which kind of fix), and both rankings: by % of GPU time and by
     expected gain. Entries that cannot be modelled degrade one by one; the run does not fail.
 
-    Without TOPN, the bundled worked example (seed 002 section 9) is analysed and nothing is written.
+    Without TOPN, the bundled worked example (roofline/data/example/) is analysed and nothing is written.
+    Formats and method: docs/ in the repository.
 
     Exit codes: 0 on success (degraded entries included), 2 on unusable input.
     """
@@ -55,13 +84,24 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     from roofline.api import analyze as api_analyze
 
     if topn is None:
+        if out_dir is not None:
+            click.echo(f"roofline analyze: --out {out_dir} ignored: no TOPN given, so the bundled example is "
+                       "analysed and nothing is written", err=True)
         topn, no_write = EXAMPLE, True
-        click.echo(f"(no TOPN given: analysing the bundled example {EXAMPLE})", err=True)
+        click.echo(f"(no TOPN given: analysing the bundled example "
+                   f"{EXAMPLE.relative_to(EXAMPLE.parents[5]).as_posix()})", err=True)
+    else:
+        from roofline.filekinds import check
+
+        wrong = check(topn, ("topn",), "a Top-N (profile_topN.json)")
+        if wrong:
+            click.echo(f"roofline analyze: {wrong}", err=True)
+            sys.exit(2)
     try:
         art = api_analyze(topn, env, config, stage=stage, counters=counters, head_threshold_pct=head_threshold,
                           head_cap=head_cap, peaks_file=peaks_file)
     except InputError as exc:
-        click.echo(f"roofline analyze: {exc}", err=True)
+        click.echo(f"roofline analyze: {exc}{_how_to_give(exc)}", err=True)
         sys.exit(2)
     except PeaksError as exc:
         click.echo(f"roofline analyze: {exc}", err=True)
@@ -77,6 +117,7 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     for se in art.get("skill_errors", []):
         if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
             click.echo(f"roofline analyze: warning: {se['error']}", err=True)
+    _warn_ignored(topn, counters, art)
     if not no_write:
         dest = out_dir or topn.parent
         try:

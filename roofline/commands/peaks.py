@@ -55,6 +55,13 @@ def _fmt_fig(fig, scale, unit) -> str:
     return f"{val / scale:.0f} {unit} ({kind})" if scale >= 1e12 else f"{val / scale:.2f} {unit} ({kind})"
 
 
+def _need_dir(directory, cmd: str) -> None:
+    """--dir must name an existing folder: one line and exit 2 otherwise (never an empty listing)."""
+    if directory is not None and not Path(directory).is_dir():
+        click.echo(f"roofline peaks {cmd}: --dir {directory}: no such directory", err=True)
+        sys.exit(2)
+
+
 @click.group("peaks")
 def peaks():
     """Hardware peak tables: list, show, validate, measure."""
@@ -65,7 +72,11 @@ def peaks():
               help="peak tables directory (default: the bundled tables, or $ROOFLINE_PEAKS_DIR)")
 def list_cmd(directory):
     """One line per table: device, gfx, HBM roof, bf16/fp8 roofs and their kind."""
-    for path, d in load_tables(directory):
+    _need_dir(directory, "list")
+    tables = load_tables(directory)
+    if not tables:
+        click.echo(f"roofline peaks list: {directory or peaks_dir()}: no *.yaml peak table in it", err=True)
+    for path, d in tables:
         hb = d.get("hbm_bw_bytes_s") or {}
         # the memory roof is the pin rate (datasheet) by convention, like roofline.peaks.from_table
         hbm = (f"{hb['datasheet']['value'] / 1e12:.2f} TB/s (datasheet)" if isinstance(hb.get("datasheet"), dict)
@@ -81,6 +92,7 @@ def list_cmd(directory):
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=None)
 def show_cmd(device, directory):
     """Print the YAML of one table, found by file stem (h200), device name or alias, or gfx."""
+    _need_dir(directory, "show")
     hit = find(device, directory)
     if hit is None:
         names = ", ".join(Path(p).stem for p, _ in load_tables(directory))
@@ -160,6 +172,7 @@ def validate_cmd(directory, files):
     Exit 1 when any table is bad."""
     import yaml
 
+    _need_dir(directory, "validate")
     items = []
     if files:
         for f in files:

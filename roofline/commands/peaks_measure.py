@@ -78,7 +78,8 @@ def gpu_unavailable_reason() -> str | None:
     try:
         import torch  # noqa: F401
     except Exception as exc:  # pragma: no cover - depends on the machine
-        return f"no GPU: torch is not importable here ({exc.__class__.__name__}); run it on a machine with a CUDA GPU"
+        return (f"torch is not importable here ({exc.__class__.__name__}): pip install 'roofline[gpu]' (it installs "
+                "torch), on a machine with a CUDA GPU")
     import torch
 
     if not torch.cuda.is_available():

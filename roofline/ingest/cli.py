@@ -63,9 +63,28 @@ def _write_atomic(path: str, doc: dict) -> None:
               help="Round number (default: from a round_<R> folder in the -o path, else 0).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes for parsing a large uncompressed trace (default: 2 where there are 2 CPUs).")
+@click.option("--isl", type=click.IntRange(min=1), default=None,
+              help="Starter env report: input tokens per request (workload.isl).")
+@click.option("--osl", type=click.IntRange(min=1), default=None,
+              help="Starter env report: output tokens per request (workload.osl).")
+@click.option("--conc", type=click.IntRange(min=1), default=None,
+              help="Starter env report: concurrent requests (workload.conc).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="The model's Hugging Face config.json: recorded in the env report (analyze reads it).")
+@click.option("--model-arch-class", type=click.Choice(["dense", "moe"]), default=None,
+              help="Starter env report: model_arch_class (default: from --config, else from the kernel names).")
+@click.option("--model-dtype", default=None, help="Starter env report: model_dtype (default: the captured dtypes).")
+@click.option("--gfx", default=None, help="Starter env report: device key, e.g. sm_90 (default: the trace's "
+              "compute capability).")
+@click.option("--framework", default=None, help="Starter env report: serving framework (vllm, sglang, ...).")
+@click.option("--env-report", "env_out", type=click.Path(dir_okay=False), default=None,
+              help="Where to write the starter env report (default: env_report.json beside the Top-N).")
+@click.option("--no-env-report", is_flag=True, help="Write no starter env report.")
+@click.option("--force", is_flag=True, help="Replace an existing env report with the starter.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, prefill_range, top, min_pct,
-         round_no, workers, quiet):
+         round_no, workers, isl, osl, conc, config_file, model_arch_class, model_dtype, gfx, framework, env_out,
+         no_env_report, force, quiet):
     """Build a profile_topN.json from SOURCE: a PyTorch profiler Chrome trace (.json or .json.gz,
     export_chrome_trace; record_shapes=True fills shapes/dtypes), an Nsight Compute report
     (.ncu-rep, optionally .gz) or its raw-page CSV (ncu --import R --csv --page raw).
@@ -74,6 +93,11 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
     Without --decode-steps/--prefill-steps, steps come from step ranges in the trace (range names
     matching --decode-range/--prefill-range, or ProfilerStep#N), else the window is one step; the
     assumption is written to 'notes' and to stderr. Exit 2 on unusable input, with one line on stderr.
+
+    Beside the Top-N it writes a starter env_report.json (device and dtypes from the trace, the
+    workload from --isl/--osl/--conc, the model config from --config), so that `roofline analyze`
+    can run next; an existing env report is kept unless --force. CUDA-graph replays are detected
+    and reported (replayed kernels carry no shapes).
     """
     from roofline.ingest.topn import StepPlan, TopNError, aggregate_trace, build_topn
 
@@ -84,6 +108,15 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
             _fail(source, f"bad range regex {rx!r}: {exc}")
     if not os.path.isfile(source):
         _fail(source, "no such file")
+    config = None
+    if config_file is not None:
+        from roofline.errors import InputError
+        from roofline.inputs import load_config
+        try:
+            config = load_config(config_file)
+        except InputError as exc:
+            click.echo(f"roofline topn: {exc}", err=True)
+            sys.exit(2)
     if round_no is None:
         m = _ROUND_RE.search(os.path.abspath(out_path))
         round_no = int(m.group(1)) if m else 0
@@ -103,10 +136,18 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
                 notes.append(f"parsed with {pt.engine}: install ijson's C backend (yajl2_c) for speed")
             if pt.device_names:
                 src["devices"] = sorted(set(pt.device_names))
+            graph = _graph_replays(source, pt, notes)
+            if graph:
+                src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
             doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
                              round_no=round_no, source=src)
             if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
                 doc["device_properties"] = pt.device_properties
+            if graph:
+                only = set(graph["replayed_only"])
+                for e in doc["entries"]:
+                    if e["name"] in only and not e.get("shapes"):
+                        e["cuda_graph_replayed"] = True
         else:
             from roofline.ingest.ncu import NcuError, ncu_steps, read_ncu
             reg = "prefill" if (prefill_steps is not None and decode_steps is None) else regime
@@ -129,9 +170,78 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
         _write_atomic(out_path, doc)
     except OSError as exc:
         _fail(out_path, f"cannot write: {exc.strerror or exc}")
+    env_msgs = [] if no_env_report else _starter_env(
+        source, kind, doc, out_path, env_out, force, config, config_file,
+        dict(isl=isl, osl=osl, conc=conc, model_arch_class=model_arch_class, model_dtype=model_dtype, gfx=gfx,
+             framework=framework))
     if not quiet:
         for n in doc["notes"]:
             click.echo(f"roofline topn: note: {n}", err=True)
         click.echo(f"roofline topn: wrote {out_path}: {len(doc['entries'])} kernels, "
                    f"{doc['total_gpu_time_ms']:.3f} ms GPU time, steps decode={doc['serving']['n_decode_steps']} "
                    f"prefill={doc['serving']['n_prefill_steps']}", err=True)
+        for m in env_msgs:
+            click.echo(f"roofline topn: {m}", err=True)
+
+
+def _graph_replays(source, pt, notes: list) -> dict | None:
+    """CUDA-graph replays (roofline.ingest.graphs): when some kernels have no op link, look for the
+    runtime's graph-launch events; if found, their note replaces the generic 'no record_shapes' one
+    (rewrites `notes` in place). Returns the summary, or None."""
+    from roofline.ingest import graphs
+
+    if not graphs.needs_scan(pt):
+        return None
+    try:
+        s = graphs.graph_replay_summary(pt, graphs.scan_graph_launches(source))
+    except (OSError, EOFError):
+        s = None
+    generic = [i for i, n in enumerate(notes) if n.startswith("the trace has no record_shapes data")]
+    if s is None:
+        if generic and pt.record_shapes:
+            notes[generic[0]] = ("record_shapes was on (the trace header says so), but no op that launches a "
+                                 "kernel carries Input Dims in the window: no shapes/dtypes filled")
+        return None
+    for i in reversed(generic):
+        del notes[i]
+    notes.append(graphs.graph_note(s))
+    return s
+
+
+def _starter_env(source, kind, doc, out_path, env_out, force, config, config_file, flags) -> list[str]:
+    """Write the starter env report (roofline.ingest.env_starter); never overwrite one silently.
+    Returns the lines to print."""
+    from pathlib import Path
+
+    from roofline.ingest.env_starter import HOW_TO_GIVE, starter_env, trace_head
+    from roofline.inputs import find_upwards
+
+    dest = Path(env_out) if env_out else Path(out_path).parent / "env_report.json"
+    existing = dest if dest.exists() else (None if env_out else find_upwards(dest.parent, "env_report.json"))
+    given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None] + (["--config"] if config_file else [])
+    if existing is not None and not force:
+        return [f"kept the existing env report {existing} (not rewritten"
+                + (f"; {', '.join(given)} not written to it" if given else "") + "): --force replaces it with a starter"]
+    head = trace_head(source) if kind == "trace" else {}
+    cfg_rel = None
+    if config_file:
+        try:
+            cfg_rel = os.path.relpath(os.path.abspath(config_file), dest.resolve().parent)
+        except ValueError:  # another drive (Windows)
+            cfg_rel = os.path.abspath(config_file)
+    env, missing, notes = starter_env(head, doc, config=config, config_path=cfg_rel,
+                                      trace_name=os.path.basename(source), **flags)
+    try:
+        _write_atomic(str(dest), env)
+    except OSError as exc:
+        _fail(str(dest), f"cannot write the starter env report: {exc.strerror or exc}")
+    msgs = [f"note: {n}" for n in notes]
+    same = existing is not None and existing.resolve() == dest.resolve()
+    verb = "replaced" if same else "wrote"
+    line = f"{verb} the starter env report {dest}"
+    if existing is not None and not same:
+        line += f" (it takes precedence over {existing} for this Top-N)"
+    msgs.append(line)
+    for m in missing:
+        msgs.append(f"env report: {m} is not known from the trace: give it with {HOW_TO_GIVE[m]}")
+    return msgs

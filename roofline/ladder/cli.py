@@ -23,8 +23,11 @@ def _parse_shape(text: str) -> tuple[int, int, int]:
 def _need_gpu():
     from . import gpu
     if not gpu.gpu_available():
-        click.echo("roofline ladder: needs an NVIDIA sm_90a GPU with CuPy (pip install 'roofline[gpu]')", err=True)
+        click.echo("roofline ladder: needs an NVIDIA sm_90a GPU with CuPy (pip install 'roofline[gpu]': CuPy, "
+                   "cuda-python, nsight-python and torch)", err=True)
         sys.exit(2)
+    if gpu.torch_or_none() is None:
+        click.echo(f"roofline ladder: note: {gpu.TORCH_MISSING}; the levels run without it", err=True)
 
 
 @click.group()
@@ -100,16 +103,44 @@ def bench_cmd(shapes, shape_set, level_ids, out):
         sys.exit(1)
 
 
+def _bench_result(path: Path, cmd: str) -> dict:
+    """The bench result JSON at `path`, or one line on stderr and exit 2 (wrong kind, not JSON)."""
+    from roofline.filekinds import kind_of_doc, sniff, wrong_kind
+
+    try:
+        res = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        k = sniff(path)
+        what = wrong_kind(path, k, "a ladder bench result") if k not in ("json", "not_json") else \
+            f"{path}: not a JSON ladder bench result"
+        click.echo(f"roofline ladder {cmd}: {what}; `roofline ladder bench --out FILE` writes one", err=True)
+        sys.exit(2)
+    k = kind_of_doc(res)
+    if k != "ladder_bench":
+        what = wrong_kind(path, k, "a ladder bench result") if k != "json" else \
+            f"{path}: not a ladder bench result (no 'meta' and 'rows')"
+        click.echo(f"roofline ladder {cmd}: {what}; `roofline ladder bench --out FILE` writes one", err=True)
+        sys.exit(2)
+    return res
+
+
 @ladder.command("render")
 @click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--peaks/--no-peaks", default=True, help="Recompute the peaks-table column from roofline.peaks.")
 def render_cmd(results, peaks):
     """Render a bench results JSON (from `bench --out`) as the markdown table; no GPU needed."""
     from . import bench
-    res = json.loads(results.read_text())
-    if peaks:
-        bench.add_roofline_columns(res, bench.table_peaks(res["meta"]["device"]))
-    click.echo(bench.render_table(res))
+    res = _bench_result(results, "render")
+    try:
+        if peaks:
+            bench.add_roofline_columns(res, bench.table_peaks(res["meta"]["device"]))
+        text = bench.render_table(res)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        click.echo(f"roofline ladder render: {results}: not a ladder bench result (a field is missing or of the "
+                   f"wrong type: {exc.__class__.__name__}: {exc}); `roofline ladder bench --out FILE` writes one",
+                   err=True)
+        sys.exit(2)
+    click.echo(text)
 
 
 @ladder.command("plot")
@@ -121,8 +152,8 @@ def plot_cmd(results, out):
     (`roofline ladder bench --out`), e.g. roofline/ladder/results/h200_bench_issue6.json. No GPU needed."""
     from .plot import plot_ladder
 
+    res = _bench_result(results, "plot")
     try:
-        res = json.loads(results.read_text())
         d = plot_ladder(res, out)
     except (ValueError, KeyError) as exc:
         click.echo(f"roofline ladder plot: {results}: not a ladder bench result ({exc})", err=True)

@@ -161,6 +161,10 @@ def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
 
 
 # ------------------------------------------------------------------ cuBLAS through torch
+TORCH_MISSING = ("the cuBLAS baseline needs torch with CUDA: pip install 'roofline[gpu]' (it installs torch; for "
+                 "a torch built for another CUDA see https://pytorch.org/get-started/locally/)")
+
+
 def torch_or_none():
     try:
         import torch
@@ -180,6 +184,6 @@ def cublas_tn(a, b, c) -> None:
     """c = a @ b^T through cuBLAS (torch.mm), writing into c (uint16 bf16 bits)."""
     torch = torch_or_none()
     if torch is None:
-        raise RuntimeError("cuBLAS baseline needs torch with CUDA")
+        raise RuntimeError(TORCH_MISSING)
     at, bt, ct = as_torch_bf16(a), as_torch_bf16(b), as_torch_bf16(c)
     torch.mm(at, bt.t(), out=ct)

@@ -1,0 +1,175 @@
+"""A starter env_report.json from what a profiler trace and its Top-N know.
+
+`roofline topn` writes it beside the Top-N so that `roofline analyze` can run next with no
+hand-made file. What the trace knows: the device (``deviceProperties``: name, compute capability)
+and the dtypes of the captured shapes. What it cannot know (the workload: input/output lengths and
+concurrency) comes from flags; a field nobody gave is left out and listed in ``missing``, and
+`roofline analyze` names it with the way to give it (:data:`HOW_TO_GIVE`).
+
+Pure functions, except :func:`trace_head` (reads the head of the trace file).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+# env_report field -> how a user gives it (the analyze CLI appends this to a "missing" message)
+HOW_TO_GIVE = {
+    "gfx": "`roofline topn TRACE --gfx sm_90` (the trace had no deviceProperties) or edit the file",
+    "model_dtype": "`roofline topn TRACE --model-dtype bf16` (no captured dtypes: record_shapes was off, or every "
+                   "kernel was replayed from a CUDA graph) or edit the file",
+    "model_arch_class": "`roofline topn TRACE --model-arch-class dense|moe` or edit the file",
+    "workload": "`roofline topn TRACE --isl N --osl N --conc N` or edit the file",
+    "workload.isl": "`roofline topn TRACE --isl N` (input tokens per request) or edit the file",
+    "workload.osl": "`roofline topn TRACE --osl N` (output tokens per request) or edit the file",
+    "workload.conc": "`roofline topn TRACE --conc N` (concurrent requests) or edit the file",
+}
+
+_HEAD_LIMIT = 64 << 20
+
+
+def trace_head(path: str) -> dict:
+    """The top-level fields written before ``traceEvents`` (Kineto puts ``deviceProperties`` there),
+    as a dict; {} when the head is not a JSON object prefix (e.g. an ncu report)."""
+    from roofline.ingest.torch_trace import _open
+
+    stream, raw = _open(path)
+    buf = bytearray()
+    try:
+        while len(buf) < _HEAD_LIMIT:
+            chunk = stream.read(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            if buf.find(b'"traceEvents"') >= 0:
+                break
+    except (OSError, EOFError):
+        return {}
+    finally:
+        stream.close()
+        raw.close()
+    k = buf.find(b'"traceEvents"')
+    head = bytes(buf[:k] if k >= 0 else b"").strip()
+    if not head.startswith(b"{"):
+        return {}
+    try:
+        hd = json.loads(head[:-1] + b"}" if head.endswith(b",") else head + b"}")
+    except ValueError:
+        return {}
+    return hd if isinstance(hd, dict) else {}
+
+
+def device_from_head(head: dict) -> tuple[str | None, str | None, list[str]]:
+    """(gpu_name, gfx, notes) from deviceProperties. NVIDIA: gfx = sm_<major><minor>."""
+    notes: list[str] = []
+    devs = [d for d in head.get("deviceProperties") or () if isinstance(d, dict)]
+    if not devs:
+        return None, None, notes
+    names = sorted({d["name"] for d in devs if isinstance(d.get("name"), str)})
+    caps = sorted({(d["computeMajor"], d["computeMinor"]) for d in devs
+                   if isinstance(d.get("computeMajor"), int) and isinstance(d.get("computeMinor"), int)})
+    if len(names) > 1 or len(caps) > 1:
+        notes.append(f"the trace lists {len(devs)} devices of different kinds ({', '.join(names)}): "
+                     f"the first one, {names[0] if names else '?'}, is written")
+    name = devs[0].get("name") if isinstance(devs[0].get("name"), str) else (names[0] if names else None)
+    gfx = None
+    d0 = devs[0]
+    if isinstance(d0.get("computeMajor"), int) and isinstance(d0.get("computeMinor"), int):
+        gfx = f"sm_{d0['computeMajor']}{d0['computeMinor']}"
+    elif isinstance(d0.get("gcnArchName"), str):  # ROCm traces name the gfx id
+        gfx = d0["gcnArchName"].split(":")[0]
+    return name, gfx, notes
+
+
+def _weighted(topn: dict, key: str, classes: tuple[str, ...] | None = None) -> Counter:
+    c: Counter = Counter()
+    for e in topn.get("entries", []):
+        dt = e.get("dtypes") or {}
+        cls = e.get("classification") or e.get("op_class")
+        if classes is not None and cls not in classes:
+            continue
+        if isinstance(dt.get(key), str):
+            c[dt[key]] += float(e.get("pct_gpu_time") or 0.0)
+    return c
+
+
+def dtypes_from_topn(topn: dict) -> tuple[str | None, str | None]:
+    """(model_dtype, kv_cache_dtype): the GEMM/MoE weight dtype carrying the most GPU time (else the
+    activation dtype of any entry), and the attention kv dtype, from the captured shapes' dtypes."""
+    w = _weighted(topn, "weight", ("gemm", "moe")) or _weighted(topn, "act", ("gemm", "moe")) \
+        or _weighted(topn, "act")
+    kv = _weighted(topn, "kv", ("attn",))
+    return (w.most_common(1)[0][0] if w else None), (kv.most_common(1)[0][0] if kv else None)
+
+
+def _config_dtype(config: dict | None) -> str | None:
+    if not config:
+        return None
+    tc = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    d = tc.get("torch_dtype") or config.get("torch_dtype") or tc.get("dtype") or config.get("dtype")
+    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(d, d) if isinstance(d, str) else None
+
+
+def _config_arch(config: dict | None) -> str | None:
+    if not config:
+        return None
+    merged = dict(config)
+    if isinstance(config.get("text_config"), dict):
+        merged.update(config["text_config"])
+    for k in ("num_experts", "num_local_experts", "n_routed_experts"):
+        if isinstance(merged.get(k), int) and merged[k] > 1:
+            return "moe"
+    return "dense"
+
+
+def starter_env(head: dict, topn: dict, *, isl=None, osl=None, conc=None, config: dict | None = None,
+                config_path: str | None = None, model_arch_class: str | None = None,
+                model_dtype: str | None = None, gfx: str | None = None, framework: str | None = None,
+                trace_name: str | None = None) -> tuple[dict, list[str], list[str]]:
+    """-> (env report dict, missing field paths, notes). Flags win over what the trace says."""
+    notes: list[str] = []
+    name, t_gfx, dn = device_from_head(head)
+    notes += dn
+    env: dict = {}
+    src: dict = {}
+    if gfx or t_gfx:
+        env["gfx"] = gfx or t_gfx
+        src["gfx"] = "--gfx" if gfx else "trace deviceProperties (compute capability)"
+    if name:
+        env["gpu_name"] = name
+        src["gpu_name"] = "trace deviceProperties"
+    t_dt, t_kv = dtypes_from_topn(topn)
+    mdt = model_dtype or t_dt or _config_dtype(config)
+    if mdt:
+        env["model_dtype"] = mdt
+        src["model_dtype"] = ("--model-dtype" if model_dtype else
+                              "captured shapes' dtypes (GEMM weights)" if t_dt else "config.json torch_dtype")
+    if t_kv:
+        env["kv_cache_dtype"] = t_kv
+        src["kv_cache_dtype"] = "captured attention shapes' dtypes"
+    arch = model_arch_class or _config_arch(config)
+    if arch is None:
+        classes = {e.get("classification") or e.get("op_class") for e in topn.get("entries", [])}
+        arch = "moe" if "moe" in classes else "dense"
+        src["model_arch_class"] = (f"ASSUMED from the kernels ({'an MoE kernel is' if arch == 'moe' else 'no MoE kernel'}"
+                                   " in the Top-N); give --model-arch-class or --config to be sure")
+        notes.append(f"model_arch_class '{arch}' assumed from the kernel names: pass --model-arch-class or --config")
+    else:
+        src["model_arch_class"] = "--model-arch-class" if model_arch_class else "config.json (expert count)"
+    env["model_arch_class"] = arch
+    wl = {}
+    for k, v in (("isl", isl), ("osl", osl), ("conc", conc)):
+        if v is not None:
+            wl[k] = v
+    env["workload"] = wl
+    if wl:
+        src["workload"] = "--isl/--osl/--conc"
+    if framework:
+        env["framework"] = framework
+    if config_path:
+        env["config_path"] = config_path
+    missing = [k for k in ("gfx", "model_dtype") if k not in env]
+    missing += [f"workload.{k}" for k in ("isl", "osl", "conc") if k not in wl]
+    env["generated_by"] = {"tool": "roofline topn", "trace": trace_name, "sources": src,
+                           "missing": missing}
+    return env, missing, notes

@@ -1,0 +1,62 @@
+"""What the analysis ignores in a Top-N, said once per thing: shape keys no model reads,
+classifications that are not an op class, entries whose pct_gpu_time keeps them out of the head.
+
+Pure: returns lines; the CLI prints them on stderr (house rule 4: analysis never prints).
+"""
+from __future__ import annotations
+
+import math
+
+from roofline.classify import OP_CLASSES, OP_HINT_RULES, _HINT_ALIASES, classify
+from roofline.inputs import TopN
+
+# keys each op class's byte/FLOP model reads (roofline/models/*), plus what `roofline topn` writes
+# for provenance (q_len, regime)
+SHAPE_KEYS = {
+    "gemm": {"M", "N", "K", "batch"},
+    "moe": {"M", "E", "top_k", "hidden", "inter", "stage"},
+    "attn": {"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged", "causal", "regime"},
+    "elementwise": {"elems_in", "elems_out", "shape"},
+    "norm": {"elems_in", "elems_out", "shape"},
+    "quant": {"elems_in", "elems_out", "shape"},
+}
+_ANY_KEYS = set().union(*SHAPE_KEYS.values())
+
+
+def _known_hint(h: str) -> bool:
+    import re
+
+    hl = h.strip().lower()
+    if hl in _HINT_ALIASES or hl in OP_CLASSES:
+        return True
+    return any(re.search(p, h, re.IGNORECASE) for p, _ in OP_HINT_RULES)
+
+
+def topn_warnings(t: TopN) -> list[str]:
+    out: list[str] = []
+    replayed: list[str] = []
+    for e in t.entries:
+        where = f"entries[{e.index}] ({(e.short_name or e.name)[:60]})"
+        cls = classify(e.name, e.classification)
+        if e.classification and not _known_hint(e.classification):
+            out.append(f"{where}: classification {e.classification!r} is not an op class "
+                       f"({'|'.join(c for c in OP_CLASSES if c != 'unknown')}) nor an op name: ignored; "
+                       f"classified by its name as {cls!r}")
+        known = SHAPE_KEYS.get(cls, _ANY_KEYS)
+        for label, shapes in (("est_shape", [e.est_shape] if e.est_shape else []), ("shapes", e.shapes or [])):
+            unknown = sorted({k for s in shapes for k in s if k not in known})
+            if unknown:
+                out.append(f"{where}: {label} key(s) {', '.join(unknown)} are not read by the {cls} model "
+                           f"(it reads {', '.join(sorted(SHAPE_KEYS.get(cls, _ANY_KEYS)))}): ignored")
+        if e.raw.get("cuda_graph_replayed") and not e.shapes:
+            replayed.append(f"entries[{e.index}]")
+        p = e.pct_gpu_time
+        if math.isfinite(p) and p < 0:
+            out.append(f"{where}: pct_gpu_time {p:g} is negative: the entry is below any head threshold and is "
+                       "never analysed; fix the Top-N")
+    if replayed:
+        from roofline.ingest.graphs import GRAPH_HOWTO
+
+        out.append(f"{len(replayed)} entries ({', '.join(replayed[:8])}{', ...' if len(replayed) > 8 else ''}) were "
+                   f"replayed from a CUDA graph in the profiled window and have no shapes: {GRAPH_HOWTO}")
+    return out

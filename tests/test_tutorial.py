@@ -1,0 +1,83 @@
+"""The README's tutorial, run for real: every `$ roofline ...` command in a block marked
+`<!-- checked-output -->` runs (in a fresh folder that sees the repository's fixtures/), and what it
+prints must be exactly what the README shows. A stale README fails here; `python
+tools/readme_outputs.py` rewrites the blocks (then re-read the prose the test checks below)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+_spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "tools" / "readme_outputs.py")
+ro = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ro)
+
+
+def _tutorial() -> str:
+    m = re.search(r"<!-- tutorial:begin.*?<!-- tutorial:end -->", README, flags=re.S)
+    assert m, "the README has no tutorial section"
+    return m.group(0)
+
+
+def test_readme_has_the_tutorial_and_its_checked_blocks():
+    cmds = [c for m in ro.BLOCK_RX.finditer(_tutorial()) for c, _ in ro.parse_block(m.group(2))]
+    assert [c.split()[1] for c in cmds] == ["topn", "analyze", "plot"]
+    assert "fixtures/traces/" in cmds[0]  # a bundled trace
+
+
+def test_the_tutorial_prints_what_the_readme_shows(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fixtures").symlink_to(ROOT / "fixtures")
+    blocks = [ro.parse_block(m.group(2)) for m in ro.BLOCK_RX.finditer(README)]
+    assert len(blocks) >= 4   # the bundled example at the top + the three tutorial steps
+    for steps in blocks:
+        for cmd, expected in steps:
+            rc, got = ro.run(cmd)
+            assert rc == 0, (cmd, got)
+            assert got == expected.rstrip("\n"), f"README output of `{cmd}` is stale: python tools/readme_outputs.py"
+    art = json.loads((tmp_path / "run" / "profile" / "round_1" / "profile_roofline.json").read_text())
+    env = json.loads((tmp_path / "run" / "profile" / "round_1" / "env_report.json").read_text())
+    assert env["gpu_name"] == "NVIDIA H200" and env["workload"] == {"isl": 128, "osl": 1, "conc": 4}
+    png = tmp_path / "run" / "roofline.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    _check_prose(art)
+    # the picture shown in the README is the one this command draws (same size)
+    shown = ROOT / "docs" / "img" / "tutorial_roofline.png"
+    assert "docs/img/tutorial_roofline.png" in README and shown.is_file()
+    from matplotlib import image
+
+    assert image.imread(shown).shape == image.imread(png).shape
+
+
+def _check_prose(art: dict) -> None:
+    """The numbers the tutorial's prose quotes are the run's."""
+    text = " ".join(_tutorial().split())
+    by = {e["name"]: e for e in art["entries"]}
+    m = re.search(r"the biggest kernel is the first GEMM \((\d+)%, already at (\d+)% of the compute roof, "
+                  r"\+([\d.]+)%\), and it is not the best bet", text)
+    assert m, "the tutorial no longer describes the biggest kernel"
+    big = by[art["ranking_by_pct"][0]]
+    assert big["op_class"] == "gemm" and big["roof_axis"] == "compute"
+    assert (round(big["pct_gpu_time"]), round(100 * big["roofline_pct"])) == (int(m.group(1)), int(m.group(2)))
+    assert f"{big['expected_e2e_gain_pct']:.1f}" == m.group(3)
+    assert art["ranking_by_expected_gain"][0] != big["name"]
+    assert "Most rows are `latency`-bound" in text
+    assert sum(e["bound_type"] == "latency" for e in art["entries"]) > len(art["entries"]) / 2
+
+
+@pytest.mark.parametrize("needle", ["cudaGraphLaunch", "eager step", "--counters"])
+def test_tutorial_documents_cuda_graph_replays(needle):
+    assert needle in _tutorial()
+
+
+def test_readme_outputs_tool_detects_a_stale_block(tmp_path):
+    stale = README.replace("17.16  compute  68%", "17.16  compute  99%", 1)
+    assert stale != README
+    _new, changed = ro.regenerate(stale)
+    assert changed == ["roofline analyze run/profile/round_1/profile_topN.json"]
+    assert _new == README   # regenerating restores exactly what is committed
