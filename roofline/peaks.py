@@ -72,6 +72,24 @@ class Peaks:
             return "low"
         return "high" if kind in ("measured", "validated") else "medium"
 
+    def compute_roof_spread(self, dtype: str) -> float:
+        """How far apart the recorded runs of a measured compute roof are: 1 - (the lowest run's
+        best median) / (the envelope). 0 without at least two recorded runs. A measured rate above
+        the roof by less than this is inside the roof's own uncertainty."""
+        d = norm_dtype(dtype) or ""
+        if self.flops_kind.get(d) not in ("measured", "validated") or not self.flops.get(d):
+            return 0.0
+        fig = ((self.raw.get("flops") or {}).get(d) or {}).get(self.flops_kind[d]) or {}
+        bests = []
+        for r in fig.get("runs") or []:
+            meds = [v.get("median") for v in (r.get("shapes") or {}).values() if isinstance(v, dict)]
+            meds = [x for x in meds if isinstance(x, (int, float)) and x > 0]
+            if meds:
+                bests.append(max(meds))
+        if len(bests) < 2:
+            return 0.0
+        return max(0.0, min(0.25, 1.0 - min(bests) / self.flops[d]))
+
     def to_artifact(self) -> dict:
         """The `peaks` block of profile_roofline.json (seed 002 section 2), plus provenance."""
         return {

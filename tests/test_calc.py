@@ -118,8 +118,9 @@ def test_h200_measured_roofs():
     ds = _json("--device", "h200", "--dtype", "bf16", "--roof", "datasheet", "--size", "4096")
     assert ds["ridge_flop_per_byte"] == pytest.approx(d["flops"]["bf16"]["datasheet"]["value"]
                                                       / d["hbm_bw_bytes_s"]["datasheet"]["value"])
-    # the recorded cuBLAS 4096^3 (fixtures/ncu: 177.6 us) sits at the measured compute roof
-    assert got["t_wall_s"] == pytest.approx(177.6e-6, rel=0.01)
+    # the recorded cuBLAS 4096^3 (fixtures/ncu: 177.6 us) sits at the measured compute roof: no
+    # faster than its bound, and within the envelope's 5% of it
+    assert 0.95 * 177.6e-6 <= got["t_wall_s"] <= 177.6e-6
 
 
 def test_sweep_marks_the_crossover():

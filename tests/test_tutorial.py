@@ -76,7 +76,7 @@ def test_tutorial_documents_cuda_graph_replays(needle):
 
 
 def test_readme_outputs_tool_detects_a_stale_block(tmp_path):
-    stale = README.replace("17.16  compute  68%", "17.16  compute  99%", 1)
+    stale = README.replace("17.16  compute  66%", "17.16  compute  99%", 1)
     assert stale != README
     _new, changed = ro.regenerate(stale)
     assert changed == ["roofline analyze run/profile/round_1/profile_topN.json"]
