@@ -128,6 +128,27 @@ def table_rows(art: dict) -> list[list[str]]:
                          " ({:.1f}-{:.1f})".format(*e["attainable_speedup_range"])
                          if e.get("attainable_speedup_range") and e.get("attainable_speedup") else ""),
                      _gain(e.get("expected_e2e_gain_pct")), e.get("confidence", "low"), e.get("route", "")])
+        rows += _shape_rows(e)
+    return rows
+
+
+def _shape_label(sh: dict) -> str:
+    if all(k in sh for k in ("M", "N", "K")):
+        return f"{sh['M']}x{sh['N']}x{sh['K']}"
+    return ",".join(f"{k}={v}" for k, v in sh.items() if k not in ("regime", "reduce"))
+
+
+def _shape_rows(e: dict) -> list[list[str]]:
+    """One row per shape of a multi-shape kernel name, under its entry: which shape is slow."""
+    rows = []
+    per = e.get("per_shape") or []
+    tot = sum((r.get("launches") or 0) * r["t_ms"] for r in per)
+    for r in per:
+        n = r.get("launches")
+        share = e["pct_gpu_time"] * n * r["t_ms"] / tot if (n and tot) else None
+        rows.append(["", "", f"  - {_shape_label(r['shape'])} x{n if n is not None else '?'} "
+                             f"({r['t_ms'] * 1e3:.1f} us)", "-" if share is None else f"{share:.2f}",
+                     r.get("roof_axis", "-"), _pct(r.get("roofline_pct")), "", "", "", "", ""])
     return rows
 
 
@@ -193,15 +214,20 @@ def to_markdown(art: dict) -> str:
     measured = [e for e in art["entries"] if e.get("measured")]
     if measured:
         L += ["", "## Predicted vs measured (stage C isolated re-runs)", "",
-              "| kernel | predicted attainable | ladder level | ladder ms (p20-p80) | cuBLAS ms (p20-p80) | "
-              "in-run ms | measured attainable | verdict |", "|---|---|---|---|---|---|---|---|"]
+              "Ladder vs library: both isolated, same L2 state (like for like), projected onto the in-run time.", "",
+              "| kernel | predicted attainable | ladder level | L2 | ladder ms (p20-p80) | library ms (p20-p80) | "
+              "ladder vs library (spread) | in-run ms | projected in-run ms | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
         for e in measured:
             ms = e["measured"]
             rng = lambda k: ("-" if ms.get(f"{k}_t_ms") is None else  # noqa: E731
                              f"{ms[f'{k}_t_ms']:.4g} ({ms[f'{k}_t_ms_p20']:.4g}-{ms[f'{k}_t_ms_p80']:.4g})")
+            lr = ms.get("ladder_vs_library_speedup_range")
+            like = _x(ms.get("measured_attainable_speedup")) + (f" ({lr[0]:.3f}-{lr[1]:.3f})" if lr else "")
+            proj = ms.get("projected_in_run_t_ms")
             L.append(f"| {e.get('short_name')} | {_x(e.get('attainable_speedup'))} | {ms.get('ladder_level')} | "
-                     f"{rng('ladder')} | {rng('cublas')} | {ms['current_t_ms']:.4g} | "
-                     f"{_x(ms.get('measured_attainable_speedup'))} | {ms.get('verdict')} |")
+                     f"{ms.get('l2_mode') or 'cold'} | {rng('ladder')} | {rng('cublas')} | {like} | "
+                     f"{ms['current_t_ms']:.4g} | {'-' if proj is None else f'{proj:.4g}'} | {ms.get('verdict')} |")
     L += ["", "## Entries", ""]
     for e in art["entries"]:
         L.append(f"### {e.get('short_name')} ({e['pct_gpu_time']:.2f}% GPU)")

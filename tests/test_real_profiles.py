@@ -268,3 +268,19 @@ def test_a_compute_ratio_beyond_the_roof_spread_stays_suspect():
     e = analysis.analyze(parse_topn(doc, "t.json"), env, None, pk)["entries"][0]
     assert pk.compute_roof_spread("bf16") < 0.09
     assert e["suspect"] and e["headroom_class"] == "unknown" and not e.get("at_compute_wall")
+
+
+def test_table_and_markdown_show_one_row_per_shape(runs):
+    from roofline import report
+
+    _, art = runs["prefill_llama"]
+    e = art["entries"][0]
+    rows = report.table_rows(art)
+    sub = [r for r in rows if r[2].startswith("  - ")]
+    assert len(sub) == len(e["per_shape"]) == 3
+    assert sum(float(r[3]) for r in sub) == pytest.approx(e["pct_gpu_time"], abs=0.02)
+    for r, ps in zip(sub, e["per_shape"]):
+        s = ps["shape"]
+        assert r[2].startswith(f"  - {s['M']}x{s['N']}x{s['K']} x{ps['launches']} ")
+    md = report.to_markdown(art)
+    assert md.count("|   - 16384x") == 3
