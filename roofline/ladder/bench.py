@@ -47,9 +47,23 @@ ISSUE6_SHAPES: tuple[tuple[int, int, int], ...] = (
     (64, 28672, 4096),
 )
 
+# Issue 14: the prefill gate set M in {2048, 4096, 8192} x (N, K) in {(4096, 4096), (28672, 4096),
+# (4096, 14336), (8192, 8192)} (8192^3 among them), the decode gate set M in {16, 64, 128, 256} x
+# (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192)}, and the ragged shapes
+# level 6 lost on (3000x5000x1000, 777x1531x263).
+PREFILL_NK = ((4096, 4096), (28672, 4096), (4096, 14336), (8192, 8192))
+DECODE_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192))
+ISSUE14_PREFILL = tuple((m, n, k) for m in (2048, 4096, 8192) for n, k in PREFILL_NK)
+ISSUE14_DECODE = tuple((m, n, k) for m in (16, 64, 128, 256) for n, k in DECODE_NK)
+ISSUE14_RAGGED = ((3000, 5000, 1000), (777, 1531, 263))
+ISSUE14_SHAPES = ISSUE14_PREFILL + ISSUE14_DECODE + ISSUE14_RAGGED
+
 SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
     "default": DEFAULT_SHAPES,
     "issue6": ISSUE6_SHAPES,
+    "issue14": ISSUE14_SHAPES,
+    "issue14-prefill": ISSUE14_PREFILL,
+    "issue14-decode": ISSUE14_DECODE,
 }
 
 FLUSH_BYTES = 256 << 20
@@ -167,7 +181,7 @@ class BenchResult:
         return {"meta": self.meta, "ceilings": self.ceilings, "rows": self.rows}
 
 
-def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> BenchResult:
+def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0, min_reps=10) -> BenchResult:
     """Check, then time every level that supports each shape, beside cuBLAS; returns data."""
     cp = gpu.cupy()
     timer = Timer()
@@ -209,7 +223,7 @@ def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> Be
             fn = lambda: gpu.launch(lv, a, b, c, m, n, k)  # noqa: E731
         else:
             fn = lambda: gpu.cublas_tn(a, b, c)  # noqa: E731
-        ts = timer.time(fn)
+        ts = timer.time(fn, min_reps=min_reps, max_reps=max(100, min_reps))
         med, p20, p80 = quantiles(ts)
         row.update({"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "reps": len(ts),
                     "tflops": gemm_flops(m, n, k) / (med * 1e-3) / 1e12})
@@ -221,7 +235,7 @@ def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> Be
         del a, b, c
     meta = {"device": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "method": "CUDA events around each launch, L2 flushed (256 MiB rewrite) before each, "
-                      "warm-up 3, reps sized to ~400 ms (10..100), median/p20/p80",
+                      f"warm-up 3, reps sized to ~400 ms ({min_reps}..{max(100, min_reps)}), median/p20/p80",
             "contract": "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
             "cupy": cp.__version__}
     add_roofline_columns({"ceilings": ceilings, "rows": rows}, table_peaks(name))  # in place

@@ -148,6 +148,10 @@ def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
     tmb = tensor_map(b.data.ptr, n, k, kb, bn)
     c_tma = n % 8 == 0
     tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma  # dummy when unused
+    if level.kind == "ws":
+        _launch_ws(level, kern, a, b, c, m, n, k, ka, kb)
+        del keep
+        return
     grid = level.grid(m, n)
     if level.kind == "persistent":
         grid = (min(grid[0], sm_count()), 1, 1)
@@ -183,3 +187,75 @@ def cublas_tn(a, b, c) -> None:
         raise RuntimeError("cuBLAS baseline needs torch with CUDA")
     at, bt, ct = as_torch_bf16(a), as_torch_bf16(b), as_torch_bf16(c)
     torch.mm(at, bt.t(), out=ct)
+
+
+# ------------------------------------------------------------------ warp-specialized levels (7+)
+def splitk_plan(level: Level, m: int, n: int, k: int, sms: int) -> tuple[int, int]:
+    """-> (S, ks): the number of K splits and K tiles per split for a "ws" level.
+
+    splitk 0 or 1: no split. splitk n > 1: n splits (fewer if K is short). splitk -1 (auto): the
+    S in 1..16 that minimises the estimated time ceil(units / CTAs) * (ks + 2) in K-tile steps,
+    units = tiles * S (2 K-tile steps of fixed cost per unit: fill, epilogue, the reduction),
+    with at most one split per 4 K tiles (a split must amortise its fp32 partial)."""
+    bm, bn, bk = level.tile_mnk
+    nkt = (k + bk - 1) // bk
+    if level.splitk in (0, 1):
+        return 1, nkt
+    tiles = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+    if level.splitk > 1:
+        cands = [level.splitk]
+    else:
+        cands = [s for s in range(1, 17) if s == 1 or nkt >= 4 * s]
+    best = None
+    for s in cands:
+        ks = -(-nkt // s)
+        s_eff = -(-nkt // ks)               # no empty split
+        units = tiles * s_eff
+        est = -(-units // sms) * (ks + 2)
+        if best is None or est < best[0]:
+            best = (est, s_eff, ks)
+    return best[1], best[2]
+
+
+_ws_cache: dict = {}
+
+
+def _ws_buffers(nfloats: int, ncounters: int):
+    """Workspace (fp32 partials) and tile counters, kept between launches; counters start at 0
+    and every launch leaves them at 0 (the last split of a tile resets its counter)."""
+    cp = cupy()
+    ws = _ws_cache.get("ws")
+    if ws is None or ws.size < nfloats:
+        ws = _ws_cache["ws"] = cp.empty(max(nfloats, 4), dtype=cp.float32)
+    cnt = _ws_cache.get("cnt")
+    if cnt is None or cnt.size < ncounters:
+        cnt = _ws_cache["cnt"] = cp.zeros(max(ncounters, 1024), dtype=cp.int32)
+    return ws, cnt
+
+
+def _launch_ws(level: Level, kern, a, b, c, m: int, n: int, k: int, ka: int, kb: int) -> None:
+    cp = cupy()
+    bm, bn, _ = level.tile_mnk
+    cl = level.cluster
+    tma = tensor_map(a.data.ptr, m, k, ka, bm)
+    tmb = tensor_map(b.data.ptr, n, k, kb, bn // cl)
+    sms = sm_count()
+    s, ks = splitk_plan(level, m, n, k, sms)
+    tiles_m = -(-m // bm)
+    tiles_mc = -(-tiles_m // cl)
+    tiles = tiles_mc * (-(-n // bn))
+    units = tiles * s
+    grid = cl * min(units, sms // cl)
+    if s > 1:
+        ws, cnt = _ws_buffers(units * bm * bn, tiles)
+    else:
+        ws, cnt = _ws_buffers(0, 0)
+    key = (level.name, level.defines)
+    if key not in _dyn_set:
+        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
+        _dyn_set.add(key)
+    c_tma = n % 8 == 0   # the C map needs 16-byte row strides; else register stores
+    tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
+    kern((grid, 1, 1), (level.threads, 1, 1),
+         (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma)),
+          ws, cnt, cp.int32(s), cp.int32(ks)), shared_mem=level.dyn_smem_bytes)
