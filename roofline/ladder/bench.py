@@ -64,6 +64,9 @@ SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
     "issue14": ISSUE14_SHAPES,
     "issue14-prefill": ISSUE14_PREFILL,
     "issue14-decode": ISSUE14_DECODE,
+    # every level in one run (levels 1-2 only run the single-tile shapes): the README table
+    "issue14-all": ((128, 128, 64), (128, 128, 8192)) + ISSUE14_SHAPES,
+    "gate8192": ((8192, 8192, 8192),),
 }
 
 FLUSH_BYTES = 256 << 20

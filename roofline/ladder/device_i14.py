@@ -28,8 +28,8 @@ from pathlib import Path
 from . import bench
 from .registry import LEVELS, VARIANTS, get_level
 
-NEW = ("7", "8", "9", "10", "l09_coop_nocluster", "l09_pingpong", "l09_pingpong_nocluster",
-       "l09_pingpong_wide", "l09_coop_regstore", "l07_regstore", "l10_m128", "l10_nosplit")
+NEW = ("7", "8", "9", "10", "l09_coop_cluster", "l09_pingpong_nocluster", "l09_pingpong_wide_nocluster",
+       "l09_coop_regstore", "l07_regstore", "l10_m128", "l10_nosplit", "l10_n256")
 
 
 def _target(name: str):
@@ -122,10 +122,20 @@ def summarize(res: dict) -> str:
     return "\n".join(lines)
 
 
+def _residency() -> dict:
+    from . import gpu
+    r = {f"{k[0]} {' '.join(k[1])}".strip(): {"max_active_clusters": v[0], "how": v[1]}
+         for k, v in gpu.CLUSTER_RESIDENCY.items()}
+    if r:
+        print("cluster residency:", json.dumps(r), flush=True)
+    return r
+
+
 def do_bench(targets, out: Path | None, shape_set: str, tag: str) -> None:
     lvls = tuple(_target(t) for t in targets)
     res = bench.run_bench(levels=lvls, shapes=bench.SHAPE_SETS[shape_set], min_reps=50).to_dict()
     res["meta"]["shape_set"] = shape_set
+    res["meta"]["cluster_residency"] = _residency()
     if out:
         (out / f"bench_{tag}.json").write_text(json.dumps(res, indent=1))
     print(bench.render_table(res), flush=True)
@@ -134,9 +144,10 @@ def do_bench(targets, out: Path | None, shape_set: str, tag: str) -> None:
 
 def do_variants(passing, out: Path | None) -> None:
     groups = (
-        (("9", "l09_coop_nocluster", "l09_pingpong", "l09_pingpong_nocluster", "l09_pingpong_wide", "l09_coop_regstore", "8", "7", "l07_regstore"),
+        (("9", "l09_coop_cluster", "l09_pingpong_nocluster", "l09_pingpong_wide_nocluster", "l09_coop_regstore",
+          "8", "7", "l07_regstore"),
          ((8192, 8192, 8192), (4096, 28672, 4096), (2048, 4096, 4096), (8192, 4096, 14336), (3000, 5000, 1000))),
-        (("10", "l10_m128", "l10_nosplit"),
+        (("10", "l10_m128", "l10_nosplit", "l10_n256", "6"),
          ((16, 4096, 4096), (64, 4096, 4096), (64, 14336, 4096), (128, 4096, 14336), (256, 28672, 8192),
           (256, 4096, 4096))),
     )
@@ -146,6 +157,7 @@ def do_variants(passing, out: Path | None) -> None:
         if not lv:
             continue
         res = bench.run_bench(levels=lv, shapes=shapes, min_reps=50).to_dict()
+        res["meta"]["cluster_residency"] = _residency()
         allres.append(res)
         print(bench.render_table(res), flush=True)
     if out:

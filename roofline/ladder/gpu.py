@@ -72,6 +72,10 @@ def launch(level: Level, a, b, c, m: int, n: int, k: int) -> None:
             raise ValueError(f"bad operand {arr.shape} {arr.dtype}, want {shape} uint16 C-contiguous")
         if arr.data.ptr % 16:
             raise ValueError("operands must be 16-byte aligned")
+    for m_above, key in level.by_m:   # a level with a second build for larger M (level 10)
+        if m > m_above:
+            from .registry import VARIANTS
+            level = VARIANTS[key]
     kern = get_kernel(level)
     if level.kind == "sync":
         kern(level.grid(m, n), (level.threads, 1, 1),
@@ -190,6 +194,9 @@ def cublas_tn(a, b, c) -> None:
 
 
 # ------------------------------------------------------------------ warp-specialized levels (7+)
+SPLITK_UNIT_COST_KTILES = 2   # fixed cost of a work unit (fill, epilogue, reduction) in K-tile steps
+
+
 def splitk_plan(level: Level, m: int, n: int, k: int, sms: int) -> tuple[int, int]:
     """-> (S, ks): the number of K splits and K tiles per split for a "ws" level.
 
@@ -211,7 +218,7 @@ def splitk_plan(level: Level, m: int, n: int, k: int, sms: int) -> tuple[int, in
         ks = -(-nkt // s)
         s_eff = -(-nkt // ks)               # no empty split
         units = tiles * s_eff
-        est = -(-units // sms) * (ks + 2)
+        est = -(-units // sms) * (ks + SPLITK_UNIT_COST_KTILES)
         if best is None or est < best[0]:
             best = (est, s_eff, ks)
     return best[1], best[2]
@@ -233,6 +240,38 @@ def _ws_buffers(nfloats: int, ncounters: int):
     return ws, cnt
 
 
+CLUSTER_RESIDENCY: dict = {}   # (level name, defines) -> (max co-resident clusters or None, how it was found)
+
+
+def max_active_clusters(level: Level, kern) -> int | None:
+    """How many clusters of this build can be resident at once (cuOccupancyMaxActiveClusters with
+    the build's block size and dynamic shared memory; its compile-time cluster shape). With
+    ~200 KiB of shared memory per CTA a cluster needs `cluster` free SMs of one GPC, so this can
+    be below #SMs / cluster; a persistent grid larger than it runs its last clusters in a second
+    round. None when the query is not available (then the grid is #SMs / cluster)."""
+    key = (level.name, level.defines)
+    if key in CLUSTER_RESIDENCY:
+        return CLUSTER_RESIDENCY[key][0]
+    val, how = None, ""
+    try:
+        from cuda.bindings import driver as drv
+        ptr = int(kern.kernel.ptr)
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = sm_count(), 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = level.threads, 1, 1
+        cfg.sharedMemBytes = level.dyn_smem_bytes
+        cfg.numAttrs = 0
+        err, nclu = drv.cuOccupancyMaxActiveClusters(drv.CUfunction(ptr), cfg)
+        if err == drv.CUresult.CUDA_SUCCESS and int(nclu) > 0:
+            val, how = int(nclu), "cuOccupancyMaxActiveClusters"
+        else:
+            how = f"cuOccupancyMaxActiveClusters: {err}, {nclu}"
+    except Exception as exc:  # no handle / no binding: fall back to #SMs / cluster
+        how = f"query failed: {type(exc).__name__}: {exc}"[:200]
+    CLUSTER_RESIDENCY[key] = (val, how)
+    return val
+
+
 def _launch_ws(level: Level, kern, a, b, c, m: int, n: int, k: int, ka: int, kb: int) -> None:
     cp = cupy()
     bm, bn, _ = level.tile_mnk
@@ -245,15 +284,18 @@ def _launch_ws(level: Level, kern, a, b, c, m: int, n: int, k: int, ka: int, kb:
     tiles_mc = -(-tiles_m // cl)
     tiles = tiles_mc * (-(-n // bn))
     units = tiles * s
-    grid = cl * min(units, sms // cl)
-    if s > 1:
-        ws, cnt = _ws_buffers(units * bm * bn, tiles)
-    else:
-        ws, cnt = _ws_buffers(0, 0)
     key = (level.name, level.defines)
     if key not in _dyn_set:
         kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
         _dyn_set.add(key)
+    slots = sms // cl
+    if cl > 1:
+        slots = min(slots, max_active_clusters(level, kern) or slots)
+    grid = cl * min(units, slots)
+    if s > 1:
+        ws, cnt = _ws_buffers(units * bm * bn, tiles)
+    else:
+        ws, cnt = _ws_buffers(0, 0)
     c_tma = n % 8 == 0   # the C map needs 16-byte row strides; else register stores
     tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
     kern((grid, 1, 1), (level.threads, 1, 1),

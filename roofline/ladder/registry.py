@@ -51,6 +51,7 @@ class Level:
     dyn_smem_bytes: int = 0        # dynamic shared memory requested at launch (incl. 1 KiB align slack)
     cluster: int = 1               # CTAs per cluster (compile-time __cluster_dims__; "ws" levels)
     splitk: int = 0                # 0: no split-K; -1: split count chosen per shape (gpu.splitk_plan); n: n splits
+    by_m: tuple[tuple[int, str], ...] = ()  # ((m_above, VARIANTS key), ...): for M > m_above launch that build
 
     @property
     def total_smem_bytes(self) -> int:
@@ -145,15 +146,15 @@ LEVELS = LEVELS + (
           (128, 128, 64), _WS_THREADS_1, 16 * 6, 232, True, kind="ws", cluster=2,
           dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1)),
     Level(9, "multi_consumer", "l09_multi_consumer.cu", "gemm_l09",
-          "level 8 with two cooperative consumer warpgroups on a 128x256 tile (64x256 each), 4 stages, cluster tile 256x256",
+          "level 7 with two cooperative consumer warpgroups on a 128x256 tile (64x256 each), 4 stages; no cluster (level 8 lost)",
           "two consumer warpgroups (cooperative 128x256), 384 threads",
-          _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2,
+          _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168, True, kind="ws",
           dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
     Level(10, "splitk_decode", "l10_splitk.cu", "gemm_l10",
-          "level 7 with 64-row tiles (one m64n128 consumer) and split-K chosen per shape; fp32 partials, last split reduces",
+          "level 7 with 64-row tiles (one m64n128 consumer) and split-K chosen per shape; M > 64: 128x128 tiles (l10_m128)",
           "serving shapes: 64x128 tiles + split-K (workspace, per-tile counters), 8 stages",
           (64, 128, 64), _WS_THREADS_1, 16 * 8 + 16, 232, True, kind="ws", splitk=-1,
-          dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1)),
+          dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1), by_m=((64, "l10_m128"),)),
 )
 
 # Deliberately wrong builds, kept so that a test proves the check catches them. Never benched.
@@ -205,29 +206,36 @@ VARIANTS: dict[str, Level] = {
         "level 6 with PIPE_DEPTH=3 + 64 KiB staging: async TMA-store epilogue overlapping the next tile",
         "-", _TILE_WIDE, 256, 48, 184, True, kind="persistent", defines=("L6_TMA_STORE",),
         dyn_smem_bytes=3 * _STAGE_WIDE + 2 * 64 * 256 * 2 + 1024),
-    # level 9's alternatives (notes/l09.md): ping-pong consumers, and both without the cluster
-    "l09_coop_nocluster": Level(
-        9, "multi_consumer_coop_nocluster", "l09_multi_consumer.cu", "gemm_l09",
-        "level 9 cooperative without the cluster (CL=1)", "-", _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168,
-        True, kind="ws", defines=("L9_CL=1",), dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    # level 9's alternatives (notes/l09.md): the cooperative build in a 2-CTA cluster (level 9 of
+    # the first device run), ping-pong consumers (with and without the cluster), register stores
+    "l09_coop_cluster": Level(
+        9, "multi_consumer_coop_cluster", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative in 2-CTA clusters (B multicast, cluster tile 256x256)", "-", _TILE_WIDE,
+        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2, defines=("L9_CL=2",),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
     "l09_pingpong": Level(
         9, "multi_consumer_pingpong", "l09_multi_consumer.cu", "gemm_l09",
         "level 9 ping-pong: consumers alternate whole 128x128 tiles, 6 stages, 2-CTA cluster", "-",
         (128, 128, 64), _WS_THREADS_2, 16 * 6 + 16, 168, True, kind="ws", cluster=2,
-        defines=("L9_PINGPONG",), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+        defines=("L9_PINGPONG", "L9_CL=2"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
     "l09_pingpong_wide": Level(
         9, "multi_consumer_pingpong_wide", "l09_multi_consumer.cu", "gemm_l09",
         "level 9 ping-pong on 64x256 tiles (m64n256), 4 stages of 40 KiB, 2-CTA cluster", "-",
         (64, 256, 64), _WS_THREADS_2, 16 * 4 + 16, 168, True, kind="ws", cluster=2,
-        defines=("L9_PINGPONG", "L9_PP_WIDE"), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
+        defines=("L9_PINGPONG", "L9_PP_WIDE", "L9_CL=2"), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
     "l09_pingpong_nocluster": Level(
         9, "multi_consumer_pingpong_nocluster", "l09_multi_consumer.cu", "gemm_l09",
         "level 9 ping-pong without the cluster", "-", (128, 128, 64), _WS_THREADS_2, 16 * 6 + 16, 168, True,
         kind="ws", defines=("L9_PINGPONG", "L9_CL=1"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l09_pingpong_wide_nocluster": Level(
+        9, "multi_consumer_pingpong_wide_nocluster", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 ping-pong on 64x256 tiles without the cluster", "-", (64, 256, 64), _WS_THREADS_2,
+        16 * 4 + 16, 168, True, kind="ws", defines=("L9_PINGPONG", "L9_PP_WIDE", "L9_CL=1"),
+        dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
     "l09_coop_regstore": Level(
         9, "multi_consumer_coop_regstore", "l09_multi_consumer.cu", "gemm_l09",
         "level 9 cooperative with register stores instead of the TMA-store epilogue", "-", _TILE_WIDE,
-        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2, defines=("LADDER_REG_STORE",),
+        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", defines=("LADDER_REG_STORE",),
         dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2, False)),
     "l07_regstore": Level(
         7, "warp_specialized_regstore", "l07_warp_specialized.cu", "gemm_l07",
@@ -244,6 +252,11 @@ VARIANTS: dict[str, Level] = {
         10, "splitk_decode_nosplit", "l10_splitk.cu", "gemm_l10",
         "level 10's 64x128 tiles with S = 1 (what split-K buys)", "-", (64, 128, 64), _WS_THREADS_1,
         16 * 8 + 16, 232, True, kind="ws", splitk=1, dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1)),
+    "l10_n256": Level(
+        10, "splitk_decode_n256", "l10_splitk.cu", "gemm_l10",
+        "level 10 with 64x256 tiles (one m64n256 consumer), split-K per shape, 5 stages of 40 KiB", "-",
+        (64, 256, 64), _WS_THREADS_1, 16 * 5 + 16, 232, True, kind="ws", splitk=-1,
+        defines=("L10_N256",), dyn_smem_bytes=_ws_dyn(5, (64 * 64 + 256 * 64) * 2, 1)),
 }
 
 

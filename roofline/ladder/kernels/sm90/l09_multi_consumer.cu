@@ -1,14 +1,13 @@
-// Level 9: two consumer warpgroups (384 threads: producer + 2 consumers), persistent, 2-CTA
-// cluster with B multicast (level 8). Shipped: COOPERATIVE, the two consumers split a 128x256
-// tile by rows (64x256 each, wgmma m64n256k16, 128 accumulators), 4 stages of 48 KiB, cluster
-// tile 256x256. -DL9_PINGPONG: the two consumers alternate whole 128x128 tiles (one's epilogue
+// Level 9: two consumer warpgroups (384 threads: producer + 2 consumers), persistent, built on
+// level 7 (level 8's cluster lost in the first device run; -DL9_CL=2 puts it back). COOPERATIVE, the two consumers split a 128x256
+// tile by rows (64x256 each, wgmma m64n256k16, 128 accumulators), 4 stages of 48 KiB. -DL9_PINGPONG: the two consumers alternate whole 128x128 tiles (one's epilogue
 // under the other's main loop), 6 stages of 32 KiB; with -DL9_PP_WIDE
-// 64x256 tiles (m64n256, 4 stages of 40 KiB). -DL9_CL=1: the same without the cluster.
+// 64x256 tiles (m64n256, 4 stages of 40 KiB). -DL9_CL=2: in 2-CTA clusters (B multicast).
 // notes/l09.md says which was kept and why. ws.cuh.
 #include "common.cuh"
 #include "ws.cuh"
 #ifndef L9_CL
-#define L9_CL 2
+#define L9_CL 1
 #endif
 #if defined(L9_PINGPONG) && defined(L9_PP_WIDE)
 LADDER_WS_KERNEL(gemm_l09, 2, 1, 1, 256, 4, L9_CL, 0, 16 / L9_CL, LADDER_EPI)

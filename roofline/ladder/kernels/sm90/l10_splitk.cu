@@ -4,11 +4,14 @@
 // split-K: a unit is (64x128 tile, K split); the launcher picks the split count S from the
 // shape (gpu.splitk_plan) so that the units fill the SMs; partials meet in an fp32 workspace,
 // the last split of a tile adds them and writes C (ws.cuh). 8 stages of 24 KiB keep ~190 KiB of
-// B in flight per SM. -DL10_M128: 128x128 tiles, two cooperative consumers, 6 stages.
+// B in flight per SM. -DL10_M128: 128x128 tiles, two cooperative consumers, 6 stages: the
+// launcher uses it for M > 64 (registry by_m). -DL10_N256: 64x256 tiles (m64n256), 5 stages.
 #include "common.cuh"
 #include "ws.cuh"
-#ifdef L10_M128
+#if defined(L10_M128)
 LADDER_WS_KERNEL(gemm_l10, 2, 0, 1, 128, 6, 1, 1, 16, LADDER_EPI)
+#elif defined(L10_N256)
+LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 256, 5, 1, 1, 16, LADDER_EPI)
 #else
 LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 128, 8, 1, 1, 16, LADDER_EPI)
 #endif
