@@ -271,3 +271,27 @@ def render_table(res: dict) -> str:
                     f"({c['table'].get('hbm_bw_kind')}), bf16 {c['table']['bf16_flops_s'] / 1e12:.0f} TFLOP/s "
                     f"({c['table'].get('bf16_flops_kind')})")
     return "\n".join(lines) + "\n\n" + "; ".join(foot)
+
+
+def render_pivot(res: dict) -> str:
+    """One line per shape: cuBLAS median (ms) and every level's % of cuBLAS (median time ratio,
+    same run), the best level in bold; '-' where a level does not run the shape (levels 1-2: one
+    tile) or failed its check."""
+    rows = [r for r in res["rows"] if "t_ms_median" in r]
+    levels = sorted({(r["level"], r["name"]) for r in rows if r["level"]})
+    shapes = []
+    for r in res["rows"]:
+        s = (r["m"], r["n"], r["k"])
+        if s not in shapes:
+            shapes.append(s)
+    by = {(r["level"], r["name"], r["m"], r["n"], r["k"]): r for r in rows}
+    head = "| shape MxNxK | cuBLAS ms | " + " | ".join(f"L{lv} {nm}" for lv, nm in levels) + " |"
+    lines = [head, "|---|---|" + "---|" * len(levels)]
+    for s in shapes:
+        cub = by.get((0, "cublas", *s))
+        pcts = [by[(lv, nm, *s)].get("pct_cublas") if (lv, nm, *s) in by else None for lv, nm in levels]
+        best = max((p for p in pcts if p is not None), default=None)
+        cells = ["-" if p is None else (f"**{p:.1f}**" if p == best else f"{p:.1f}") for p in pcts]
+        lines.append(f"| {s[0]}x{s[1]}x{s[2]} | {cub['t_ms_median']:.4g} | " + " | ".join(cells) + " |"
+                     if cub else f"| {s[0]}x{s[1]}x{s[2]} | - | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -103,10 +103,14 @@ def bench_cmd(shapes, shape_set, level_ids, out):
 @ladder.command("render")
 @click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--peaks/--no-peaks", default=True, help="Recompute the peaks-table column from roofline.peaks.")
-def render_cmd(results, peaks):
+@click.option("--pivot", is_flag=True, help="One line per shape: cuBLAS ms and each level's % of cuBLAS.")
+def render_cmd(results, peaks, pivot):
     """Render a bench results JSON (from `bench --out`) as the markdown table; no GPU needed."""
     from . import bench
     res = json.loads(results.read_text())
+    if pivot:
+        click.echo(bench.render_pivot(res))
+        return
     if peaks:
         bench.add_roofline_columns(res, bench.table_peaks(res["meta"]["device"]))
     click.echo(bench.render_table(res))
