@@ -1,9 +1,10 @@
 // Level 9: two consumer warpgroups (384 threads: producer + 2 consumers), persistent, built on
-// level 7 (level 8's cluster lost in the first device run; -DL9_CL=2 puts it back). COOPERATIVE, the two consumers split a 128x256
-// tile by rows (64x256 each, wgmma m64n256k16, 128 accumulators), 4 stages of 48 KiB. -DL9_PINGPONG: the two consumers alternate whole 128x128 tiles (one's epilogue
-// under the other's main loop), 6 stages of 32 KiB; with -DL9_PP_WIDE
-// 64x256 tiles (m64n256, 4 stages of 40 KiB). -DL9_CL=2: in 2-CTA clusters (B multicast).
-// notes/l09.md says which was kept and why. ws.cuh.
+// level 7 (level 8's cluster lost on the device: notes/l08.md; -DL9_CL=2 puts it back).
+// Shipped: COOPERATIVE, the two consumers split a 128x256 tile by rows (64x256 each, wgmma
+// m64n256k16, 128 accumulators), 4 stages of 48 KiB + 2 x 16 KiB epilogue staging.
+// -DL9_PINGPONG: the consumers alternate whole 128x128 tiles (one's epilogue under the other's
+// main loop), 6 stages of 32 KiB; with -DL9_PP_WIDE 64x256 tiles (m64n256, 4 stages of 40 KiB).
+// notes/l09.md says which was kept and why. The template: ws.cuh.
 #include "common.cuh"
 #include "ws.cuh"
 #ifndef L9_CL
