@@ -42,7 +42,8 @@
 //   through L2) to its registers, writes bf16 C and resets the counter to 0 for the next
 //   launch. No split waits for another, so there is no deadlock however the units are placed.
 //   Named barrier 1 (consumer threads only) orders the workspace writes and the counter.
-// Work list: units u = cluster_id + i * #clusters (persistent: #clusters <= #SMs / CL);
+// Work list: units u = cluster_id + i * #clusters (persistent: #clusters <= #SMs / CL and <=
+//   cuOccupancyMaxActiveClusters, gpu.max_active_clusters);
 //   u -> (tile t = u / S, split u % S); t -> (cluster-row, column) in GROUP-row grouped order
 //   (level 6's L2-friendly order), row tile = cluster-row * CL + rank.
 // Epilogue (EPI = 1, N % 8 == 0): each consumer stages 64x128 chunks of its accumulators in its
