@@ -79,7 +79,7 @@ def gemm_problems(entry: dict) -> list[Problem]:
 def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
     """From the ladder's own bench results (rows of `roofline ladder bench --out`): per shape class,
     every level that passed the check, ranked by its median % of cuBLAS over the benched shapes of
-    that class. Returns a JSON-ready dict; `choose_level` takes the best level that supports the
+    that class, the first being the stopping rule's pick (`dispatch_order`). Returns a JSON-ready dict; `choose_level` takes the best level that supports the
     shape (single-tile levels only run tiny shapes)."""
     per: dict[tuple[str, int], list[float]] = {}
     for r in bench.get("rows", []):
@@ -90,10 +90,25 @@ def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16")
     for (cls, lvl), vals in per.items():
         classes.setdefault(cls, []).append({"level": lvl, "median_pct_cublas": statistics.median(vals),
                                             "shapes_benched": len(vals)})
-    for rows in classes.values():
-        rows.sort(key=lambda r: -r["median_pct_cublas"])
+    for cls, rows in classes.items():
+        classes[cls] = dispatch_order(rows)
     return {"arch": arch, "dtype": dtype, "device": bench.get("meta", {}).get("device"),
             "source": bench.get("meta", {}).get("time_utc"), "classes": classes}
+
+
+def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[dict]:
+    """Seed 000's stopping rule applied to one class's levels: a more complex (higher) level is
+    the default only where it beats every simpler level by more than the isolated noise band.
+    The first row is the LOWEST level whose median is within `band` of the best median; the
+    rest follow by median. Every row says whether it is inside the band of the best."""
+    rows = sorted(rows, key=lambda r: -r["median_pct_cublas"])
+    if not rows:
+        return rows
+    best = rows[0]["median_pct_cublas"]
+    for r in rows:
+        r["within_noise_of_best"] = r["median_pct_cublas"] >= best * (1.0 - band)
+    first = min((r for r in rows if r["within_noise_of_best"]), key=lambda r: r["level"])
+    return [first] + [r for r in rows if r is not first]
 
 
 def merge_benches(benches: list[dict]) -> dict:

@@ -16,7 +16,8 @@ from conftest import FIXTURES, ROOT, _gpu_available
 
 RECORDED = FIXTURES / "rerun" / "rerun_h200" / "profile_roofline.json"
 STAGE_B = FIXTURES / "rerun" / "profile" / "round_1" / "profile_roofline.json"
-BENCHES = [ROOT / "roofline" / "ladder" / "results" / n for n in ("h200_bench.json", "h200_bench_issue6.json")]
+# issue 14: every level 1-10 and cuBLAS in one H200 run (the dispatch table is built from it alone)
+BENCHES = [ROOT / "roofline" / "ladder" / "results" / "i14_run2" / "bench_all.json"]
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +62,27 @@ def test_dispatch_table_is_built_from_the_measured_benches():
 
     assert get_level(lvl).supports(64, 4096, 4096) and "decode-skinny" in why
     assert rerun.choose_level(table, 128, 128, 64, "bf16")[0] == table["classes"]["decode-skinny"][0]["level"]
-    assert rerun.choose_level(table, 1000, 3000, 2000, "bf16")[1].startswith("ragged: never benched")
+    lvl, why = rerun.choose_level(table, 1000, 3000, 2000, "bf16")
+    assert why.startswith("ragged: level") and lvl == table["classes"]["ragged"][0]["level"]
+    # the stopping rule: each class's default is the lowest level within the noise band of the best
+    for rows in table["classes"].values():
+        best = max(r["median_pct_cublas"] for r in rows)
+        inside = [r["level"] for r in rows if r["median_pct_cublas"] >= best * (1 - rerun.NOISE_BAND_ISOLATED)]
+        assert rows[0]["level"] == min(inside) and rows[0]["within_noise_of_best"]
     assert rerun.choose_level(table, 512, 512, 512, "fp8") == (None, "dtype fp8 is not supported by the ladder (bf16 only)")
     assert rerun.choose_level(table, 512, 512, 512, "bf16", arch="sm_80")[0] is None
     assert rerun.choose_level(None, 512, 512, 512, "bf16")[0] is None
+
+
+def test_dispatch_order_keeps_the_simpler_level_inside_the_band():
+    rows = [{"level": 9, "median_pct_cublas": 97.0}, {"level": 6, "median_pct_cublas": 95.0},
+            {"level": 5, "median_pct_cublas": 90.0}]
+    out = rerun.dispatch_order(rows)
+    assert [r["level"] for r in out] == [6, 9, 5]            # 95 >= 97 * (1 - 0.034): level 6 stays
+    assert [r["within_noise_of_best"] for r in out] == [True, True, False]
+    out = rerun.dispatch_order([{"level": 9, "median_pct_cublas": 100.0}, {"level": 6, "median_pct_cublas": 96.0}])
+    assert out[0]["level"] == 9                              # beyond the band: the complex level wins
+    assert rerun.dispatch_order([]) == []
 
 
 @pytest.mark.parametrize("speedup,predicted,verdict,contra", [

@@ -47,9 +47,26 @@ ISSUE6_SHAPES: tuple[tuple[int, int, int], ...] = (
     (64, 28672, 4096),
 )
 
+# Issue 14: the prefill gate set M in {2048, 4096, 8192} x (N, K) in {(4096, 4096), (28672, 4096),
+# (4096, 14336), (8192, 8192)} (8192^3 among them), the decode gate set M in {16, 64, 128, 256} x
+# (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192)}, and the ragged shapes
+# level 6 lost on (3000x5000x1000, 777x1531x263).
+PREFILL_NK = ((4096, 4096), (28672, 4096), (4096, 14336), (8192, 8192))
+DECODE_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192))
+ISSUE14_PREFILL = tuple((m, n, k) for m in (2048, 4096, 8192) for n, k in PREFILL_NK)
+ISSUE14_DECODE = tuple((m, n, k) for m in (16, 64, 128, 256) for n, k in DECODE_NK)
+ISSUE14_RAGGED = ((3000, 5000, 1000), (777, 1531, 263))
+ISSUE14_SHAPES = ISSUE14_PREFILL + ISSUE14_DECODE + ISSUE14_RAGGED
+
 SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
     "default": DEFAULT_SHAPES,
     "issue6": ISSUE6_SHAPES,
+    "issue14": ISSUE14_SHAPES,
+    "issue14-prefill": ISSUE14_PREFILL,
+    "issue14-decode": ISSUE14_DECODE,
+    # every level in one run (levels 1-2 only run the single-tile shapes): the README table
+    "issue14-all": ((128, 128, 64), (128, 128, 8192)) + ISSUE14_SHAPES,
+    "gate8192": ((8192, 8192, 8192),),
 }
 
 FLUSH_BYTES = 256 << 20
@@ -170,7 +187,7 @@ class BenchResult:
         return {"meta": self.meta, "ceilings": self.ceilings, "rows": self.rows}
 
 
-def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> BenchResult:
+def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0, min_reps=10) -> BenchResult:
     """Check, then time every level that supports each shape, beside cuBLAS; returns data."""
     cp = gpu.cupy()
     timer = Timer()
@@ -212,7 +229,7 @@ def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> Be
             fn = lambda: gpu.launch(lv, a, b, c, m, n, k)  # noqa: E731
         else:
             fn = lambda: gpu.cublas_tn(a, b, c)  # noqa: E731
-        ts = timer.time(fn)
+        ts = timer.time(fn, min_reps=min_reps, max_reps=max(100, min_reps))
         med, p20, p80 = quantiles(ts)
         row.update({"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "reps": len(ts),
                     "tflops": gemm_flops(m, n, k) / (med * 1e-3) / 1e12})
@@ -224,7 +241,7 @@ def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0) -> Be
         del a, b, c
     meta = {"device": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "method": "CUDA events around each launch, L2 flushed (256 MiB rewrite) before each, "
-                      "warm-up 3, reps sized to ~400 ms (10..100), median/p20/p80",
+                      f"warm-up 3, reps sized to ~400 ms ({min_reps}..{max(100, min_reps)}), median/p20/p80",
             "contract": "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
             "cupy": cp.__version__}
     add_roofline_columns({"ceilings": ceilings, "rows": rows}, table_peaks(name))  # in place
@@ -257,3 +274,27 @@ def render_table(res: dict) -> str:
                     f"({c['table'].get('hbm_bw_kind')}), bf16 {c['table']['bf16_flops_s'] / 1e12:.0f} TFLOP/s "
                     f"({c['table'].get('bf16_flops_kind')})")
     return "\n".join(lines) + "\n\n" + "; ".join(foot)
+
+
+def render_pivot(res: dict) -> str:
+    """One line per shape: cuBLAS median (ms) and every level's % of cuBLAS (median time ratio,
+    same run), the best level in bold; '-' where a level does not run the shape (levels 1-2: one
+    tile) or failed its check."""
+    rows = [r for r in res["rows"] if "t_ms_median" in r]
+    levels = sorted({(r["level"], r["name"]) for r in rows if r["level"]})
+    shapes = []
+    for r in res["rows"]:
+        s = (r["m"], r["n"], r["k"])
+        if s not in shapes:
+            shapes.append(s)
+    by = {(r["level"], r["name"], r["m"], r["n"], r["k"]): r for r in rows}
+    head = "| shape MxNxK | cuBLAS ms | " + " | ".join(f"L{lv} {nm}" for lv, nm in levels) + " |"
+    lines = [head, "|---|---|" + "---|" * len(levels)]
+    for s in shapes:
+        cub = by.get((0, "cublas", *s))
+        pcts = [by[(lv, nm, *s)].get("pct_cublas") if (lv, nm, *s) in by else None for lv, nm in levels]
+        best = max((p for p in pcts if p is not None), default=None)
+        cells = ["-" if p is None else (f"**{p:.1f}**" if p == best else f"{p:.1f}") for p in pcts]
+        lines.append(f"| {s[0]}x{s[1]}x{s[2]} | {cub['t_ms_median']:.4g} | " + " | ".join(cells) + " |"
+                     if cub else f"| {s[0]}x{s[1]}x{s[2]} | - | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -26,10 +26,14 @@ class BuildError(RuntimeError):
 def level_source(level: Level) -> str:
     """The self-contained CUDA source of one level (common.cuh inlined)."""
     text = level.path.read_text()
-    common = (KERNEL_DIR / "common.cuh").read_text()
     if '#include "common.cuh"' not in text:
         raise BuildError(f"{level.file} does not include common.cuh")
-    return text.replace('#include "common.cuh"', common, 1)
+    # inline the ladder's own headers (common.cuh; ws.cuh for levels 7+), each once
+    for hdr in ("common.cuh", "ws.cuh"):
+        inc = f'#include "{hdr}"'
+        if inc in text:
+            text = text.replace(inc, (KERNEL_DIR / hdr).read_text(), 1)
+    return text
 
 
 @functools.lru_cache(maxsize=None)

@@ -120,11 +120,15 @@ def edge_shapes(level: Level) -> list[tuple[int, int, int]]:
              (1, 128, 64), (128, 1, 64), (64, 128, 64), (100, 37, 40), (128, 128, 65),
              (128, 128, 128), (128, 128, 1000), (5, 7, 4097), (129, 129, 65), (256, 256, 128),
              (300, 200, 72), (1, 4096, 257), (4096, 1, 64), (257, 383, 191), (1024, 1024, 1024)]
-    if level.kind == "persistent":
+    if level.kind in ("persistent", "ws"):
         # more 128x256 tiles than SMs (132 on the H200): CTAs walk several tiles, the pipeline
         # ledger crosses tile boundaries, tails in M, N and K on the last tiles
         cands += [(1500, 2900, 77), (4096, 4096, 320), (3001, 5003, 130), (2048, 8192, 64),
                   (129, 33000, 72), (20000, 300, 136)]
+    if level.kind == "ws":
+        # decode and K-heavy shapes: split-K (level 10) splits these; odd cluster-tile counts
+        cands += [(16, 4096, 4096), (64, 1024, 14336), (256, 2048, 4096), (130, 700, 3000),
+                  (1, 300, 5000), (383, 1531, 263)]
     return [s for s in cands if level.supports(*s)]
 
 
@@ -146,7 +150,7 @@ def random_shapes(level: Level, count: int, seed: int) -> list[tuple[int, int, i
             k = min(k, kk)
         else:
             k = int(rng.integers(1, kk + 1))
-        if level.kind == "persistent" and len(out) % 4 == 0:
+        if level.kind in ("persistent", "ws") and len(out) % 4 == 0:
             # every 4th shape large enough for several tiles per CTA (tails everywhere)
             m, n, k = int(rng.integers(1, 4097)), int(rng.integers(1, 6001)), int(rng.integers(1, 400))
         if level.supports(m, n, k):

@@ -76,7 +76,7 @@ def run_cmd(level_id, shape, as_json):
 @ladder.command("bench")
 @click.option("--shape", "shapes", multiple=True, help="MxNxK (repeatable); default: the --shapes set")
 @click.option("--shapes", "shape_set", default="default", show_default=True,
-              help="named shape set: default | issue6 (4096^3, 8192^3, LLM prefill, decode)")
+              help="named shape set: default | issue6 | issue14 | issue14-all (+ single tiles) | issue14-prefill | issue14-decode | gate8192")
 @click.option("--level", "level_ids", type=int, multiple=True, help="level id (repeatable); default: all")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON here")
 def bench_cmd(shapes, shape_set, level_ids, out):
@@ -127,11 +127,15 @@ def _bench_result(path: Path, cmd: str) -> dict:
 @ladder.command("render")
 @click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--peaks/--no-peaks", default=True, help="Recompute the peaks-table column from roofline.peaks.")
-def render_cmd(results, peaks):
+@click.option("--pivot", is_flag=True, help="One line per shape: cuBLAS ms and each level's % of cuBLAS.")
+def render_cmd(results, peaks, pivot):
     """Render a bench results JSON (from `bench --out`) as the markdown table; no GPU needed."""
     from . import bench
     res = _bench_result(results, "render")
     try:
+        if pivot:
+            click.echo(bench.render_pivot(res))
+            return
         if peaks:
             bench.add_roofline_columns(res, bench.table_peaks(res["meta"]["device"]))
         text = bench.render_table(res)

@@ -39,8 +39,8 @@ def do_smoke(level_id: int) -> bool:
     lv = get_level(level_id)
     ok = True
     shapes = [(128, 128, 64), (300, 200, 72), (1000, 1000, 1000), (129, 257, 33), (100, 37, 40)]
-    if lv.kind == "persistent":
-        shapes += [(1500, 2900, 77), (4096, 4096, 320)]
+    if lv.kind in ("persistent", "ws"):
+        shapes += [(1500, 2900, 77), (4096, 4096, 320), (64, 4096, 4096)]
     for s in shapes:
         if not lv.supports(*s):
             continue
@@ -120,8 +120,10 @@ def do_sanitize() -> bool:
     extra = [VARIANTS[v] for v in os.environ.get("LADDER_SAN_VARIANTS", "").split(",") if v]
     for lv in list(_levels()) + extra:
         shapes = [(128, 128, 64), (100, 37, 40), (129, 130, 200)]
-        if lv.kind == "persistent":
-            shapes.append((1600, 4400, 72))   # 13 x 18 = 234 tiles > 132 CTAs: ledger crosses tiles
+        if lv.kind in ("persistent", "ws"):
+            shapes.append((1600, 4400, 72))
+        if lv.splitk:
+            shapes.append((64, 512, 2048))   # split-K: 8 tiles, several splits, the reduction   # 13 x 18 = 234 tiles > 132 CTAs: ledger crosses tiles
         for s in shapes:
             if not lv.supports(*s):
                 continue

@@ -72,6 +72,10 @@ def launch(level: Level, a, b, c, m: int, n: int, k: int) -> None:
             raise ValueError(f"bad operand {arr.shape} {arr.dtype}, want {shape} uint16 C-contiguous")
         if arr.data.ptr % 16:
             raise ValueError("operands must be 16-byte aligned")
+    for m_above, key in level.by_m:   # a level with a second build for larger M (level 10)
+        if m > m_above:
+            from .registry import VARIANTS
+            level = VARIANTS[key]
     kern = get_kernel(level)
     if level.kind == "sync":
         kern(level.grid(m, n), (level.threads, 1, 1),
@@ -148,6 +152,10 @@ def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
     tmb = tensor_map(b.data.ptr, n, k, kb, bn)
     c_tma = n % 8 == 0
     tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma  # dummy when unused
+    if level.kind == "ws":
+        _launch_ws(level, kern, a, b, c, m, n, k, ka, kb)
+        del keep
+        return
     grid = level.grid(m, n)
     if level.kind == "persistent":
         grid = (min(grid[0], sm_count()), 1, 1)
@@ -187,3 +195,113 @@ def cublas_tn(a, b, c) -> None:
         raise RuntimeError(TORCH_MISSING)
     at, bt, ct = as_torch_bf16(a), as_torch_bf16(b), as_torch_bf16(c)
     torch.mm(at, bt.t(), out=ct)
+
+
+# ------------------------------------------------------------------ warp-specialized levels (7+)
+SPLITK_UNIT_COST_KTILES = 2   # fixed cost of a work unit (fill, epilogue, reduction) in K-tile steps
+
+
+def splitk_plan(level: Level, m: int, n: int, k: int, sms: int) -> tuple[int, int]:
+    """-> (S, ks): the number of K splits and K tiles per split for a "ws" level.
+
+    splitk 0 or 1: no split. splitk n > 1: n splits (fewer if K is short). splitk -1 (auto): the
+    S in 1..16 that minimises the estimated time ceil(units / CTAs) * (ks + 2) in K-tile steps,
+    units = tiles * S (2 K-tile steps of fixed cost per unit: fill, epilogue, the reduction),
+    with at most one split per 4 K tiles (a split must amortise its fp32 partial)."""
+    bm, bn, bk = level.tile_mnk
+    nkt = (k + bk - 1) // bk
+    if level.splitk in (0, 1):
+        return 1, nkt
+    tiles = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+    if level.splitk > 1:
+        cands = [level.splitk]
+    else:
+        cands = [s for s in range(1, 17) if s == 1 or nkt >= 4 * s]
+    best = None
+    for s in cands:
+        ks = -(-nkt // s)
+        s_eff = -(-nkt // ks)               # no empty split
+        units = tiles * s_eff
+        est = -(-units // sms) * (ks + SPLITK_UNIT_COST_KTILES)
+        if best is None or est < best[0]:
+            best = (est, s_eff, ks)
+    return best[1], best[2]
+
+
+_ws_cache: dict = {}
+
+
+def _ws_buffers(nfloats: int, ncounters: int):
+    """Workspace (fp32 partials) and tile counters, kept between launches; counters start at 0
+    and every launch leaves them at 0 (the last split of a tile resets its counter)."""
+    cp = cupy()
+    ws = _ws_cache.get("ws")
+    if ws is None or ws.size < nfloats:
+        ws = _ws_cache["ws"] = cp.empty(max(nfloats, 4), dtype=cp.float32)
+    cnt = _ws_cache.get("cnt")
+    if cnt is None or cnt.size < ncounters:
+        cnt = _ws_cache["cnt"] = cp.zeros(max(ncounters, 1024), dtype=cp.int32)
+    return ws, cnt
+
+
+CLUSTER_RESIDENCY: dict = {}   # (level name, defines) -> (max co-resident clusters or None, how it was found)
+
+
+def max_active_clusters(level: Level, kern) -> int | None:
+    """How many clusters of this build can be resident at once (cuOccupancyMaxActiveClusters with
+    the build's block size and dynamic shared memory; its compile-time cluster shape). With
+    ~200 KiB of shared memory per CTA a cluster needs `cluster` free SMs of one GPC, so this can
+    be below #SMs / cluster; a persistent grid larger than it runs its last clusters in a second
+    round. None when the query is not available (then the grid is #SMs / cluster)."""
+    key = (level.name, level.defines)
+    if key in CLUSTER_RESIDENCY:
+        return CLUSTER_RESIDENCY[key][0]
+    val, how = None, ""
+    try:
+        from cuda.bindings import driver as drv
+        ptr = int(kern.kernel.ptr)
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = sm_count(), 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = level.threads, 1, 1
+        cfg.sharedMemBytes = level.dyn_smem_bytes
+        cfg.numAttrs = 0
+        err, nclu = drv.cuOccupancyMaxActiveClusters(drv.CUfunction(ptr), cfg)
+        if err == drv.CUresult.CUDA_SUCCESS and int(nclu) > 0:
+            val, how = int(nclu), "cuOccupancyMaxActiveClusters"
+        else:
+            how = f"cuOccupancyMaxActiveClusters: {err}, {nclu}"
+    except Exception as exc:  # no handle / no binding: fall back to #SMs / cluster
+        how = f"query failed: {type(exc).__name__}: {exc}"[:200]
+    CLUSTER_RESIDENCY[key] = (val, how)
+    return val
+
+
+def _launch_ws(level: Level, kern, a, b, c, m: int, n: int, k: int, ka: int, kb: int) -> None:
+    cp = cupy()
+    bm, bn, _ = level.tile_mnk
+    cl = level.cluster
+    tma = tensor_map(a.data.ptr, m, k, ka, bm)
+    tmb = tensor_map(b.data.ptr, n, k, kb, bn // cl)
+    sms = sm_count()
+    s, ks = splitk_plan(level, m, n, k, sms)
+    tiles_m = -(-m // bm)
+    tiles_mc = -(-tiles_m // cl)
+    tiles = tiles_mc * (-(-n // bn))
+    units = tiles * s
+    key = (level.name, level.defines)
+    if key not in _dyn_set:
+        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
+        _dyn_set.add(key)
+    slots = sms // cl
+    if cl > 1:
+        slots = min(slots, max_active_clusters(level, kern) or slots)
+    grid = cl * min(units, slots)
+    if s > 1:
+        ws, cnt = _ws_buffers(units * bm * bn, tiles)
+    else:
+        ws, cnt = _ws_buffers(0, 0)
+    c_tma = n % 8 == 0   # the C map needs 16-byte row strides; else register stores
+    tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
+    kern((grid, 1, 1), (level.threads, 1, 1),
+         (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma)),
+          ws, cnt, cp.int32(s), cp.int32(ks)), shared_mem=level.dyn_smem_bytes)

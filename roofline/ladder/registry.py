@@ -10,7 +10,12 @@ it equals its own DYN_SMEM.
 
 Launch kinds: "sync" (levels 1-3: pointer arguments, grid of tiles), "tma" (levels 4-5: tensor
 maps made on the host by cuTensorMapEncodeTiled, passed by value; grid of tiles), "persistent"
-(level 6: tensor maps; grid = min(#tiles, #SMs of the device)).
+(level 6: tensor maps; grid = min(#tiles, #SMs of the device)), "ws" (levels 7-10, the
+warp-specialized template kernels/sm90/ws.cuh: tensor maps + a split-K workspace and counters;
+grid = min(#work units, #SMs) rounded to the cluster size; `cluster` CTAs per cluster,
+`splitk` -1 = split count chosen per shape by gpu.splitk_plan). For "ws" levels `tile_mnk` is
+the tile of one work unit (one consumer's tile in ping-pong builds), the A box; the B box is
+tile N / cluster rows (the multicast half).
 
 Problem contract, all levels: C[M,N] = A[M,K] . B[N,K]^T, A row-major (K contiguous), B given
 as [N,K] row-major ("TN", K contiguous, the layout of an nn.Linear weight and cuBLAS's fastest
@@ -42,8 +47,11 @@ class Level:
     max_n: int | None = None
     max_k: int | None = None
     defines: tuple[str, ...] = field(default=())  # extra -D for this build (wrong variants)
-    kind: str = "sync"             # "sync" | "tma" | "persistent" (how gpu.launch calls it)
+    kind: str = "sync"             # "sync" | "tma" | "persistent" | "ws" (how gpu.launch calls it)
     dyn_smem_bytes: int = 0        # dynamic shared memory requested at launch (incl. 1 KiB align slack)
+    cluster: int = 1               # CTAs per cluster (compile-time __cluster_dims__; "ws" levels)
+    splitk: int = 0                # 0: no split-K; -1: split count chosen per shape (gpu.splitk_plan); n: n splits
+    by_m: tuple[tuple[int, str], ...] = ()  # ((m_above, VARIANTS key), ...): for M > m_above launch that build
 
     @property
     def total_smem_bytes(self) -> int:
@@ -61,7 +69,7 @@ class Level:
 
     def grid(self, m: int, n: int) -> tuple[int, int, int]:
         bm, bn, _ = self.tile_mnk
-        if self.kind == "persistent":
+        if self.kind in ("persistent", "ws"):
             return (((m + bm - 1) // bm) * ((n + bn - 1) // bn), 1, 1)  # #tiles; gpu.launch caps at #SMs
         if self.max_m is not None and self.max_n is not None:
             return (1, 1, 1)  # single-tile levels
@@ -116,6 +124,39 @@ LEVELS: tuple[Level, ...] = (
           dyn_smem_bytes=_dyn_wide(PIPE_DEPTH)),
 )
 
+_STAGE_128 = (128 * 64 + 128 * 64) * 2   # 32 KiB: 128x64 A + 128x64 B
+_STAGE_64 = (64 * 64 + 128 * 64) * 2     # 24 KiB: 64x64 A + 128x64 B
+_WS_THREADS_1 = 256                      # producer warpgroup + 1 consumer
+_WS_THREADS_2 = 384                      # producer warpgroup + 2 consumers
+
+
+def _ws_dyn(depth: int, stage: int, consumers: int, tma_store: bool = True) -> int:
+    # ws.cuh's DYN_SMEM: stages + 16 KiB epilogue staging per consumer (TMA store) + 1 KiB slack
+    return depth * stage + (consumers * 16384 if tma_store else 0) + 1024
+
+LEVELS = LEVELS + (
+    Level(7, "warp_specialized", "l07_warp_specialized.cu", "gemm_l07",
+          "producer warpgroup (TMA only, setmaxnreg 40) + one consumer warpgroup (wgmma, setmaxnreg 232) on 128x128 tiles; persistent, 6 stages",
+          "warp specialization: producer/consumer warpgroups, setmaxnreg, full/empty parity waits",
+          (128, 128, 64), _WS_THREADS_1, 16 * 6, 232, True, kind="ws",
+          dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1)),
+    Level(8, "cluster2", "l08_cluster.cu", "gemm_l08",
+          "level 7 in 2-CTA clusters: the M-adjacent tile pair shares B, each CTA multicasts half of it",
+          "2-CTA cluster, TMA multicast of B, remote empty arrivals, cluster barriers",
+          (128, 128, 64), _WS_THREADS_1, 16 * 6, 232, True, kind="ws", cluster=2,
+          dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1)),
+    Level(9, "multi_consumer", "l09_multi_consumer.cu", "gemm_l09",
+          "level 7 with two cooperative consumer warpgroups on a 128x256 tile (64x256 each), 4 stages; no cluster (level 8 lost)",
+          "two consumer warpgroups (cooperative 128x256), 384 threads",
+          _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168, True, kind="ws",
+          dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    Level(10, "splitk_decode", "l10_splitk.cu", "gemm_l10",
+          "level 7 with 64-row tiles (one m64n128 consumer) and split-K chosen per shape; M > 64: 128x128 tiles (l10_m128)",
+          "serving shapes: 64x128 tiles + split-K (workspace, per-tile counters), 8 stages",
+          (64, 128, 64), _WS_THREADS_1, 16 * 8 + 16, 232, True, kind="ws", splitk=-1,
+          dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1), by_m=((64, "l10_m128"),)),
+)
+
 # Deliberately wrong builds, kept so that a test proves the check catches them. Never benched.
 WRONG: dict[str, Level] = {
     "l03_skip_last_k": Level(
@@ -165,6 +206,57 @@ VARIANTS: dict[str, Level] = {
         "level 6 with PIPE_DEPTH=3 + 64 KiB staging: async TMA-store epilogue overlapping the next tile",
         "-", _TILE_WIDE, 256, 48, 184, True, kind="persistent", defines=("L6_TMA_STORE",),
         dyn_smem_bytes=3 * _STAGE_WIDE + 2 * 64 * 256 * 2 + 1024),
+    # level 9's alternatives (notes/l09.md): the cooperative build in a 2-CTA cluster (level 9 of
+    # the first device run), ping-pong consumers (with and without the cluster), register stores
+    "l09_coop_cluster": Level(
+        9, "multi_consumer_coop_cluster", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative in 2-CTA clusters (B multicast, cluster tile 256x256)", "-", _TILE_WIDE,
+        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2, defines=("L9_CL=2",),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    "l09_pingpong": Level(
+        9, "multi_consumer_pingpong", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 ping-pong: consumers alternate whole 128x128 tiles, 6 stages, 2-CTA cluster", "-",
+        (128, 128, 64), _WS_THREADS_2, 16 * 6 + 16, 168, True, kind="ws", cluster=2,
+        defines=("L9_PINGPONG", "L9_CL=2"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l09_pingpong_wide": Level(
+        9, "multi_consumer_pingpong_wide", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 ping-pong on 64x256 tiles (m64n256), 4 stages of 40 KiB, 2-CTA cluster", "-",
+        (64, 256, 64), _WS_THREADS_2, 16 * 4 + 16, 168, True, kind="ws", cluster=2,
+        defines=("L9_PINGPONG", "L9_PP_WIDE", "L9_CL=2"), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
+    "l09_pingpong_nocluster": Level(
+        9, "multi_consumer_pingpong_nocluster", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 ping-pong without the cluster", "-", (128, 128, 64), _WS_THREADS_2, 16 * 6 + 16, 168, True,
+        kind="ws", defines=("L9_PINGPONG", "L9_CL=1"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l09_pingpong_wide_nocluster": Level(
+        9, "multi_consumer_pingpong_wide_nocluster", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 ping-pong on 64x256 tiles without the cluster", "-", (64, 256, 64), _WS_THREADS_2,
+        16 * 4 + 16, 168, True, kind="ws", defines=("L9_PINGPONG", "L9_PP_WIDE", "L9_CL=1"),
+        dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
+    "l09_coop_regstore": Level(
+        9, "multi_consumer_coop_regstore", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative with register stores instead of the TMA-store epilogue", "-", _TILE_WIDE,
+        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", defines=("LADDER_REG_STORE",),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2, False)),
+    "l07_regstore": Level(
+        7, "warp_specialized_regstore", "l07_warp_specialized.cu", "gemm_l07",
+        "level 7 with register stores instead of the TMA-store epilogue", "-", (128, 128, 64),
+        _WS_THREADS_1, 16 * 6, 232, True, kind="ws", defines=("LADDER_REG_STORE",),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1, False)),
+    # level 10's alternatives: 128-row tiles (two cooperative consumers), and no split (S = 1)
+    "l10_m128": Level(
+        10, "splitk_decode_m128", "l10_splitk.cu", "gemm_l10",
+        "level 10 with 128x128 tiles (two cooperative consumers), split-K per shape, 6 stages", "-",
+        (128, 128, 64), _WS_THREADS_2, 16 * 6 + 16, 168, True, kind="ws", splitk=-1,
+        defines=("L10_M128",), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l10_nosplit": Level(
+        10, "splitk_decode_nosplit", "l10_splitk.cu", "gemm_l10",
+        "level 10's 64x128 tiles with S = 1 (what split-K buys)", "-", (64, 128, 64), _WS_THREADS_1,
+        16 * 8 + 16, 232, True, kind="ws", splitk=1, dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1)),
+    "l10_n256": Level(
+        10, "splitk_decode_n256", "l10_splitk.cu", "gemm_l10",
+        "level 10 with 64x256 tiles (one m64n256 consumer), split-K per shape, 5 stages of 40 KiB", "-",
+        (64, 256, 64), _WS_THREADS_1, 16 * 5 + 16, 232, True, kind="ws", splitk=-1,
+        defines=("L10_N256",), dyn_smem_bytes=_ws_dyn(5, (64 * 64 + 256 * 64) * 2, 1)),
 }
 
 

@@ -15,6 +15,15 @@
 // Built with NVRTC (CuPy RawModule) and with nvcc; it includes no headers at all.
 #pragma once
 
+// Levels 7+: epilogue through shared memory + TMA store (1) or register stores (0, variants)
+#ifndef LADDER_EPI
+#ifdef LADDER_REG_STORE
+#define LADDER_EPI 0
+#else
+#define LADDER_EPI 1
+#endif
+#endif
+
 typedef unsigned short bf16_t;        // raw bf16 bits; no cuda_bf16.h needed under NVRTC
 typedef unsigned int u32;
 typedef unsigned long long u64;

@@ -1,0 +1,341 @@
+// ws.cuh: the warp-specialized persistent GEMM of levels 7-10 (one template, four builds).
+//
+// Roles (warpgroup = 128 threads, 4 consecutive warps):
+//   warpgroup 0       PRODUCER: setmaxnreg.dec to 40 registers; one thread issues every TMA load
+//                     (A box and B box of a stage on the stage's `full` mbarrier, expect_tx of the
+//                     stage bytes) after waiting on the stage's `empty` mbarrier. It never
+//                     touches wgmma or the output.
+//   warpgroups 1..NC  CONSUMERS: setmaxnreg.inc to 232 registers; wait `full` (parity of the
+//                     load's round), issue wgmma, release the stage on `empty` (one arrival per
+//                     warp, after wgmma.wait_group says the MMA that read it is done), epilogue.
+// The two roles are the two branches of one if/else (ptxas honours setmaxnreg only then) and
+// the kernel has a register cap at entry (__launch_bounds__(threads, 1)).
+//
+// Ledger: one sequence q = 0, 1, 2, ... of stage loads over the CTA's whole work list (every
+// unit's K tiles in order); stage q % D, round q / D; full[s] completes once per round (one
+// arrival + the TMA transaction bytes), empty[s] completes when every consumer warp that reads
+// stage s (in every CTA of the cluster, for the multicast operand) has released it. Waiters poll
+// the parity of the round they need: full round r -> parity r & 1; the producer's wait for the
+// release of round r-1 -> parity (r - 1) & 1.
+//
+// Consumer modes:
+//   cooperative (PINGPONG = 0): the NC consumers split one unit tile by rows: consumer c owns
+//     rows [64*MR*c, 64*MR*(c+1)); every consumer reads every stage (empty count 4*NC*CL).
+//   ping-pong (PINGPONG = 1, NC = 2): consumer c takes the CTA's units i with i % 2 == c, each
+//     a whole 64*MR x BN tile; the ring's order (unit i's stages before unit i+1's) makes the
+//     two main loops alternate, so one consumer's epilogue runs under the other's MMA. An
+//     mbarrier per consumer (mdone[c], one phase per finished main loop) makes consumer c start
+//     unit i only after the other consumer passed all its waits of unit i-1 (ordering, and the
+//     at-most-one-round-ahead rule of parity waits).
+// Cluster (CL = 2, __cluster_dims__(2,1,1)): the two CTAs of a cluster compute the two
+//   M-adjacent tiles of a cluster tile; they share the B tile. CTA rank r loads rows
+//   [r*BN/2, (r+1)*BN/2) of the B tile with a TMA multicast to both CTAs (same smem offset),
+//   so B is read from L2 once per cluster; A is loaded by each CTA for itself. A stage may be
+//   refilled only when the consumers of BOTH CTAs released it: each consumer warp arrives on
+//   its own empty[s] and, through mapa + mbarrier.arrive.shared::cluster, on the peer's.
+//   A cluster barrier after mbarrier init (before any remote access) and one before exit (so
+//   no CTA leaves while the peer may still arrive on its barriers).
+// Split-K (SPLITK = 1, CL = 1, not ping-pong): a unit is (tile, split s); split s covers K
+//   tiles [s*ks, min(nkt, (s+1)*ks)). Each split writes its fp32 partial tile to a global
+//   workspace (per-thread float4 layout, coalesced), fences, and counts itself on the tile's
+//   counter; the LAST split to arrive (atomicAdd returns S-1) adds the other partials (read
+//   through L2) to its registers, writes bf16 C and resets the counter to 0 for the next
+//   launch. No split waits for another, so there is no deadlock however the units are placed.
+//   Named barrier 1 (consumer threads only) orders the workspace writes and the counter.
+// Work list: units u = cluster_id + i * #clusters (persistent: #clusters <= #SMs / CL and <=
+//   cuOccupancyMaxActiveClusters, gpu.max_active_clusters);
+//   u -> (tile t = u / S, split u % S); t -> (cluster-row, column) in GROUP-row grouped order
+//   (level 6's L2-friendly order), row tile = cluster-row * CL + rank.
+// Epilogue (EPI = 1, N % 8 == 0): each consumer stages 64x128 chunks of its accumulators in its
+//   own 16 KiB of shared memory and one of its threads issues TMA bulk stores, left in flight
+//   (waited for, for reading, before the buffer is rewritten; named barrier 2 + consumer).
+//   EPI = 0 or N % 8 != 0: masked register stores (levels 1-3, 6). Tails of M, N, K: TMA
+//   zero-fill on the loads, clipping / masks on the stores.
+#pragma once
+
+namespace ladder {
+
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
+
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// every thread of every CTA of the cluster; release/acquire orders smem (and mbarrier init)
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// arrive on the mbarrier at the same smem offset in CTA `cta` of the cluster
+__device__ __forceinline__ void mbar_arrive_remote(u64* bar, u32 cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
+      "}\n" ::"r"(smem_u32(bar)), "r"(cta) : "memory");
+}
+// 2-D TMA load multicast to the CTAs in `mask`: same smem offset, each CTA's own mbarrier at
+// `bar`'s offset gets the transaction bytes
+__device__ __forceinline__ void tma_load_2d_mc(void* dst, const TmaMap* map, u64* bar, int c0, int c1, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n"
+      ::"r"(smem_u32(dst)), "l"(gaddr(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask) : "memory");
+}
+
+template <int NACC>
+__device__ __forceinline__ void wgmma_k16(float (&d)[NACC], u64 da, u64 db, int scale_d);
+template <>
+__device__ __forceinline__ void wgmma_k16<64>(float (&d)[64], u64 da, u64 db, int scale_d) {
+  wgmma_m64n128k16_bf16(d, da, db, scale_d);
+}
+template <>
+__device__ __forceinline__ void wgmma_k16<128>(float (&d)[128], u64 da, u64 db, int scale_d) {
+  wgmma_m64n256k16_bf16(d, da, db, scale_d);
+}
+
+template <int NC, int PINGPONG, int MR, int BNW, int D, int CL, int SPLITK, int GROUP, int EPI>
+struct WsCfg {
+  static constexpr int UM = PINGPONG ? 64 * MR : NC * 64 * MR;   // rows of one unit tile
+  static constexpr int UN = BNW;                                 // columns of one unit tile
+  static constexpr int NACC = BNW / 2;                           // f32 per thread per m64 slab
+  static constexpr int A_BYTES = UM * BK * 2;
+  static constexpr int B_BYTES = UN * BK * 2;
+  static constexpr int STAGE = A_BYTES + B_BYTES;
+  static constexpr int THREADS = 128 * (1 + NC);
+  static constexpr int NCT = 128 * NC;                           // consumer threads
+  static constexpr int EMPTY_COUNT = 4 * (PINGPONG ? 1 : NC) * CL;
+  static constexpr int STAGING = EPI ? NC * 16384 : 0;           // per consumer: 64 rows x 128 cols bf16
+  static constexpr int DYN_SMEM = D * STAGE + STAGING + 1024;
+  static_assert(NC == 1 || NC == 2, "one or two consumer warpgroups");
+  static_assert(!PINGPONG || NC == 2, "ping-pong needs two consumers");
+  static_assert(BNW == 128 || BNW == 256, "wgmma n128 or n256");
+  static_assert(MR * NACC <= 128, "accumulators per thread");
+  static_assert(CL == 1 || CL == 2, "cluster of 1 or 2");
+  static_assert(!SPLITK || (CL == 1 && !PINGPONG), "split-K only cooperative, no cluster");
+  static_assert(DYN_SMEM + 8 * (2 * D + 2) + 16 <= 227 * 1024, "fits the 227 KiB per-block limit");
+  static_assert(A_BYTES % 1024 == 0 && B_BYTES % (1024 * CL) == 0, "1024-aligned swizzle atoms");
+};
+
+struct WsOrder {
+  int tiles_mc, tiles_n, group;
+  __device__ __forceinline__ void coords(int t, int& tmc, int& tn) const {
+    const int per_group = group * tiles_n;
+    const int g = t / per_group;
+    const int first = g * group;
+    const int rows = tiles_mc - first < group ? tiles_mc - first : group;
+    const int r = t - g * per_group;
+    tmc = first + r % rows;
+    tn = r / rows;
+  }
+};
+
+// Columns [128*CH, 128*CH + 128) of one consumer's 64-row accumulator slab -> two 64x64 bf16
+// boxes (8 KiB each, 128B-swizzled: the layout the C map's SWIZZLE_128B store reads) at buf.
+template <int NACC, int CH>
+__device__ __forceinline__ void stage_chunk128(const float (&acc)[NACC], unsigned char* buf, int tid_wg) {
+  const int w = tid_wg >> 5, l = tid_wg & 31;
+#pragma unroll
+  for (int i = CH * 64; i < CH * 64 + 64; i += 2) {
+    const int r = 16 * w + (l >> 2) + 8 * ((i >> 1) & 1);
+    const int j = (i >> 2) - CH * 16;   // 8-column group inside the chunk, 0..15
+    const int box = j >> 3, ch = j & 7;
+    *reinterpret_cast<u32*>(buf + box * 8192 + r * 128 + ((ch ^ (r & 7)) << 4) + 4 * (l & 3)) =
+        pack_bf16x2(acc[i], acc[i + 1]);
+  }
+}
+
+template <class Cfg, int NC, int PINGPONG, int MR, int D, int CL, int SPLITK, int GROUP, int EPI>
+__device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tmB, const TmaMap* tmC,
+                                             bf16_t* __restrict__ C, int M, int N, int K, int c_tma,
+                                             float* __restrict__ ws, int* __restrict__ cnt, int S, int ks) {
+  extern __shared__ unsigned char dsmem[];
+  __shared__ __align__(8) u64 full[D];
+  __shared__ __align__(8) u64 empty[D];
+  __shared__ __align__(8) u64 mdone[2];   // ping-pong: consumer c finished a main loop (count 4 warps)
+  __shared__ int last_flag;
+  unsigned char* base = align1024(dsmem);
+  const int tid = threadIdx.x, wg = tid >> 7, tid_wg = tid & 127;
+  const u32 rank = CL > 1 ? cluster_ctarank() : 0u;
+  if (tid == 0) {
+    prefetch_tmap(tmA);
+    prefetch_tmap(tmB);
+    if (EPI && c_tma) prefetch_tmap(tmC);
+#pragma unroll
+    for (int s = 0; s < D; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], Cfg::EMPTY_COUNT); }
+    if (PINGPONG) { mbar_init(&mdone[0], 4); mbar_init(&mdone[1], 4); }
+    fence_mbar_init();
+  }
+  if (CL > 1) cluster_sync_all(); else __syncthreads();
+
+  const int tiles_m = (M + Cfg::UM - 1) / Cfg::UM;
+  const WsOrder order{(tiles_m + CL - 1) / CL, (N + Cfg::UN - 1) / Cfg::UN, GROUP};
+  const int units = order.tiles_mc * order.tiles_n * S;
+  const int cid = static_cast<int>(blockIdx.x) / CL, ncl = static_cast<int>(gridDim.x) / CL;
+  const int mine = cid < units ? (units - cid + ncl - 1) / ncl : 0;
+  const int nkt = (K + BK - 1) / BK;
+
+  if (wg == 0) {
+    // ------------------------------------------------------------------ producer warpgroup
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      int q = 0;
+      for (int i = 0; i < mine; ++i) {
+        const int u = cid + i * ncl, t = u / S, sp = u - t * S;
+        int tmc, tn;
+        order.coords(t, tmc, tn);
+        const int row0 = (tmc * CL + static_cast<int>(rank)) * Cfg::UM, col0 = tn * Cfg::UN;
+        const int kt0 = sp * ks, kt1 = kt0 + ks < nkt ? kt0 + ks : nkt;
+        for (int kt = kt0; kt < kt1; ++kt, ++q) {
+          const int s = q % D;
+          if (q >= D) mbar_wait(&empty[s], ((q / D) - 1) & 1);
+          unsigned char* st = base + s * Cfg::STAGE;
+          mbar_arrive_expect_tx(&full[s], Cfg::STAGE);
+          tma_load_2d(st, tmA, &full[s], kt * BK, row0);
+          if (CL > 1) {
+            tma_load_2d_mc(st + Cfg::A_BYTES + rank * (Cfg::B_BYTES / CL), tmB, &full[s], kt * BK,
+                           col0 + static_cast<int>(rank) * (Cfg::UN / CL), static_cast<unsigned short>((1 << CL) - 1));
+          } else {
+            tma_load_2d(st + Cfg::A_BYTES, tmB, &full[s], kt * BK, col0);
+          }
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------------ consumer warpgroups
+    setmaxnreg_inc<232>();
+    const int c = wg - 1;
+    const int ct = c * 128 + tid_wg;            // consumer thread id (split-K layout)
+    const int a_off = PINGPONG ? 0 : c * 64 * MR * 128;
+    float acc[MR][Cfg::NACC];
+    int q = 0;
+    auto release = [&](int r) {
+      if ((tid & 31) == 0) {
+        mbar_arrive(&empty[r % D]);
+        if (CL > 1) mbar_arrive_remote(&empty[r % D], rank ^ 1u);
+      }
+    };
+    for (int i = 0; i < mine; ++i) {
+      const int u = cid + i * ncl, t = u / S, sp = u - t * S;
+      const int kt0 = sp * ks, kt1 = kt0 + ks < nkt ? kt0 + ks : nkt, nk = kt1 - kt0;
+      if (PINGPONG && (i & 1) != c) { q += nk; continue; }
+      if (PINGPONG && i > 0) {
+        // Unit i-1 is the other consumer's ((i-1)/2-th of its units). Wait until it has passed
+        // every full-barrier wait of that unit: then every stage load before this unit's first
+        // has completed, so each full[s] this unit waits on is at most one round ahead (a
+        // parity wait cannot tell round r from round r-2), and the two main loops alternate.
+        mbar_wait(&mdone[c ^ 1], ((i - 1) >> 1) & 1);
+        __syncwarp();
+      }
+      int tmc, tn;
+      order.coords(t, tmc, tn);
+      const int tm = tmc * CL + static_cast<int>(rank);
+      for (int j = 0; j < nk; ++j, ++q) {
+        const int s = q % D;
+        mbar_wait(&full[s], (q / D) & 1);
+        __syncwarp();   // wgmma is .aligned: the warp reconverges after the spin
+        const u32 sa = smem_u32(base + s * Cfg::STAGE) + a_off;
+        const u32 sb = smem_u32(base + s * Cfg::STAGE + Cfg::A_BYTES);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / WGMMA_K; ++kk) {
+#pragma unroll
+          for (int mr = 0; mr < MR; ++mr)
+            wgmma_k16<Cfg::NACC>(acc[mr], make_desc_sw128(sa + mr * 64 * 128 + kk * 32),
+                                 make_desc_sw128(sb + kk * 32), (j == 0 && kk == 0) ? 0 : 1);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (j > 0) release(q - 1);   // the MMA of the previous stage is complete
+        __syncwarp();
+      }
+      if (PINGPONG && (tid & 31) == 0) mbar_arrive(&mdone[c]);   // this unit's waits are done
+      wgmma_wait<0>();
+      release(q - 1);
+      __syncwarp();
+      const int row0 = tm * Cfg::UM + (PINGPONG ? 0 : c * 64 * MR), col0 = tn * Cfg::UN;
+      if (SPLITK && S > 1) {
+        constexpr int NA = MR * Cfg::NACC;
+        float4* slot = reinterpret_cast<float4*>(ws) + static_cast<size_t>(u) * (Cfg::NCT * NA / 4);
+#pragma unroll
+        for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+          for (int x = 0; x < Cfg::NACC; x += 4)
+            slot[((mr * Cfg::NACC + x) / 4) * Cfg::NCT + ct] =
+                make_float4(acc[mr][x], acc[mr][x + 1], acc[mr][x + 2], acc[mr][x + 3]);
+        __threadfence();
+        named_bar_sync(1, Cfg::NCT);
+        if (ct == 0) {
+          const int old = atomicAdd(&cnt[t], 1);
+          last_flag = old == S - 1;
+          if (old == S - 1) cnt[t] = 0;   // every split has arrived: ready for the next launch
+        }
+        named_bar_sync(1, Cfg::NCT);
+        if (!last_flag) continue;
+        __threadfence();
+        for (int o = 0; o < S; ++o) {
+          if (o == sp) continue;
+          const float4* other = reinterpret_cast<const float4*>(ws) + static_cast<size_t>(t * S + o) * (Cfg::NCT * NA / 4);
+#pragma unroll
+          for (int mr = 0; mr < MR; ++mr)
+#pragma unroll
+            for (int x = 0; x < Cfg::NACC; x += 4) {
+              const float4 v = __ldcg(other + ((mr * Cfg::NACC + x) / 4) * Cfg::NCT + ct);
+              acc[mr][x] += v.x; acc[mr][x + 1] += v.y; acc[mr][x + 2] += v.z; acc[mr][x + 3] += v.w;
+            }
+        }
+      }
+      if (EPI && c_tma) {
+        // writeback through shared memory: per 64x128 chunk, wait until the previous chunk's
+        // bulk store has read the buffer, stage (st.shared, swizzled), fence to the async
+        // proxy, one thread issues the two box stores (clipped at the edges) and moves on:
+        // the last chunk's store drains while the next unit's MMAs run.
+        unsigned char* buf = base + D * Cfg::STAGE + c * 16384;
+#pragma unroll
+        for (int mr = 0; mr < MR; ++mr) {
+#pragma unroll
+          for (int ch = 0; ch < Cfg::UN / 128; ++ch) {
+            if (tid_wg == 0) tma_store_wait_read();
+            named_bar_sync(2 + c, 128);
+            if (ch == 0) stage_chunk128<Cfg::NACC, 0>(acc[mr], buf, tid_wg);
+            if constexpr (Cfg::UN == 256) { if (ch == 1) stage_chunk128<Cfg::NACC, 1>(acc[mr], buf, tid_wg); }
+            fence_proxy_async_smem();
+            named_bar_sync(2 + c, 128);
+            const int r = row0 + mr * 64;
+            if (tid_wg == 0 && r < M) {
+#pragma unroll
+              for (int box = 0; box < 2; ++box)
+                if (col0 + ch * 128 + box * 64 < N) tma_store_2d(tmC, buf + box * 8192, col0 + ch * 128 + box * 64, r);
+              tma_store_commit();
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int mr = 0; mr < MR; ++mr) store_acc<Cfg::NACC>(acc[mr], C, M, N, row0 + mr * 64, col0, tid_wg);
+      }
+    }
+    if (EPI && c_tma && tid_wg == 0) tma_store_wait_all();   // smem stays valid until read
+  }
+  __syncwarp();
+  if (CL > 1) cluster_sync_all();   // no CTA exits while its peer may still arrive on its barriers
+}
+
+}  // namespace ladder
+
+// One entry point per build: NAME, consumers, ping-pong, m64 slabs per consumer, BN, stages,
+// cluster size, split-K, group rows, TMA-store epilogue (1; 0 = register stores).
+#define LADDER_WS_KERNEL(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI)                                    \
+  namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI>; }                 \
+  extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) __cluster_dims__(CL, 1, 1)         \
+  NAME(const __grid_constant__ ladder::TmaMap tmA, const __grid_constant__ ladder::TmaMap tmB,            \
+       const __grid_constant__ ladder::TmaMap tmC, bf16_t* __restrict__ C, int M, int N, int K, int c_tma, \
+       float* __restrict__ ws, int* __restrict__ cnt, int S, int ks) {                                     \
+    ladder::ws_gemm_body<NAME##_cfg, NC, PP, MR, D, CL, SK, GROUP, EPI>(&tmA, &tmB, &tmC, C, M, N, K, c_tma, \
+                                                                       ws, cnt, S, ks);                   \
+  }
