@@ -16,7 +16,7 @@ SHAPE_KEYS = {
     "gemm": {"M", "N", "K", "batch"},
     "moe": {"M", "E", "top_k", "hidden", "inter", "stage"},
     "attn": {"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged", "causal", "regime"},
-    "elementwise": {"elems_in", "elems_out", "shape"},
+    "elementwise": {"elems_in", "elems_out", "shape", "reduce"},   # reduce: a reduction (one op per input element)
     "norm": {"elems_in", "elems_out", "shape"},
     "quant": {"elems_in", "elems_out", "shape"},
 }

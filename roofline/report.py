@@ -132,10 +132,11 @@ def table_rows(art: dict) -> list[list[str]]:
     return rows
 
 
-def _shape_label(sh: dict) -> str:
+def _shape_label(sh: dict, differ: set | None = None) -> str:
     if all(k in sh for k in ("M", "N", "K")):
         return f"{sh['M']}x{sh['N']}x{sh['K']}"
-    return ",".join(f"{k}={v}" for k, v in sh.items() if k not in ("regime", "reduce"))
+    keys = [k for k in sh if k not in ("regime", "reduce") and (not differ or k in differ)]
+    return ",".join(f"{k}={sh[k]}" for k in keys)
 
 
 def _shape_rows(e: dict) -> list[list[str]]:
@@ -143,10 +144,13 @@ def _shape_rows(e: dict) -> list[list[str]]:
     rows = []
     per = e.get("per_shape") or []
     tot = sum((r.get("launches") or 0) * r["t_ms"] for r in per)
+    # label each shape by what differs between them (a decode attention differs only in seq_len)
+    keys = {k for r in per for k in r["shape"]}
+    differ = {k for k in keys if len({repr(r["shape"].get(k)) for r in per}) > 1}
     for r in per:
         n = r.get("launches")
         share = e["pct_gpu_time"] * n * r["t_ms"] / tot if (n and tot) else None
-        rows.append(["", "", f"  - {_shape_label(r['shape'])} x{n if n is not None else '?'} "
+        rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
                              f"({r['t_ms'] * 1e3:.1f} us)", "-" if share is None else f"{share:.2f}",
                      r.get("roof_axis", "-"), _pct(r.get("roofline_pct")), "", "", "", "", ""])
     return rows
