@@ -147,12 +147,24 @@ def _shape_rows(e: dict) -> list[list[str]]:
     # label each shape by what differs between them (a decode attention differs only in seq_len)
     keys = {k for r in per for k in r["shape"]}
     differ = {k for k in keys if len({repr(r["shape"].get(k)) for r in per}) > 1}
-    for r in per:
+    MAX_ROWS = 6     # a decode loop gives one attention shape per step: show the biggest few
+    if len(per) > MAX_ROWS:
+        order = sorted(per, key=lambda r: -((r.get("launches") or 0) * r["t_ms"]))
+        shown, rest = order[:MAX_ROWS - 1], order[MAX_ROWS - 1:]
+    else:
+        shown, rest = per, []
+    for r in shown:
         n = r.get("launches")
         share = e["pct_gpu_time"] * n * r["t_ms"] / tot if (n and tot) else None
         rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
                              f"({r['t_ms'] * 1e3:.1f} us)", "-" if share is None else f"{share:.2f}",
                      r.get("roof_axis", "-"), _pct(r.get("roofline_pct")), "", "", "", "", ""])
+    if rest:
+        share = sum(e["pct_gpu_time"] * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
+        pcts = [r["roofline_pct"] for r in rest if r.get("roofline_pct") is not None]
+        rows.append(["", "", f"  - {len(rest)} more shapes (per_shape in the JSON)",
+                     "-" if share is None else f"{share:.2f}", rest[0].get("roof_axis", "-"),
+                     f"{_pct(min(pcts))}-{_pct(max(pcts))}" if pcts else "-", "", "", "", "", ""])
     return rows
 
 
