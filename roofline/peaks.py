@@ -99,8 +99,7 @@ def _load_tables(directory: str) -> tuple[tuple[str, dict], ...]:
 
     out = []
     for p in sorted(Path(directory).glob("*.yaml")):
-        with open(p, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        data = _load_yaml(p)
         if not isinstance(data, dict) or "device" not in data:
             raise PeaksError(f"{p}: not a peak table (needs a 'device' key)")
         out.append((str(p), data))
@@ -115,33 +114,75 @@ def _norm_name(s: str) -> str:
     return " ".join(str(s).lower().replace("-", " ").replace("_", " ").split())
 
 
-def _pick(fig: Any) -> tuple[float | None, str | None, str | None]:
+def _value(v: Any, where: str) -> float:
+    """A peak figure: a positive finite number (a bool or a string is refused, never coerced)."""
+    import math
+
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise PeaksError(f"{where}: expected a positive number, got {type(v).__name__} {v!r}"[:200])
+    try:
+        x = float(v)
+    except OverflowError:
+        raise PeaksError(f"{where}: number too large") from None
+    if not math.isfinite(x) or x <= 0:
+        raise PeaksError(f"{where}: expected a positive number, got {v!r}")
+    return x
+
+
+FIGURE_KINDS = ("measured", "validated", "datasheet", "derived")
+
+
+def _pick(fig: Any, where: str = "figure") -> tuple[float | None, str | None, str | None]:
     """A figure block {measured|validated|datasheet: {value, source}} -> (value, kind, source)."""
-    if isinstance(fig, (int, float)):
-        return float(fig), "datasheet", None
-    if not isinstance(fig, dict):
+    if fig is None:
         return None, None, None
-    for kind in ("measured", "validated", "datasheet", "derived"):
+    if not isinstance(fig, dict):
+        return _value(fig, where), "datasheet", None
+    unknown = [k for k in fig if k not in FIGURE_KINDS]
+    if unknown and not any(k in fig for k in FIGURE_KINDS):
+        raise PeaksError(f"{where}: unknown figure kind {unknown[0]!r} (expected one of {', '.join(FIGURE_KINDS)})")
+    for kind in FIGURE_KINDS:
         blk = fig.get(kind)
         if isinstance(blk, dict) and blk.get("value") is not None:
-            return float(blk["value"]), kind, blk.get("source")
-        if isinstance(blk, (int, float)):
-            return float(blk), kind, None
+            src = blk.get("source")
+            return _value(blk["value"], f"{where}.{kind}.value"), kind, src if isinstance(src, str) else None
+        if blk is not None and not isinstance(blk, dict):
+            return _value(blk, f"{where}.{kind}"), kind, None
     return None, None, None
+
+
+def _load_yaml(path) -> Any:
+    """A peak table file: a regular file within the size limit, YAML without custom tags."""
+    import yaml
+
+    from roofline import safeio
+
+    try:
+        raw = safeio.read_bytes(path)
+    except OSError as exc:
+        raise PeaksError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return yaml.safe_load(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise PeaksError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        first = " ".join(str(exc).split())[:160]
+        raise PeaksError(f"{path}: not valid YAML ({first})") from None
 
 
 def from_table(data: dict, table_file: str | None = None, confidence: str = "high",
                source: str = "table") -> Peaks:
     notes: list[str] = []
     sources: dict[str, str] = {}
-    bw_block = data.get("hbm_bw_bytes_s") or {}
+    bw_block = data.get("hbm_bw_bytes_s")
     # Memory roof: the pin rate (datasheet) by convention; a measured-only table uses what it has.
     if isinstance(bw_block, dict) and isinstance(bw_block.get("datasheet"), dict):
-        hbm = float(bw_block["datasheet"]["value"])
+        hbm = _value(bw_block["datasheet"].get("value"), "hbm_bw_bytes_s.datasheet.value")
         hbm_kind = "datasheet"
-        sources["hbm_bw_bytes_s"] = bw_block["datasheet"].get("source", "")
+        src = bw_block["datasheet"].get("source", "")
+        sources["hbm_bw_bytes_s"] = src if isinstance(src, str) else ""
     else:
-        hbm, hbm_kind, src = _pick(bw_block)
+        hbm, hbm_kind, src = _pick(bw_block, "hbm_bw_bytes_s")
         if src:
             sources["hbm_bw_bytes_s"] = src
         hbm_kind = hbm_kind or "unknown"
@@ -150,8 +191,13 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
     flops: dict[str, float] = {}
     kinds: dict[str, str] = {}
     raw_measured: dict[str, float] = {}
-    for dtype, fig in (data.get("flops") or {}).items():
-        val, kind, src = _pick(fig)
+    fl = data.get("flops")
+    if fl is not None and not isinstance(fl, dict):
+        raise PeaksError(f"{table_file or 'peak table'}: flops: expected a mapping of dtype -> figure")
+    for dtype, fig in (fl or {}).items():
+        if not isinstance(dtype, str):
+            raise PeaksError(f"{table_file or 'peak table'}: flops: dtype key {dtype!r} is not a name")
+        val, kind, src = _pick(fig, f"flops.{dtype}")
         if val is None:
             continue
         d = norm_dtype(dtype)
@@ -185,10 +231,7 @@ def resolve(gpu_name: str | None = None, gfx: str | None = None, *, device_props
     Raises PeaksError only when nothing at all can be derived (no table, no device properties).
     """
     if peaks_file:
-        import yaml
-
-        with open(peaks_file, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        data = _load_yaml(peaks_file)
         if not isinstance(data, dict):
             raise PeaksError(f"{peaks_file}: not a peak table")
         return from_table(data, str(peaks_file), source="file")
