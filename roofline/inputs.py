@@ -17,6 +17,8 @@ from typing import Any
 from roofline.errors import InputError
 
 REGIMES = ("decode", "prefill")
+MAX_DIM = 2 ** 48  # no tensor dimension, token count or batch is this large: a corrupt value (and
+                   # products of such numbers overflow a float)
 PCT_SUM_TOLERANCE = 1.0  # percent points of rounding slack in a Top-N's pct_gpu_time sum
 
 
@@ -276,11 +278,15 @@ def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:
             dims = [v.int_(d, f"{path}.shape[{j}]") for j, d in enumerate(x)]
             if any(d <= 0 for d in dims):
                 problems.append(f"{path.split('.', 1)[1]}.shape has a zero or negative dimension: {dims}")
+            elif any(d > MAX_DIM for d in dims):
+                problems.append(f"{path.split('.', 1)[1]}.shape has a dimension above {MAX_DIM}: {dims}")
             out[k] = dims
         elif isinstance(x, (int, float)) and not isinstance(x, bool):
             xf = v.num(x, f"{path}.{k}")
             if _bad_number(xf) or x <= 0:
                 problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: a dimension must be positive")
+            elif xf > MAX_DIM:
+                problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: above {MAX_DIM}, not a real dimension")
             out[k] = x
         elif k in DIM_KEYS and x is not None:
             v.fail(f"{path}.{k}", "a number (a dimension)", x)  # "64" or true is refused, never coerced
@@ -302,6 +308,8 @@ def parse_env(data: Any, file: str = "env_report.json") -> Env:
         workload[k] = v.num(v.req(wl, k, "workload"), f"workload.{k}")
         if workload[k] <= 0 or _bad_number(workload[k]):
             raise InputError(file, f"workload.{k}", f"expected a positive number, got {workload[k]}")
+        if workload[k] > MAX_DIM:
+            raise InputError(file, f"workload.{k}", f"expected at most {MAX_DIM}, got {workload[k]:g}")
     env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, raw=data)
     if data.get("gpu_name") is not None:
         env.gpu_name = v.str_(data["gpu_name"], "gpu_name")
@@ -326,8 +334,8 @@ def parse_config(data: Any, file: str = "config.json") -> dict:
             continue
         where = f"text_config.{k}" if isinstance(tc, dict) and k in tc else k
         n = v.int_(x, where)  # "64" or true is refused, never coerced
-        if n < 0:
-            raise InputError(file, where, f"expected a non-negative integer, got {n}")
+        if n < 0 or n > MAX_DIM:
+            raise InputError(file, where, f"expected an integer in 0..{MAX_DIM}, got {n}")
     return merged
 
 

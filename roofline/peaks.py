@@ -133,7 +133,9 @@ FIGURE_KINDS = ("measured", "validated", "datasheet", "derived")
 
 
 def _pick(fig: Any, where: str = "figure") -> tuple[float | None, str | None, str | None]:
-    """A figure block {measured|validated|datasheet: {value, source}} -> (value, kind, source)."""
+    """A figure block {measured|validated|datasheet: {value, source}} -> (value, kind, source), the
+    most trusted kind first. Every kind present is checked (a mistyped datasheet figure beside a
+    measured one is an error, not silently skipped)."""
     if fig is None:
         return None, None, None
     if not isinstance(fig, dict):
@@ -141,14 +143,19 @@ def _pick(fig: Any, where: str = "figure") -> tuple[float | None, str | None, st
     unknown = [k for k in fig if k not in FIGURE_KINDS]
     if unknown and not any(k in fig for k in FIGURE_KINDS):
         raise PeaksError(f"{where}: unknown figure kind {unknown[0]!r} (expected one of {', '.join(FIGURE_KINDS)})")
+    found = []
     for kind in FIGURE_KINDS:
-        blk = fig.get(kind)
-        if isinstance(blk, dict) and blk.get("value") is not None:
+        if kind not in fig or fig[kind] is None:
+            continue
+        blk = fig[kind]
+        if isinstance(blk, dict):
+            if blk.get("value") is None:
+                raise PeaksError(f"{where}.{kind}: no value")
             src = blk.get("source")
-            return _value(blk["value"], f"{where}.{kind}.value"), kind, src if isinstance(src, str) else None
-        if blk is not None and not isinstance(blk, dict):
-            return _value(blk, f"{where}.{kind}"), kind, None
-    return None, None, None
+            found.append((_value(blk["value"], f"{where}.{kind}.value"), kind, src if isinstance(src, str) else None))
+        else:
+            found.append((_value(blk, f"{where}.{kind}"), kind, None))
+    return found[0] if found else (None, None, None)
 
 
 def _load_yaml(path) -> Any:
@@ -161,8 +168,11 @@ def _load_yaml(path) -> Any:
         raw = safeio.read_bytes(path)
     except OSError as exc:
         raise PeaksError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not safeio.json_depth_ok(raw):
+        raise PeaksError(f"{path}: nested deeper than {safeio.MAX_JSON_DEPTH} levels: not a peak table")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.safe_load(raw.decode("utf-8-sig"))
+        return yaml.load(raw.decode("utf-8-sig"), Loader=loader)  # noqa: S506 - a safe loader
     except UnicodeDecodeError as exc:
         raise PeaksError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except (yaml.YAMLError, RecursionError) as exc:
@@ -174,9 +184,15 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
                source: str = "table") -> Peaks:
     notes: list[str] = []
     sources: dict[str, str] = {}
+    for key in ("device", "gfx", "vendor"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise PeaksError(f"{table_file or 'peak table'}: {key}: expected a string, got {type(data[key]).__name__}")
+    if not data.get("device"):
+        raise PeaksError(f"{table_file or 'peak table'}: device: required (a name)")
     bw_block = data.get("hbm_bw_bytes_s")
     # Memory roof: the pin rate (datasheet) by convention; a measured-only table uses what it has.
     if isinstance(bw_block, dict) and isinstance(bw_block.get("datasheet"), dict):
+        _pick(bw_block, "hbm_bw_bytes_s")  # every figure present is checked
         hbm = _value(bw_block["datasheet"].get("value"), "hbm_bw_bytes_s.datasheet.value")
         hbm_kind = "datasheet"
         src = bw_block["datasheet"].get("source", "")

@@ -154,7 +154,8 @@ class GzipLimited(io.RawIOBase):
         self.csize = max(int(compressed_size), 1)
         self.d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         self.pending = b""
-        self.total = 0
+        self.total = 0      # decompressed bytes so far
+        self.consumed = 0   # compressed bytes fed so far
         self.eof = False
 
     def readable(self):
@@ -163,9 +164,11 @@ class GzipLimited(io.RawIOBase):
     def _check(self):
         if self.total > self.cap:
             raise _too_large(self.path, "the decompressed data", self.cap, self.env)
-        if self.total > RATIO_FLOOR_BYTES and self.total > self.ratio * self.csize:
+        # the ratio so far (decompressed / compressed consumed): a bomb is caught after a few MB,
+        # not after it has expanded to ratio x its whole size
+        if self.total > RATIO_FLOOR_BYTES and self.total > self.ratio * max(self.consumed, 1):
             raise InputTooLarge(self.path, f"gzip data expands more than {self.ratio}x "
-                                           f"({self.csize} bytes -> over {self.total} bytes): a "
+                                           f"({self.consumed} bytes -> over {self.total} bytes): a "
                                            "decompression bomb, not a profile (set ROOFLINE_MAX_GZIP_RATIO "
                                            "to allow it)")
 
@@ -188,6 +191,7 @@ class GzipLimited(io.RawIOBase):
             feed = self.raw.read(1 << 16)
             if not feed:
                 raise EOFError("compressed file ended before the end-of-stream marker was reached")
+            self.consumed += len(feed)
         self.pending = d.decompress(feed, 1 * MiB)
         self.total += len(self.pending)
         self._check()

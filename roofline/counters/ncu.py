@@ -173,6 +173,8 @@ def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
             for ai in range(rng.num_actions()):
                 act = rng.action_by_idx(ai)
                 name = act.name(demangled) or act.name()
+                if not isinstance(name, str) or not name:  # a damaged report: a kernel without a name
+                    raise CounterReadError(path, f"kernel {ai} of range {ri} has no name (a damaged report)")
                 vals: dict[str, float | None] = {}
                 for metric in WANTED:
                     mm = act.metric_by_name(metric)

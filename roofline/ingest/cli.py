@@ -30,7 +30,11 @@ def _write_atomic(path: str, doc: dict) -> None:
 
     d = os.path.dirname(os.path.abspath(path)) or "."
     os.makedirs(d, exist_ok=True)
-    atomic_write(path, json.dumps(doc, indent=1) + "\n")
+    try:
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    except ValueError:  # a NaN/inf (times that overflow): never write a file the tool would refuse
+        raise OSError("the times add up to a non-finite number (corrupt durations in the source)") from None
+    atomic_write(path, text)
 
 
 @click.command(name="topn")

@@ -155,10 +155,14 @@ def read_ncu_rep(path: str, regime: str):
                     name = act.name(ncu_report.IAction.NameBase_DEMANGLED)
                 except Exception:
                     name = act.name()
+                if not isinstance(name, str) or not name:
+                    raise NcuError(f"kernel {ai} of range {ri} has no name (a damaged report)")
                 m = act.metric_by_name(DURATION)
                 if m is None:
                     continue
                 us = m.as_double() * _TIME_TO_US.get(m.unit() or "ns", 1e-3)
+                if not 0 <= us < float("inf"):  # a damaged duration is no measurement
+                    raise NcuError(f"kernel {name[:60]!r}: {DURATION} is {us}, not a time")
                 a = aggs.setdefault(name, KernelAgg(name))
                 a.count[regime] += 1
                 a.total_us[regime] += us

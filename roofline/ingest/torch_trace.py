@@ -157,7 +157,8 @@ class _Fatal(Exception):
 # what a malformed event can raise inside the sink (a string where a number belongs, a list
 # where a name belongs, nesting too deep for json): the trace is refused with one line
 _MALFORMED = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError, OverflowError)
-_MAX_ITEM_BYTES = 64 << 20   # one trace event larger than this is not a profiler event
+_MAX_ITEM_BYTES = 16 << 20   # one trace event larger than this is not a profiler event (Kineto's: < 1 MB)
+_MAX_DUR_US = 1e12           # 11.6 days: a longer kernel is a corrupt value (and sums would overflow)
 
 
 def _num(v, what: str) -> float:
@@ -228,7 +229,7 @@ class _Sink:
                 pt.launch_dims[i] = Counter()
             self.name_idx_b[nm] = i
         d_us = float(dur)
-        if not 0.0 <= d_us < float("inf"):
+        if not 0.0 <= d_us <= _MAX_DUR_US:
             raise TraceError(f"a kernel's dur is {dur.decode(errors='replace')[:40]}, expected a finite time >= 0")
         pt.k_name.append(i)
         pt.k_ts.append(_num(float(ts), "ts"))
@@ -286,8 +287,8 @@ class _Sink:
             if not isinstance(nm, str):
                 raise TraceError(f"a kernel's name is {type(nm).__name__}, expected a string")
             ts_us, dur_us = _num(e.get("ts", 0.0), "ts"), _num(e.get("dur", 0.0), "dur")
-            if dur_us < 0:
-                raise TraceError(f"a kernel's dur is {dur_us}, expected a time >= 0")
+            if not 0.0 <= dur_us <= _MAX_DUR_US:
+                raise TraceError(f"a kernel's dur is {dur_us}, expected a time >= 0 (us) below {_MAX_DUR_US:g}")
             i = self.name_idx.get(nm)
             if i is None:
                 i = self.name_idx[nm] = len(pt.kernel_names)
@@ -589,13 +590,15 @@ def _find_head(stream, pt: ParsedTrace):
     """Read up to the first item of traceEvents. Returns (marker, first-item bytes, offset of the
     first item in the (decompressed) stream), or (None, tail bytes, -1) for an empty list."""
     buf = bytearray()
+    k = -1
     while True:
         chunk = stream.read(1 << 16)
         if not chunk:
             break
         buf += chunk
-        k = buf.find(b'"traceEvents"')
-        if k >= 0 and buf.find(b"[", k) >= 0:
+        if k < 0:  # look only at the new bytes (a rescan of the whole head is quadratic)
+            k = buf.find(b'"traceEvents"', max(0, len(buf) - len(chunk) - 16))
+        if k >= 0 and buf.find(b"[", max(k, len(buf) - len(chunk))) >= 0:
             break
         if len(buf) > (64 << 20):
             raise _Unsupported()
@@ -985,7 +988,7 @@ def _toplevel_then_events(stream):
     chunk = stream.read(1 << 16)
     while chunk:
         buf += chunk
-        k = buf.find(b'"traceEvents"')
+        k = buf.find(b'"traceEvents"', max(0, len(buf) - len(chunk) - 16))  # the new bytes only
         if k >= 0:
             break
         if len(buf) > (64 << 20):  # a 64 MB head without traceEvents: not a torch trace
