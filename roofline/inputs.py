@@ -288,8 +288,10 @@ def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:
             elif xf > MAX_DIM:
                 problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: above {MAX_DIM}, not a real dimension")
             out[k] = x
-        elif k in DIM_KEYS and x is not None:
-            v.fail(f"{path}.{k}", "a number (a dimension)", x)  # "64" or true is refused, never coerced
+        elif k in DIM_KEYS:
+            if x is not None:
+                v.fail(f"{path}.{k}", "a number (a dimension)", x)  # "64" or true is refused, never coerced
+            # null: the dimension is absent (filled from est_shape / config / workload, or degraded)
         else:
             out[k] = x  # unknown keys kept, never an error
     return out

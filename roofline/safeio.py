@@ -20,6 +20,7 @@ Limits (bytes; environment variables override them for one run):
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -284,3 +285,27 @@ class DepthGuard(io.RawIOBase):
         data = self.read(len(buf))
         buf[:len(data)] = data
         return len(data)
+
+
+@contextlib.contextmanager
+def native_stderr_captured():
+    """Send what native code writes to file descriptor 2 (ncu_report's protobuf/absl log lines on a
+    damaged report) to a buffer instead of the user's terminal, so that an error stays ONE line.
+    Yields a list that receives the captured text (for an error message) when the block ends."""
+    import tempfile
+
+    got: list[str] = []
+    try:
+        saved = os.dup(2)
+    except OSError:  # no fd 2: nothing to protect
+        yield got
+        return
+    with tempfile.TemporaryFile() as tmp:
+        try:
+            os.dup2(tmp.fileno(), 2)
+            yield got
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            got.append(tmp.read(1 << 16).decode("utf-8", "replace"))

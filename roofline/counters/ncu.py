@@ -161,8 +161,11 @@ def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
         ncu_report = _import_ncu_report()
     except ImportError as e:
         raise CounterReadError(path, f"reading .ncu-rep needs the ncu-report package ({e})") from e
+    from roofline import safeio
+
     try:
-        ctx = ncu_report.load_report(str(path))
+        with safeio.native_stderr_captured():  # its C++ log lines on a damaged file stay off the terminal
+            ctx = ncu_report.load_report(str(path))
     except Exception as e:  # noqa: BLE001 - any failure of the loader is a bad file
         raise CounterReadError(path, f"not a loadable Nsight Compute report ({type(e).__name__}: {e})") from e
     demangled = ncu_report.IAction.NameBase_DEMANGLED

@@ -141,7 +141,8 @@ def read_ncu_rep(path: str, regime: str):
                 except zlib.error as exc:
                     raise NcuError(f"gzip data is corrupt ({exc})") from None
         try:
-            ctx = ncu_report.load_report(tmp or path)
+            with safeio.native_stderr_captured():  # its C++ log lines stay off the terminal
+                ctx = ncu_report.load_report(tmp or path)
         except Exception as exc:  # the package raises plain Exceptions on bad files
             raise NcuError(f"ncu_report cannot load it ({str(exc).strip()[:120] or type(exc).__name__})") from None
         aggs: dict[str, KernelAgg] = {}
