@@ -162,14 +162,23 @@ def plot_cmd(artifact, out, link, title):
     """Draw the roofline picture of a profile_roofline.json (log-log: memory roof, one compute roof
     per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
     colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
+    from roofline import safeio
+
     ap = Path(artifact)
-    try:
-        art = json.loads(ap.read_text(encoding="utf-8"))
+    try:  # a regular file within the size limit (never blocks on a FIFO), bounded nesting
+        raw = safeio.read_bytes(ap)
+        if not safeio.json_depth_ok(raw):
+            raise ValueError(f"nested deeper than {safeio.MAX_JSON_DEPTH} levels")
+        art = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         click.echo(f"roofline plot: {ap}: no such file", err=True)
         sys.exit(2)
-    except (OSError, ValueError) as exc:
-        click.echo(f"roofline plot: {ap}: not a JSON artifact ({exc.__class__.__name__}: {exc})", err=True)
+    except safeio.UnsafeInput as exc:
+        click.echo(f"roofline plot: {ap}: {exc.problem}", err=True)
+        sys.exit(2)
+    except (OSError, ValueError, RecursionError) as exc:
+        msg = " ".join(str(exc).split())[:200]
+        click.echo(f"roofline plot: {ap}: not a JSON artifact ({exc.__class__.__name__}: {msg})", err=True)
         sys.exit(2)
     if not isinstance(art, dict) or not isinstance(art.get("entries"), list):
         click.echo(f"roofline plot: {ap}: $.entries: expected a profile_roofline.json artifact with a list of entries",
@@ -183,6 +192,12 @@ def plot_cmd(artifact, out, link, title):
         info = plot_artifact(art, dest, title=title)
     except ValueError as exc:
         click.echo(f"roofline plot: {exc}", err=True)
+        sys.exit(2)
+    except ImportError as exc:  # matplotlib missing or broken
+        click.echo(f"roofline plot: drawing needs matplotlib ({exc.name or exc}): pip install matplotlib", err=True)
+        sys.exit(2)
+    except OSError as exc:
+        click.echo(f"roofline plot: cannot write {dest}: {exc.strerror or exc}", err=True)
         sys.exit(2)
     click.echo(f"wrote {dest} ({len(info['points'])} point(s), {len(info['arrows'])} stage-C arrow(s)"
                + (f"; not placed: {', '.join(s['name'] for s in info['skipped'])}" if info["skipped"] else "") + ")")

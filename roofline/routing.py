@@ -81,7 +81,8 @@ def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict
     """Section 7.1: levers that make a saturated kernel move fewer bytes for the same work."""
     levers: list[str] = []
     # 1. fuse an adjacent op away: prologue/epilogue kernels that appear separately in the Top-N
-    fusable = sorted((o for o in all_entries if o is not entry and o.get("op_class") in _FUSABLE),
+    fusable = sorted((o for o in all_entries if o is not entry and o.get("name") != entry.get("name")
+                      and o.get("op_class") in _FUSABLE),  # (never "fuse this kernel into itself")
                      key=lambda o: -o["pct_gpu_time"])
     for other in fusable[:MAX_FUSE_LEVERS]:  # the largest few: a 100,000-entry Top-N lists no 100,000 levers
         levers.append(
