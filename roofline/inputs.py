@@ -19,6 +19,7 @@ from roofline.errors import InputError
 REGIMES = ("decode", "prefill")
 MAX_DIM = 2 ** 48  # no tensor dimension, token count or batch is this large: a corrupt value (and
                    # products of such numbers overflow a float)
+MIN_LATENCY_MS = 1e-6  # 1 ns: no kernel launch is shorter (and a rate over a shorter time overflows)
 PCT_SUM_TOLERANCE = 1.0  # percent points of rounding slack in a Top-N's pct_gpu_time sum
 
 
@@ -227,6 +228,8 @@ def _parse_entry(v: _V, e: Any, i: int) -> Entry:
         lps = v.num(v.req(r, "launches_per_step", rp), f"{rp}.launches_per_step")
         if _bad_number(lat) or lat <= 0:
             problems.append(f"regimes.{rname}.base_latency_ms is {lat}: must be a positive time")
+        elif lat < MIN_LATENCY_MS:
+            problems.append(f"regimes.{rname}.base_latency_ms is {lat:g}: below 1 ns, not a kernel time")
         if _bad_number(lps) or lps <= 0:
             problems.append(f"regimes.{rname}.launches_per_step is {lps}: must be positive")
         regimes[rname] = Regime(lat, lps)

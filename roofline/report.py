@@ -194,9 +194,13 @@ def atomic_write(path: str | Path, text: str) -> None:
 
 def write_artifact(art: dict, out_dir: str | Path) -> tuple[Path, Path]:
     """Write profile_roofline.json and .md into out_dir, as a pair (see the comment above): both
-    are rendered first, so a rendering error touches nothing; a write error or a crash leaves the
+    are validated (the schema) and rendered first, so an invalid artifact or a rendering error
+    touches nothing; a write error or a crash leaves the
     previous pair (or, after the commit point, the new one) and no temporary file."""
+    from roofline.schema import validate_artifact
+
     out_dir = Path(out_dir)
+    validate_artifact(art)  # a schema-valid artifact or nothing (jsonschema.ValidationError)
     js, md = to_json(art), to_markdown(art)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_pair(out_dir, {ARTIFACT_JSON: js, ARTIFACT_MD: md})

@@ -410,3 +410,31 @@ def test_a_hook_run_killed_over_a_good_artifact_leaves_a_pair(rd):
     assert (js, md) != old and json.loads(js)["stage"] == "C"
     assert md.decode() == report.to_markdown(json.loads(js))
     assert not [x for x in rd.iterdir() if x.name.startswith(".")]
+
+
+def test_a_sub_nanosecond_latency_degrades_the_entry(rd):
+    # 1e-300 ms made the achieved bandwidth overflow to inf, written as null: a schema break
+    top = copy.deepcopy(R.BASE_TOPN)
+    name = top["entries"][0]["name"]
+    top["entries"][0]["regimes"]["decode"]["base_latency_ms"] = 1e-300
+    (rd / "profile_topN.json").write_text(json.dumps(top))
+    code, out, err = R.cli(["analyze", str(rd / "profile_topN.json"), "--format", "json", "--no-write"])
+    assert code == 0, err
+    art = json.loads(out)
+    from roofline.schema import validate_artifact
+
+    validate_artifact(art)
+    reasons = {d["name"]: d["reason"] for d in art["degraded"]}
+    assert "below 1 ns" in reasons[name]
+
+
+def test_an_artifact_that_breaks_the_schema_is_never_written(rd):
+    from jsonschema import ValidationError
+
+    assert hook.run(rd)["json"]
+    old = (rd / ART).read_bytes(), (rd / MD).read_bytes()
+    art = json.loads(old[0])
+    art["entries"][0]["confidence"] = 3
+    with pytest.raises(ValidationError):
+        report.write_artifact(art, rd)
+    assert ((rd / ART).read_bytes(), (rd / MD).read_bytes()) == old

@@ -72,6 +72,15 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
             raise
         click.echo(f"roofline analyze: {exc}", err=True)
         sys.exit(2)
+    from roofline.schema import validate_artifact
+
+    try:
+        validate_artifact(art)  # what is printed or written is a schema-valid artifact, or nothing
+    except Exception as exc:  # noqa: BLE001 - jsonschema.ValidationError: a bug, said in one line
+        where = "$." + ".".join(str(p) for p in getattr(exc, "absolute_path", []))
+        click.echo(f"roofline analyze: internal error: the artifact breaks its schema at {where}: "
+                   f"{' '.join(str(getattr(exc, 'message', exc)).split())[:200]} (a bug: please report it)", err=True)
+        sys.exit(2)
     if not no_write:
         dest = out_dir or topn.parent
         try:
