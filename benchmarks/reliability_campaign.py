@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 # the share of the cases each input kind gets (the CI run's proportions)
 WEIGHTS = {"topn": 260, "env": 100, "config": 90, "peaks": 90, "trace_fast": 120, "trace_compact": 80,
-           "ncu_csv": 90, "counters_ncu_csv": 60, "rocprof_csv": 60, "ncu_rep": 30}
+           "ncu_csv": 90, "counters_ncu_csv": 60, "rocprof_csv": 60, "ncu_rep": 30, "artifact": 40}
 CATEGORIES = ("crash", "hang", "wrong accept", "data loss", "memory")
 
 
@@ -50,7 +50,7 @@ def main() -> int:
                   "peaks": R.peaks_cases(), "trace_fast": R.trace_cases("fast"),
                   "trace_compact": R.trace_cases("compact"), "ncu_csv": R.csv_cases("ncu_csv"),
                   "counters_ncu_csv": R.csv_cases("counters_ncu_csv"), "rocprof_csv": R.csv_cases("rocprof_csv"),
-                  "ncu_rep": R.ncu_rep_cases()}
+                  "ncu_rep": R.ncu_rep_cases(), "artifact": R.artifact_cases()}
     s0 = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 32)
     total_w = sum(WEIGHTS.values())
     counts = collections.Counter()

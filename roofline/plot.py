@@ -151,6 +151,9 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None) -> dict
     return info
 
 
+MAX_PLOT_ENTRIES = 64  # points one picture can show legibly (the head is 8 by default)
+
+
 @click.command("plot")
 @click.argument("artifact", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
@@ -187,6 +190,19 @@ def plot_cmd(artifact, out, link, title):
     if not (art.get("peaks") or {}).get("hbm_bw_bytes_s") and not (art.get("peaks") or {}).get("flops"):
         click.echo(f"roofline plot: {ap}: $.peaks: no memory or compute roof to draw", err=True)
         sys.exit(2)
+    from roofline.schema import validate_artifact
+
+    try:  # what plot reads is the artifact's contract: refuse what breaks it, in one line
+        validate_artifact(art)
+    except Exception as exc:  # noqa: BLE001 - jsonschema.ValidationError
+        where = "$." + ".".join(str(p) for p in getattr(exc, "absolute_path", []))
+        click.echo(f"roofline plot: {ap}: {where}: not a valid profile_roofline.json artifact "
+                   f"({' '.join(str(getattr(exc, 'message', exc)).split())[:160]})", err=True)
+        sys.exit(2)
+    if len(art["entries"]) > MAX_PLOT_ENTRIES:  # a picture of the head, not of a whole Top-N
+        click.echo(f"roofline plot: note: {len(art['entries'])} entries: drawing the first {MAX_PLOT_ENTRIES}",
+                   err=True)
+        art = dict(art, entries=art["entries"][:MAX_PLOT_ENTRIES])
     dest = Path(out) if out else ap.parent / "roofline.png"
     try:
         info = plot_artifact(art, dest, title=title)

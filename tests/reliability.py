@@ -658,11 +658,24 @@ def ncu_rep_cases(draw):
     return Case("ncu_rep", "gzip bomb zeros 1024 MiB", gzip_bomb("zeros", 1024), expect="refuse")
 
 
+BASE_ARTIFACT = json.loads((FIX / "rerun" / "profile" / "round_1" / "profile_roofline.json").read_text())
+
+
+@st.composite
+def artifact_cases(draw):
+    """profile_roofline.json as `roofline plot` reads it."""
+    c = _special_or(draw, "artifact", None)
+    if c is None:
+        label, data, exp, _ = draw(json_mutation(BASE_ARTIFACT, None, None))
+        c = Case("artifact", label, data, expect=exp)
+    return c
+
+
 def all_cases():
     """Every kind, as one strategy."""
     return st.one_of(topn_cases(), env_cases(), config_cases(), peaks_cases(), trace_cases("fast"),
                      trace_cases("compact"), csv_cases("ncu_csv"), csv_cases("counters_ncu_csv"),
-                     csv_cases("rocprof_csv"), ncu_rep_cases())
+                     csv_cases("rocprof_csv"), ncu_rep_cases(), artifact_cases())
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -993,6 +1006,17 @@ def _run(case: Case, work: Path, hook) -> list[str]:
         if code == 0 and case.expect == "refuse":
             v.append(f"wrong accept: topn {what}: accepted (exit 0)")
         return v + _counters_run(case, work, src, what)
+    if case.kind == "artifact":
+        src = work / "profile_roofline.json"
+        _place(src, case)
+        png = work / "out.png"
+        code, out, err = cli(["plot", str(src), "-o", str(png)])
+        v += _cli_violations(code, out, err, f"plot {what}")
+        if code == 0 and case.expect == "refuse":
+            v.append(f"wrong accept: plot {what}: accepted (exit 0)")
+        if code == 0 and not (png.exists() and png.stat().st_size > 1000):
+            v.append(f"crash: plot {what}: exit 0 without a picture")
+        return v
     raise ValueError(case.kind)
 
 

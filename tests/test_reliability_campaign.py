@@ -13,11 +13,12 @@ import reliability as R
 # cases per kind: about 1,000 in all (ROOFLINE_CAMPAIGN_SCALE multiplies them)
 SCALE = float(os.environ.get("ROOFLINE_CAMPAIGN_SCALE", "1"))
 PER_KIND = {"topn": 260, "env": 100, "config": 90, "peaks": 90, "trace_fast": 120, "trace_compact": 80,
-            "ncu_csv": 90, "counters_ncu_csv": 60, "rocprof_csv": 60, "ncu_rep": 30}
+            "ncu_csv": 90, "counters_ncu_csv": 60, "rocprof_csv": 60, "ncu_rep": 30, "artifact": 40}
 STRATEGIES = {"topn": R.topn_cases(), "env": R.env_cases(), "config": R.config_cases(), "peaks": R.peaks_cases(),
               "trace_fast": R.trace_cases("fast"), "trace_compact": R.trace_cases("compact"),
               "ncu_csv": R.csv_cases("ncu_csv"), "counters_ncu_csv": R.csv_cases("counters_ncu_csv"),
-              "rocprof_csv": R.csv_cases("rocprof_csv"), "ncu_rep": R.ncu_rep_cases()}
+              "rocprof_csv": R.csv_cases("rocprof_csv"), "ncu_rep": R.ncu_rep_cases(),
+              "artifact": R.artifact_cases()}
 RSS_LIMIT_MB = 1500
 
 

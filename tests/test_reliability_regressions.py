@@ -438,3 +438,25 @@ def test_an_artifact_that_breaks_the_schema_is_never_written(rd):
     with pytest.raises(ValidationError):
         report.write_artifact(art, rd)
     assert ((rd / ART).read_bytes(), (rd / MD).read_bytes()) == old
+
+
+def test_plot_refuses_a_malformed_artifact_in_one_line(tmp_path):
+    art = copy.deepcopy(R.BASE_ARTIFACT)
+    art["entries"][4] = [art["entries"][4]]  # an entry that is not an object (was: AttributeError)
+    p = tmp_path / "profile_roofline.json"
+    p.write_text(json.dumps(art))
+    _one_line_exit_2(["plot", str(p), "-o", str(tmp_path / "r.png")], "$.entries.4", "not a valid")
+    assert not (tmp_path / "r.png").exists()
+
+
+def test_plot_of_a_huge_artifact_draws_the_head_only(tmp_path):
+    art = copy.deepcopy(R.BASE_ARTIFACT)
+    extra = copy.deepcopy(art["entries"][-1])
+    art["entries"] += [dict(extra, name=f"{extra['name']}_{i}") for i in range(20000)]  # was: minutes
+    p = tmp_path / "profile_roofline.json"
+    p.write_text(json.dumps(art))
+    t0 = time.monotonic()
+    code, out, err = R.cli(["plot", str(p), "-o", str(tmp_path / "r.png")])
+    assert code == 0, err
+    assert "drawing the first 64" in err and (tmp_path / "r.png").stat().st_size > 1000
+    assert time.monotonic() - t0 < 60
