@@ -73,16 +73,22 @@ def _check_args(round_dir, env, config, head_threshold_pct, stage, counters, hea
     return rd, env, config, float(head_threshold_pct), counters, out
 
 
-def run(round_dir, env="env_report.json", config="config.json", analysis_skill: str = "roofline",
+def run(round_dir=None, env="env_report.json", config="config.json", analysis_skill: str = "roofline",
         head_threshold_pct: float = 5.0, stage: str | None = None, counters=None, head_cap: int = 8,
-        out_dir=None) -> dict | None:
+        out_dir=None, *more_args, **more_kwargs) -> dict | None:
     """Analyse `round_dir`/profile_topN.json and write profile_roofline.{json,md} beside it.
 
     Never raises (an argument of the wrong type included: it is reported in skill_errors and
-    nothing is written). Writes a schema-valid artifact or nothing, never creates a directory."""
+    nothing is written; arguments this version does not know are ignored, and said so). Writes a
+    schema-valid artifact or nothing, never creates a directory."""
     try:
-        return _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, counters,
-                    head_cap, out_dir)
+        s = _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, counters,
+                 head_cap, out_dir)
+        if (more_args or more_kwargs) and isinstance(s, dict):
+            names = [f"#{9 + i}" for i in range(len(more_args))] + sorted(map(str, more_kwargs))
+            s["skill_errors"].append({"where": "hook", "error": f"ignored arguments this version does not "
+                                                                  f"know: {', '.join(names)}"[:500]})
+        return s
     except Exception as exc:  # the last net: the contract says never raise
         return {"stage": None, "ranking_by_pct": [], "ranking_by_expected_gain": [], "degraded": 0,
                 "skill_errors": [{"where": "hook", "error": _one_line(exc)}], "json": None, "md": None}

@@ -460,3 +460,10 @@ def test_plot_of_a_huge_artifact_draws_the_head_only(tmp_path):
     assert code == 0, err
     assert "drawing the first 64" in err and (tmp_path / "r.png").stat().st_size > 1000
     assert time.monotonic() - t0 < 60
+
+
+def test_hook_called_with_odd_arguments(rd):
+    assert hook.run()["skill_errors"][0]["where"] == "hook"          # no round_dir at all
+    s = hook.run(rd, "env_report.json", "config.json", "roofline", 5.0, None, None, 8, None, "extra",
+                 future_option=1)                                    # newer pipelines: ignored, said so
+    assert s["json"] and any("future_option" in e["error"] and "#9" in e["error"] for e in s["skill_errors"])
