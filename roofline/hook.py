@@ -154,6 +154,10 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
     else:
         art["skill_errors"].extend(errors)
     summary = _summary(art, errors)
+    try:
+        report.recover(dest)  # finish (or discard) what a crashed earlier write left, first
+    except OSError as exc:
+        summary["skill_errors"].append({"where": "write", "error": f"recovery: {_one_line(exc)}"})
     if not art.get("entries") and errors and (dest / report.ARTIFACT_JSON).exists():
         # a failed re-run leaves the previous artifact in place
         summary["skill_errors"].append({"where": "write", "error": "analysis failed; previous artifact kept"})

@@ -274,3 +274,21 @@ def test_counters_file_removed_mid_read(tmp_path, monkeypatch):
     rd = _layout(tmp_path)
     code, _, err = _cli(["analyze", str(rd / "profile_topN.json"), "--counters", str(src)])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "no such file" in err
+
+
+def test_a_failed_run_after_a_crash_mid_swap_keeps_a_whole_pair(tmp_path):
+    # the state a kill between the two renames leaves: new JSON visible, new markdown still in the
+    # commit directory, old markdown visible. A refused re-run must not "keep" that mixed pair.
+    rd = _layout(tmp_path)
+    assert hook.run(rd)["skill_errors"] == []
+    art_new = json.loads(_new_artifact(rd, tmp_path).read_text())
+    commit = rd / report.COMMIT_DIR
+    commit.mkdir()
+    (rd / ART).write_text(report.to_json(art_new))
+    (commit / MD).write_text(report.to_markdown(art_new))
+    (rd / "profile_topN.json").write_text("{ truncated")
+    s = hook.run(rd)
+    assert any(e["where"] == "analyze" for e in s["skill_errors"])
+    js, md = _pair(rd)
+    assert md.decode() == report.to_markdown(json.loads(js)) == report.to_markdown(art_new)
+    assert _dots(rd) == []
