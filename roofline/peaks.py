@@ -177,7 +177,7 @@ def _load_yaml(path) -> Any:
         raise PeaksError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except (yaml.YAMLError, RecursionError) as exc:
         first = " ".join(str(exc).split())[:160]
-        raise PeaksError(f"{path}: not valid YAML ({first})") from None
+        raise PeaksError(f"{path}: not valid YAML ({type(exc).__name__}: {first})") from None
 
 
 def from_table(data: dict, table_file: str | None = None, confidence: str = "high",
