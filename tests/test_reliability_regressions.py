@@ -467,3 +467,12 @@ def test_hook_called_with_odd_arguments(rd):
     s = hook.run(rd, "env_report.json", "config.json", "roofline", 5.0, None, None, 8, None, "extra",
                  future_option=1)                                    # newer pipelines: ignored, said so
     assert s["json"] and any("future_option" in e["error"] and "#9" in e["error"] for e in s["skill_errors"])
+
+
+@pytest.mark.parametrize("grid", [b"-5", b'"x"', b"null", b'{"a": 1}'])
+def test_a_malformed_launch_grid_is_dropped_not_an_internal_error(tmp_path, grid):
+    p = tmp_path / "t.json"
+    p.write_bytes(R._layout(_kernel_item_with("grid", grid), "compact"))
+    code, _, err = R.cli(["topn", str(p), "-o", str(tmp_path / "o.json"), "-q"])
+    assert code == 0 and "internal error" not in err, err
+    inputs.load_topn(tmp_path / "o.json")

@@ -161,6 +161,13 @@ _MAX_ITEM_BYTES = 16 << 20   # one trace event larger than this is not a profile
 _MAX_DUR_US = 1e12           # 11.6 days: a longer kernel is a corrupt value (and sums would overflow)
 
 
+def _dims3(v):
+    """A launch's grid/block as a tuple of ints, or None when it is anything else."""
+    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return tuple(v)
+    return None
+
+
 def _num(v, what: str) -> float:
     """A number field of an event: int or float, finite (a string or a bool is refused)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -302,10 +309,9 @@ class _Sink:
             pt.k_dur.append(dur_us)
             pt.k_ext.append(_int(args.get("External id")))
             pt.k_corr.append(_int(args.get("correlation")))
-            g, b = args.get("grid"), args.get("block")
+            g, b = _dims3(args.get("grid")), _dims3(args.get("block"))  # provenance: a malformed one is dropped
             if g is not None or b is not None:
-                pt.launch_dims[i][(tuple(g) if isinstance(g, list) else g,
-                                   tuple(b) if isinstance(b, list) else b)] += 1
+                pt.launch_dims[i][(g, b)] += 1
         elif cat == "cpu_op":
             args = e.get("args")
             if not args:
