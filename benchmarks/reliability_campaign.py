@@ -59,8 +59,10 @@ def main() -> int:
     t_all = time.time()
     print(f"reliability campaign: {args.cases} cases, seed {s0}, case limit {args.limit_s:.0f} s, "
           f"address space cap {args.max_gib:g} GiB", flush=True)
+    per_kind = {k: max(1, args.cases * w // total_w) for k, w in WEIGHTS.items()}
+    per_kind["topn"] += max(0, args.cases - sum(per_kind.values()))  # at least --cases in all
     for i, (kind, w) in enumerate(WEIGHTS.items()):
-        n = max(1, round(args.cases * w / total_w))
+        n = per_kind[kind]
         t0 = time.time()
 
         @seed(s0 + i)

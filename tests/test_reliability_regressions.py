@@ -476,3 +476,14 @@ def test_a_malformed_launch_grid_is_dropped_not_an_internal_error(tmp_path, grid
     code, _, err = R.cli(["topn", str(p), "-o", str(tmp_path / "o.json"), "-q"])
     assert code == 0 and "internal error" not in err, err
     inputs.load_topn(tmp_path / "o.json")
+
+
+@pytest.mark.parametrize("cat", ["cuda_runtime", "gpu_memcpy", "user_annotation", "cpu_op"])
+def test_an_event_name_that_is_not_a_string_is_refused(tmp_path, cat):
+    doc = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2,
+                            "args": {"External id": 1, "correlation": 2}},
+                           {"ph": "X", "cat": cat, "name": -5, "ts": 1, "dur": 1,
+                            "args": {"External id": 1, "correlation": 2, "Input Dims": [[1]]}}]}
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(doc))
+    _one_line_exit_2(["topn", str(p), "-o", str(tmp_path / "o.json")], "name is int")

@@ -56,6 +56,8 @@ aten::is_nonzero aten::item aten::_local_scalar_dense aten::size aten::stride at
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 _KERNEL_CATS = ("kernel",)
 _MEM_CATS = ("gpu_memcpy", "gpu_memset")
+_USED_CATS = frozenset(("kernel", "cpu_op", "cuda_runtime", "cuda_driver", "gpu_memcpy", "gpu_memset",
+                        "user_annotation", "gpu_user_annotation"))
 
 
 class TraceError(Exception):
@@ -289,6 +291,8 @@ class _Sink:
             return
         cat = e.get("cat")
         pt = self.pt
+        if cat in _USED_CATS and not isinstance(e.get("name", ""), str):
+            raise TraceError(f"a {cat} event's name is {type(e.get('name')).__name__}, expected a string")
         if cat in _KERNEL_CATS:
             nm = e.get("name", "")
             if not isinstance(nm, str):
