@@ -6,7 +6,8 @@ a case is and which invariants each case checks).
 
     PYTHONPATH=. python3 benchmarks/reliability_campaign.py [--cases 10000] [--seed N] [--limit-s 60]
 
-Prints one line per input kind and a total: cases, crashes, hangs, wrong accepts, data loss,
+After the random cases, a deterministic sweep: every field of the Top-N, env report and config x
+every wrong type, and every number x every boundary value. Prints one line per input kind and a total: cases, crashes, hangs, wrong accepts, data loss,
 memory failures, wall time and the peak RSS of the process; then every violation found (at most
 50). Exit 1 when any invariant broke. The address space is capped (--max-gib, default 8) so that
 an unbounded allocation shows up as a MemoryError instead of swapping the machine.
@@ -81,6 +82,18 @@ def main() -> int:
         f = found[kind]
         print(f"{kind:17s} {counts[kind]:6d} cases  " + "  ".join(f"{c} {f[c]}" for c in CATEGORIES)
               + f"  {time.time() - t0:7.1f} s", flush=True)
+    # then the deterministic sweep: every field x every wrong type / boundary value
+    t0 = time.time()
+    for case in R.sweep_cases():
+        counts["sweep"] += 1
+        for v in R.run_case(case, limit_s=args.limit_s):
+            cat = next((c for c in CATEGORIES if v.startswith(c)), "crash")
+            found["sweep"][cat] += 1
+            if len(examples) < 50:
+                examples.append(v)
+    f = found["sweep"]
+    print(f"{'sweep (all fields)':17s} {counts['sweep']:6d} cases  " + "  ".join(f"{c} {f[c]}" for c in CATEGORIES)
+          + f"  {time.time() - t0:7.1f} s", flush=True)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tot = collections.Counter()
     for f in found.values():

@@ -20,6 +20,7 @@ REGIMES = ("decode", "prefill")
 MAX_DIM = 2 ** 48  # no tensor dimension, token count or batch is this large: a corrupt value (and
                    # products of such numbers overflow a float)
 MIN_LATENCY_MS = 1e-6  # 1 ns: no kernel launch is shorter (and a rate over a shorter time overflows)
+MAX_LATENCY_MS = 1e9   # 11.6 days: no kernel launch is longer (and peak x time overflows)
 PCT_SUM_TOLERANCE = 1.0  # percent points of rounding slack in a Top-N's pct_gpu_time sum
 
 
@@ -230,6 +231,8 @@ def _parse_entry(v: _V, e: Any, i: int) -> Entry:
             problems.append(f"regimes.{rname}.base_latency_ms is {lat}: must be a positive time")
         elif lat < MIN_LATENCY_MS:
             problems.append(f"regimes.{rname}.base_latency_ms is {lat:g}: below 1 ns, not a kernel time")
+        elif lat > MAX_LATENCY_MS:
+            problems.append(f"regimes.{rname}.base_latency_ms is {lat:g}: over 11 days, not a kernel time")
         if _bad_number(lps) or lps <= 0:
             problems.append(f"regimes.{rname}.launches_per_step is {lps}: must be positive")
         regimes[rname] = Regime(lat, lps)

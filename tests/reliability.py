@@ -1055,3 +1055,27 @@ def _counters_run(case: Case, work: Path, src: Path, what: str) -> list[str]:
     else:
         v += _pair_violations(rd, f"hook --counters {what}", None, refused=False)
     return v
+
+
+def sweep_cases():
+    """Deterministic, exhaustive: every field of the Top-N, env report and config x every wrong type,
+    and every number x every boundary value (the random campaign samples these; this covers all)."""
+    out = []
+    for base, kind, te, ve in ((BASE_TOPN, "topn", _topn_type_expect, _topn_value_expect),
+                               (BASE_ENV, "env", _env_type_expect, _env_value_expect),
+                               (BASE_CONFIG, "config", _config_type_expect, _config_value_expect)):
+        for p, v0 in _paths(base):
+            if not p:
+                continue
+            for new in _wrong_types(v0):
+                d = copy.deepcopy(base)
+                _set(d, p, new)
+                out.append(Case(kind, f"sweep type {'.'.join(map(str, p))} -> {new!r}"[:160], _dumps(d),
+                                expect=te(p, new), entry=_entry_of(base, p)))
+            if isinstance(v0, (int, float)) and not isinstance(v0, bool):
+                for new in (0, -1, -0.5, 1e-300, 1e308, 10 ** 30, 2 ** 63, 101, 1e-9):
+                    d = copy.deepcopy(base)
+                    _set(d, p, new)
+                    out.append(Case(kind, f"sweep value {'.'.join(map(str, p))} -> {new!r}", _dumps(d),
+                                    expect=ve(p, new), entry=_entry_of(base, p)))
+    return out
