@@ -43,6 +43,42 @@ class LazyGroup(click.Group):
             raise
         return getattr(mod, attr)
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's main, with every error as ONE line on stderr: a usage error (exit 2) and, as the
+        last net, an unexpected exception (exit 2, "internal error": a bug to report; set
+        ROOFLINE_DEBUG=1 to see its traceback). Never a traceback on a user's terminal."""
+        import os
+
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "roofline")
+            hint = f" (see `{where} --help`)" if exc.ctx is not None else ""
+            click.echo(f"{where}: {' '.join(exc.format_message().split())}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"{prog_name or 'roofline'}: {' '.join(exc.format_message().split())}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BrokenPipeError:
+            sys.exit(1)
+        except Exception as exc:  # noqa: BLE001 - the last net
+            if os.environ.get("ROOFLINE_DEBUG"):
+                raise
+            msg = " ".join(f"{exc.__class__.__name__}: {exc}".split())[:400]
+            click.echo(f"roofline: internal error: {msg} (a bug: please report it; ROOFLINE_DEBUG=1 shows "
+                       "the traceback)", err=True)
+            sys.exit(2)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def format_commands(self, ctx, formatter):
         rows = [(name, LAZY_COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):

@@ -215,6 +215,9 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
         if pk is not None:
             return pk, problems
         problems.append(f"{f}: no row for {gpu_name or '?'} ({gfx or '?'}); the built-in peak tables are used")
+    # an unreadable table directory (a FIFO, a malformed table) is the tool's own input failing:
+    # let its PeaksError through (one line, exit 2) instead of reading it as "device not found"
+    _peaks.load_tables()
     if gpu_name:
         # a GPU named in the measured tables, then one named in the datasheet catalogue: both beat
         # a gfx match (an H20 is sm_90 like the H100 and H200, with a quarter of their compute)

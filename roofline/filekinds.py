@@ -5,6 +5,7 @@ instead of a JSON error deep inside the loader. Pure except for reading the file
 from __future__ import annotations
 
 import json
+import os
 import zlib
 from pathlib import Path
 
@@ -33,7 +34,12 @@ KINDS = {
 
 
 def _head_bytes(path: Path) -> tuple[bytes, bool, bool]:
-    """(head bytes, was gzipped, whole file read)."""
+    """(head bytes, was gzipped, whole file read). A FIFO, device or socket is never opened (a
+    read could block forever): it sniffs as empty, and the reader that follows refuses it."""
+    import stat
+
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return b"", False, False
     with open(path, "rb") as f:
         raw = f.read(_HEAD if path.stat().st_size > _SMALL else _SMALL + 1)
     if raw[:2] == b"\x1f\x8b":
@@ -86,7 +92,7 @@ def sniff(path) -> str:
     if whole:
         try:
             return kind_of_doc(json.loads(head.decode("utf-8")))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):   # the real reader bounds nesting
             pass
     if b'"traceEvents"' in head or b'"deviceProperties"' in head:
         return "torch_trace"

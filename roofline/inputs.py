@@ -17,6 +17,11 @@ from typing import Any
 from roofline.errors import InputError
 
 REGIMES = ("decode", "prefill")
+MAX_DIM = 2 ** 48  # no tensor dimension, token count or batch is this large: a corrupt value (and
+                   # products of such numbers overflow a float)
+MIN_LATENCY_MS = 1e-6  # 1 ns: no kernel launch is shorter (and a rate over a shorter time overflows)
+MAX_LATENCY_MS = 1e9   # 11.6 days: no kernel launch is longer (and peak x time overflows)
+PCT_SUM_TOLERANCE = 1.0  # percent points of rounding slack in a Top-N's pct_gpu_time sum
 
 
 def _tname(v: Any) -> str:
@@ -36,23 +41,50 @@ def _tname(v: Any) -> str:
 
 
 def read_json(path: str | Path) -> Any:
+    """Parse a JSON input file. Only a regular file is read (a FIFO, a device or a directory is
+    refused without blocking), within roofline.safeio's size limit and nesting depth."""
+    from roofline import safeio
+
     p = Path(path)
-    if not p.exists():
-        raise InputError(str(p), "", "file not found")
-    if p.is_dir():
-        raise InputError(str(p), "", "expected a JSON file, got a directory")
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(p), "", f"cannot be read ({exc.__class__.__name__}: {exc})") from None
+        raw = safeio.read_bytes(p)
+    except FileNotFoundError:
+        raise InputError(str(p), "", "file not found") from None
+    except safeio.NotRegularFile as exc:
+        raise InputError(str(p), "", exc.problem) from None
+    except safeio.InputTooLarge as exc:
+        raise InputError(str(p), "", exc.problem) from None
+    except OSError as exc:
+        raise InputError(str(p), "", f"cannot be read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
+    if raw[:2] == b"\x1f\x8b":
+        raise InputError(str(p), "", "is gzip-compressed: expected a plain JSON file (gunzip it first)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(p), "", f"cannot be read (not UTF-8 text: byte {exc.start})") from None
     if not text.strip():
         raise InputError(str(p), "", "file is empty, expected a JSON object")
+    if not safeio.json_depth_ok(raw):
+        raise InputError(str(p), "", f"JSON nested deeper than {safeio.MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
+    except _NonFinite as exc:
+        raise InputError(str(p), "", f"not valid JSON ({exc} is not a JSON number)") from None
+    except RecursionError:
+        raise InputError(str(p), "", "JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
         truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated")
         raise InputError(str(p), "", f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
                          + (" - truncated?" if truncated else "")) from None
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _no_constant(name: str):
+    """NaN / Infinity are not JSON (Python's json accepts them by default): refuse them."""
+    raise _NonFinite(name)
 
 
 class _V:
@@ -73,7 +105,10 @@ class _V:
     def num(self, v, path):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             self.fail(path, "a number", v)
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an integer beyond any float
+            self.fail(path, "a number of usable size", v)
 
     def int_(self, v, path):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
@@ -165,6 +200,10 @@ def parse_topn(data: Any, file: str = "profile_topN.json") -> TopN:
     sv = v.int_(data["schema_version"], "schema_version") if "schema_version" in data else None
     rnd = v.int_(data["round"], "round") if "round" in data else None
     entries = [_parse_entry(v, e, i) for i, e in enumerate(entries_raw)]
+    pct_sum = sum(e.pct_gpu_time for e in entries if not _bad_number(e.pct_gpu_time) and 0 <= e.pct_gpu_time <= 100)
+    if pct_sum > 100 + PCT_SUM_TOLERANCE:
+        # shares of one window cannot add up to more than all of it: no entry's share can be trusted
+        raise InputError(file, "entries", f"pct_gpu_time values sum to {pct_sum:.4g}%, more than 100%")
     return TopN(path=file, entries=entries, schema_version=sv, round=rnd, total_gpu_time_ms=total,
                 n_decode_steps=n_dec, n_prefill_steps=n_pre, raw=data)
 
@@ -190,6 +229,10 @@ def _parse_entry(v: _V, e: Any, i: int) -> Entry:
         lps = v.num(v.req(r, "launches_per_step", rp), f"{rp}.launches_per_step")
         if _bad_number(lat) or lat <= 0:
             problems.append(f"regimes.{rname}.base_latency_ms is {lat}: must be a positive time")
+        elif lat < MIN_LATENCY_MS:
+            problems.append(f"regimes.{rname}.base_latency_ms is {lat:g}: below 1 ns, not a kernel time")
+        elif lat > MAX_LATENCY_MS:
+            problems.append(f"regimes.{rname}.base_latency_ms is {lat:g}: over 11 days, not a kernel time")
         if _bad_number(lps) or lps <= 0:
             problems.append(f"regimes.{rname}.launches_per_step is {lps}: must be positive")
         regimes[rname] = Regime(lat, lps)
@@ -220,6 +263,13 @@ def _parse_entry(v: _V, e: Any, i: int) -> Entry:
 
 
 _BOOL_KEYS = {"paged", "causal", "reduce"}   # reduce: elementwise shape of a reduction (roofline topn)
+# shape keys the byte/FLOP models read as numbers (roofline/shapes.py, roofline/models)
+DIM_KEYS = frozenset({"M", "N", "K", "E", "top_k", "hidden", "inter", "batch", "seq_len", "n_q_heads",
+                      "n_kv_heads", "head_dim", "elems_in", "elems_out"})
+# config.json keys read as numbers (roofline/shapes.py)
+CONFIG_INT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_topk",
+                   "top_k", "hidden_size", "d_model", "moe_intermediate_size", "expert_intermediate_size",
+                   "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim")
 
 
 def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:
@@ -234,11 +284,20 @@ def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:
             dims = [v.int_(d, f"{path}.shape[{j}]") for j, d in enumerate(x)]
             if any(d <= 0 for d in dims):
                 problems.append(f"{path.split('.', 1)[1]}.shape has a zero or negative dimension: {dims}")
+            elif any(d > MAX_DIM for d in dims):
+                problems.append(f"{path.split('.', 1)[1]}.shape has a dimension above {MAX_DIM}: {dims}")
             out[k] = dims
         elif isinstance(x, (int, float)) and not isinstance(x, bool):
-            if _bad_number(float(x)) or x <= 0:
+            xf = v.num(x, f"{path}.{k}")
+            if _bad_number(xf) or x <= 0:
                 problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: a dimension must be positive")
+            elif xf > MAX_DIM:
+                problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: above {MAX_DIM}, not a real dimension")
             out[k] = x
+        elif k in DIM_KEYS:
+            if x is not None:
+                v.fail(f"{path}.{k}", "a number (a dimension)", x)  # "64" or true is refused, never coerced
+            # null: the dimension is absent (filled from est_shape / config / workload, or degraded)
         else:
             out[k] = x  # unknown keys kept, never an error
     return out
@@ -257,6 +316,8 @@ def parse_env(data: Any, file: str = "env_report.json") -> Env:
         workload[k] = v.num(v.req(wl, k, "workload"), f"workload.{k}")
         if workload[k] <= 0 or _bad_number(workload[k]):
             raise InputError(file, f"workload.{k}", f"expected a positive number, got {workload[k]}")
+        if workload[k] > MAX_DIM:
+            raise InputError(file, f"workload.{k}", f"expected at most {MAX_DIM}, got {workload[k]:g}")
     env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, raw=data)
     if data.get("gpu_name") is not None:
         env.gpu_name = v.str_(data["gpu_name"], "gpu_name")
@@ -275,6 +336,14 @@ def parse_config(data: Any, file: str = "config.json") -> dict:
     tc = data.get("text_config")
     if isinstance(tc, dict):
         merged.update(tc)
+    for k in CONFIG_INT_KEYS:
+        x = merged.get(k)
+        if x is None:
+            continue
+        where = f"text_config.{k}" if isinstance(tc, dict) and k in tc else k
+        n = v.int_(x, where)  # "64" or true is refused, never coerced
+        if n < 0 or n > MAX_DIM:
+            raise InputError(file, where, f"expected an integer in 0..{MAX_DIM}, got {n}")
     return merged
 
 

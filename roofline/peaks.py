@@ -123,8 +123,7 @@ def _load_tables(directory: str) -> tuple[tuple[str, dict], ...]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     out = []
     for p in sorted(Path(directory).glob("*.yaml")):
-        with open(p, encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+        data = _load_yaml(p)
         if not isinstance(data, dict) or "device" not in data:
             raise PeaksError(f"{p}: not a peak table (needs a 'device' key)")
         out.append((str(p), data))
@@ -139,33 +138,91 @@ def _norm_name(s: str) -> str:
     return " ".join(str(s).lower().replace("-", " ").replace("_", " ").split())
 
 
-def _pick(fig: Any) -> tuple[float | None, str | None, str | None]:
-    """A figure block {measured|validated|datasheet: {value, source}} -> (value, kind, source)."""
-    if isinstance(fig, (int, float)):
-        return float(fig), "datasheet", None
-    if not isinstance(fig, dict):
+def _value(v: Any, where: str) -> float:
+    """A peak figure: a positive finite number (a bool or a string is refused, never coerced)."""
+    import math
+
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise PeaksError(f"{where}: expected a positive number, got {type(v).__name__} {v!r}"[:200])
+    try:
+        x = float(v)
+    except OverflowError:
+        raise PeaksError(f"{where}: number too large") from None
+    if not math.isfinite(x) or x <= 0:
+        raise PeaksError(f"{where}: expected a positive number, got {v!r}")
+    return x
+
+
+FIGURE_KINDS = ("measured", "validated", "datasheet", "derived")
+
+
+def _pick(fig: Any, where: str = "figure") -> tuple[float | None, str | None, str | None]:
+    """A figure block {measured|validated|datasheet: {value, source}} -> (value, kind, source), the
+    most trusted kind first. Every kind present is checked (a mistyped datasheet figure beside a
+    measured one is an error, not silently skipped)."""
+    if fig is None:
         return None, None, None
-    for kind in ("measured", "validated", "datasheet", "derived"):
-        blk = fig.get(kind)
-        if isinstance(blk, dict) and blk.get("value") is not None:
-            return float(blk["value"]), kind, blk.get("source")
-        if isinstance(blk, (int, float)):
-            return float(blk), kind, None
-    return None, None, None
+    if not isinstance(fig, dict):
+        return _value(fig, where), "datasheet", None
+    unknown = [k for k in fig if k not in FIGURE_KINDS]
+    if unknown and not any(k in fig for k in FIGURE_KINDS):
+        raise PeaksError(f"{where}: unknown figure kind {unknown[0]!r} (expected one of {', '.join(FIGURE_KINDS)})")
+    found = []
+    for kind in FIGURE_KINDS:
+        if kind not in fig or fig[kind] is None:
+            continue
+        blk = fig[kind]
+        if isinstance(blk, dict):
+            if blk.get("value") is None:
+                raise PeaksError(f"{where}.{kind}: no value")
+            src = blk.get("source")
+            found.append((_value(blk["value"], f"{where}.{kind}.value"), kind, src if isinstance(src, str) else None))
+        else:
+            found.append((_value(blk, f"{where}.{kind}"), kind, None))
+    return found[0] if found else (None, None, None)
+
+
+def _load_yaml(path) -> Any:
+    """A peak table file: a regular file within the size limit, YAML without custom tags."""
+    import yaml
+
+    from roofline import safeio
+
+    try:
+        raw = safeio.read_bytes(path)
+    except OSError as exc:
+        raise PeaksError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not safeio.json_depth_ok(raw):
+        raise PeaksError(f"{path}: nested deeper than {safeio.MAX_JSON_DEPTH} levels: not a peak table")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(raw.decode("utf-8-sig"), Loader=loader)  # noqa: S506 - a safe loader
+    except UnicodeDecodeError as exc:
+        raise PeaksError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        first = " ".join(str(exc).split())[:160]
+        raise PeaksError(f"{path}: not valid YAML ({type(exc).__name__}: {first})") from None
 
 
 def from_table(data: dict, table_file: str | None = None, confidence: str = "high",
                source: str = "table") -> Peaks:
     notes: list[str] = []
     sources: dict[str, str] = {}
-    bw_block = data.get("hbm_bw_bytes_s") or {}
+    for key in ("device", "gfx", "vendor"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise PeaksError(f"{table_file or 'peak table'}: {key}: expected a string, got {type(data[key]).__name__}")
+    if not data.get("device"):
+        raise PeaksError(f"{table_file or 'peak table'}: device: required (a name)")
+    bw_block = data.get("hbm_bw_bytes_s")
     # Memory roof: the pin rate (datasheet) by convention; a measured-only table uses what it has.
     if isinstance(bw_block, dict) and isinstance(bw_block.get("datasheet"), dict):
-        hbm = float(bw_block["datasheet"]["value"])
+        _pick(bw_block, "hbm_bw_bytes_s")  # every figure present is checked
+        hbm = _value(bw_block["datasheet"].get("value"), "hbm_bw_bytes_s.datasheet.value")
         hbm_kind = "datasheet"
-        sources["hbm_bw_bytes_s"] = bw_block["datasheet"].get("source", "")
+        src = bw_block["datasheet"].get("source", "")
+        sources["hbm_bw_bytes_s"] = src if isinstance(src, str) else ""
     else:
-        hbm, hbm_kind, src = _pick(bw_block)
+        hbm, hbm_kind, src = _pick(bw_block, "hbm_bw_bytes_s")
         if src:
             sources["hbm_bw_bytes_s"] = src
         hbm_kind = hbm_kind or "unknown"
@@ -174,8 +231,13 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
     flops: dict[str, float] = {}
     kinds: dict[str, str] = {}
     raw_measured: dict[str, float] = {}
-    for dtype, fig in (data.get("flops") or {}).items():
-        val, kind, src = _pick(fig)
+    fl = data.get("flops")
+    if fl is not None and not isinstance(fl, dict):
+        raise PeaksError(f"{table_file or 'peak table'}: flops: expected a mapping of dtype -> figure")
+    for dtype, fig in (fl or {}).items():
+        if not isinstance(dtype, str):
+            raise PeaksError(f"{table_file or 'peak table'}: flops: dtype key {dtype!r} is not a name")
+        val, kind, src = _pick(fig, f"flops.{dtype}")
         if val is None:
             continue
         d = norm_dtype(dtype)
@@ -209,10 +271,7 @@ def resolve(gpu_name: str | None = None, gfx: str | None = None, *, device_props
     Raises PeaksError only when nothing at all can be derived (no table, no device properties).
     """
     if peaks_file:
-        import yaml
-
-        with open(peaks_file, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        data = _load_yaml(peaks_file)
         if not isinstance(data, dict):
             raise PeaksError(f"{peaks_file}: not a peak table")
         pk = from_table(data, str(peaks_file))

@@ -284,6 +284,11 @@ def check_envelope_block(where: str, blk: dict) -> list[str]:
                 errs.append(f"{where}.runs[{i}] {sk}: no median")
                 continue
             meds.append(s["median"])
+            if ("p20" in s or "p80" in s) and not all(isinstance(s.get(q), (int, float)) and not isinstance(s.get(q), bool)
+                                                      for q in ("p20", "p80")):
+                # NB: YAML reads 1e-09 (no dot) as a string
+                errs.append(f"{where}.runs[{i}] {sk}: p20 / p80 must both be numbers")
+                continue
             if "p20" in s and not s["p20"] <= s["median"] <= s["p80"]:
                 errs.append(f"{where}.runs[{i}] {sk}: median {s['median']} outside its spread [{s['p20']}, {s['p80']}]")
     v = blk.get("value")

@@ -308,6 +308,9 @@ def _place_numbers(ax, pts, fig) -> None:
                                 if scale > 1.0 else None))
 
 
+MAX_PLOT_ENTRIES = 64  # points one picture can show legibly (the head is 8 by default)
+
+
 @click.command("plot")
 @click.argument("artifact", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
@@ -322,20 +325,40 @@ def plot_cmd(artifact, out, link, title, previous):
     """Draw the roofline picture of a profile_roofline.json (log-log: memory roof, one compute roof
     per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
     colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
+    from roofline import safeio
+
     ap = Path(artifact)
+    try:  # a regular file within the size limit (never blocks on a FIFO)
+        raw = safeio.read_bytes(ap)
+    except FileNotFoundError:
+        click.echo(f"roofline plot: {ap}: no such file", err=True)
+        sys.exit(2)
+    except safeio.UnsafeInput as exc:
+        click.echo(f"roofline plot: {ap}: {exc.problem}", err=True)
+        sys.exit(2)
+    except OSError as exc:
+        click.echo(f"roofline plot: {ap}: cannot be read ({exc.__class__.__name__}: {exc})", err=True)
+        sys.exit(2)
     from roofline.filekinds import check
 
+    # the file is regular and bounded: now say what kind it is if it is no artifact
     wrong = check(ap, ("artifact",), "an analysis artifact (profile_roofline.json, written by `roofline analyze`)")
     if wrong:
         click.echo(f"roofline plot: {wrong}", err=True)
         sys.exit(2)
-    try:
-        art = json.loads(ap.read_text(encoding="utf-8"))
+    try:  # bounded nesting
+        if not safeio.json_depth_ok(raw):
+            raise ValueError(f"nested deeper than {safeio.MAX_JSON_DEPTH} levels")
+        art = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         click.echo(f"roofline plot: {ap}: no such file", err=True)
         sys.exit(2)
-    except (OSError, ValueError) as exc:
-        click.echo(f"roofline plot: {ap}: not a JSON artifact ({exc.__class__.__name__}: {exc})", err=True)
+    except safeio.UnsafeInput as exc:
+        click.echo(f"roofline plot: {ap}: {exc.problem}", err=True)
+        sys.exit(2)
+    except (OSError, ValueError, RecursionError) as exc:
+        msg = " ".join(str(exc).split())[:200]
+        click.echo(f"roofline plot: {ap}: not a JSON artifact ({exc.__class__.__name__}: {msg})", err=True)
         sys.exit(2)
     if not isinstance(art, dict) or not isinstance(art.get("entries"), list):
         click.echo(f"roofline plot: {ap}: $.entries: expected a profile_roofline.json artifact with a list of entries",
@@ -344,6 +367,19 @@ def plot_cmd(artifact, out, link, title, previous):
     if not (art.get("peaks") or {}).get("hbm_bw_bytes_s") and not (art.get("peaks") or {}).get("flops"):
         click.echo(f"roofline plot: {ap}: $.peaks: no memory or compute roof to draw", err=True)
         sys.exit(2)
+    from roofline.schema import validate_artifact
+
+    try:  # what plot reads is the artifact's contract: refuse what breaks it, in one line
+        validate_artifact(art)
+    except Exception as exc:  # noqa: BLE001 - jsonschema.ValidationError
+        where = "$." + ".".join(str(p) for p in getattr(exc, "absolute_path", []))
+        click.echo(f"roofline plot: {ap}: {where}: not a valid profile_roofline.json artifact "
+                   f"({' '.join(str(getattr(exc, 'message', exc)).split())[:160]})", err=True)
+        sys.exit(2)
+    if len(art["entries"]) > MAX_PLOT_ENTRIES:  # a picture of the head, not of a whole Top-N
+        click.echo(f"roofline plot: note: {len(art['entries'])} entries: drawing the first {MAX_PLOT_ENTRIES}",
+                   err=True)
+        art = dict(art, entries=art["entries"][:MAX_PLOT_ENTRIES])
     dest = Path(out) if out else ap.parent / "roofline.png"
     history = []
     for pp in previous:
@@ -360,6 +396,12 @@ def plot_cmd(artifact, out, link, title, previous):
         info = plot_artifact(art, dest, title=title, history=history)
     except ValueError as exc:
         click.echo(f"roofline plot: {exc}", err=True)
+        sys.exit(2)
+    except ImportError as exc:  # matplotlib missing or broken
+        click.echo(f"roofline plot: drawing needs matplotlib ({exc.name or exc}): pip install matplotlib", err=True)
+        sys.exit(2)
+    except OSError as exc:
+        click.echo(f"roofline plot: cannot write {dest}: {exc.strerror or exc}", err=True)
         sys.exit(2)
     click.echo(f"wrote {dest} ({len(info['points'])} point(s), {len(info['arrows'])} stage-C arrow(s)"
                + (f", {len(info['stage_arrows'])} arrow(s) from earlier rounds" if history else "")

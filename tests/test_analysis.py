@@ -33,13 +33,14 @@ def E(art, name):
 
 
 def test_head_scoping_threshold_and_cap_skipped_are_absent_not_degraded():
-    ents = [gemm_entry(f"g{i}", 20 - i, 64, 4096, 4096, 0.5) for i in range(12)] + [gemm_entry("tiny", 1.0, 64, 64, 64, 0.5)]
+    # 12 entries above the 5% threshold, shares summing to under 100% (8.0% down to 5.25%)
+    ents = [gemm_entry(f"g{i}", 8.0 - 0.25 * i, 64, 4096, 4096, 0.5) for i in range(12)] + [gemm_entry("tiny", 1.0, 64, 64, 64, 0.5)]
     a = run(*ents)
     names = [e["name"] for e in a["entries"]]
     assert names == [f"g{i}" for i in range(8)]          # biggest first, capped at 8
     assert a["degraded"] == []
     assert a["skipped"]["below_threshold"] == 1 and a["skipped"]["over_cap"] == [f"g{i}" for i in range(8, 12)]
-    a2 = run(*ents, head_threshold_pct=15.0, head_cap=3)
+    a2 = run(*ents, head_threshold_pct=7.0, head_cap=3)
     assert [e["name"] for e in a2["entries"]] == ["g0", "g1", "g2"]
 
 

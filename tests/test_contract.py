@@ -71,7 +71,12 @@ def test_the_conftest_hook_checks_written_files(tmp_path, monkeypatch):
 
     art = api.analyze(TOPN)
     art["entries"][0]["op_class"] = "norm"
-    report.write_artifact(art, tmp_path / "x")
+    # write_artifact refuses a schema-breaking artifact (it validates first): write the file raw
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "profile_roofline.json").write_text(report.to_json(art))
+    with pytest.raises(Exception):
+        report.write_artifact(art, tmp_path / "y")
+    assert not (tmp_path / "y" / "profile_roofline.json").exists()
     problems = conftest._contract_problems(json.loads((tmp_path / "x" / "profile_roofline.json").read_text()),
                                            json.loads(TOPN.read_text()))
     assert any("closed set" in p for p in problems) and any(p.startswith("schema:") for p in problems)

@@ -109,25 +109,14 @@ def test_a_write_killed_midway_leaves_the_old_artifact(run_root, monkeypatch, wh
     elif where == "fsync":
         monkeypatch.setattr(report.os, "fsync", crash)
     else:
-        real_fdopen = os.fdopen
+        real_write = os.write
 
-        class Half:
-            """A file that writes half its text, then dies."""
+        def half(fd, data):
+            """Write half the bytes, then die."""
+            real_write(fd, bytes(data[: len(data) // 2]))
+            crash()
 
-            def __init__(self, fh):
-                self.fh = fh
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                self.fh.close()
-
-            def write(self, text):
-                self.fh.write(text[: len(text) // 2])
-                crash()
-
-        monkeypatch.setattr(report.os, "fdopen", lambda fd, *a, **k: Half(real_fdopen(fd, *a, **k)))
+        monkeypatch.setattr(report.os, "write", half)
     s = hook.run(rd, stage="C", head_threshold_pct=1.0)
     monkeypatch.undo()
     assert calls, "the crash was not triggered"
@@ -236,7 +225,11 @@ def test_a_process_killed_mid_write_leaves_the_old_artifact(run_root):
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120)
     assert p.returncode == -9
     assert (rd / ART).read_bytes() == old_json and (rd / MD).read_bytes() == old_md
-    # a killed process cannot clean up: its staged temp files stay, dot-named, beside the artifact
-    assert all(n.startswith(".profile_roofline.") for n in _tmp_files(rd))
+    # killed after the commit point (the new pair complete in .profile_roofline.commit), before it
+    # replaced the old one: the next start rolls it forward, leaving the new pair and nothing else
+    assert (rd / report.COMMIT_DIR).is_dir()
+    report.recover(rd)
+    assert json.loads((rd / ART).read_text())["stage"] == "C" and "stage C" in (rd / MD).read_text()
+    assert not [p for p in rd.iterdir() if p.name.startswith(".")]
     s = hook.run(rd, stage="C")  # the next run still writes normally
     assert s["json"] and json.loads((rd / ART).read_text())["stage"] == "C"

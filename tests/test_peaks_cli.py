@@ -88,7 +88,7 @@ def test_validate_files_and_a_measured_value_outside_its_spread(tmp_path):
     (tmp_path / "x.yaml").write_text("device: [unclosed")
     r = cli("validate", str(tmp_path / "x.yaml"))
     assert r.exit_code == 1
-    assert "x.yaml: ParserError" in r.output or "x.yaml: ScannerError" in r.output
+    assert "x.yaml: not valid YAML (ParserError" in r.output or "x.yaml: not valid YAML (ScannerError" in r.output
 
 
 def test_h200_table_carries_the_device_measurement_with_spread():

@@ -199,7 +199,7 @@ def test_stage_arrows_from_earlier_rounds(tmp_path):
     moved = {(s0, s1, n) for s0, s1 in (("A", "B"), ("B", "C")) for n in pos[s1]
              if n in pos[s0] and pos[s0][n] != pos[s1][n]}
     assert {(x["from_stage"], x["to_stage"], x["name"]) for x in info["stage_arrows"]} == moved and moved
-    r = CliRunner().invoke(main, ["plot", str(FIXTURES / "rerun" / "rerun_h200" / "profile_roofline.json"),
+    r = CliRunner().invoke(main, ["plot", str(FIXTURES / "rerun_real" / "decode" / "profile" / "round_1" / "profile_roofline.json"),
                                   "--previous", str(FIXTURES / "hook" / "round_a_topN.json"),
                                   "-o", str(tmp_path / "x.png")])
     assert r.exit_code == 2 and "--previous" in r.stderr and "not an analysis artifact" in r.stderr

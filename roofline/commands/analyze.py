@@ -118,6 +118,15 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
         if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
             click.echo(f"roofline analyze: warning: {se['error']}", err=True)
     _warn_ignored(topn, counters, art)
+    from roofline.schema import validate_artifact
+
+    try:
+        validate_artifact(art)  # what is printed or written is a schema-valid artifact, or nothing
+    except Exception as exc:  # noqa: BLE001 - jsonschema.ValidationError: a bug, said in one line
+        where = "$." + ".".join(str(p) for p in getattr(exc, "absolute_path", []))
+        click.echo(f"roofline analyze: internal error: the artifact breaks its schema at {where}: "
+                   f"{' '.join(str(getattr(exc, 'message', exc)).split())[:200]} (a bug: please report it)", err=True)
+        sys.exit(2)
     if not no_write:
         dest = out_dir or topn.parent
         try:

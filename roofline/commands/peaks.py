@@ -152,8 +152,12 @@ def validate_table(d) -> list[str]:
             # seed 002 section 8: bf16 and fp16 tensor rates are equal; measured peaks >5% apart mean
             # the microbench is mis-calibrated
             for kind in ("measured", "validated"):
-                b = ((fl.get("bf16") or {}).get(kind) or {}).get("value")
-                h = ((fl.get("fp16") or {}).get(kind) or {}).get("value")
+                def val(dt):
+                    blk = fl.get(dt)
+                    blk = blk.get(kind) if isinstance(blk, dict) else None
+                    return blk.get("value") if isinstance(blk, dict) else None
+
+                b, h = val("bf16"), val("fp16")
                 if isinstance(b, (int, float)) and isinstance(h, (int, float)) and b > 0 and h > 0:
                     rel = abs(b - h) / max(b, h)
                     if rel > BF16_FP16_TOLERANCE:
@@ -170,17 +174,16 @@ def validate_cmd(directory, files):
     """Check every table (or FILES): required keys, positive numbers, sources, bf16 = fp16 within 5%
     (envelope to envelope), and an envelope's value = the highest median of the runs it records.
     Exit 1 when any table is bad."""
-    import yaml
+    from roofline.peaks import PeaksError, _load_yaml
 
     _need_dir(directory, "validate")
     items = []
     if files:
         for f in files:
-            try:
-                with open(f, encoding="utf-8") as fh:
-                    items.append((Path(f), yaml.safe_load(fh), None))
-            except Exception as exc:
-                items.append((Path(f), None, f"{exc.__class__.__name__}: {exc}".splitlines()[0]))
+            try:  # a regular file within the size limit (never blocks on a FIFO), safe YAML
+                items.append((Path(f), _load_yaml(f), None))
+            except PeaksError as exc:
+                items.append((Path(f), None, str(exc).split(": ", 1)[-1]))
     else:
         items = _tables(directory)
     bad = 0

@@ -15,7 +15,6 @@ message is one line naming the file and the problem.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import tempfile
 import zlib
@@ -32,20 +31,26 @@ _SNIFF = 1 << 16
 
 def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
     """Read a counter file into one KernelCounters per kernel name (per-launch averages)."""
+    from roofline import safeio
+
     p = Path(path)
-    if not p.exists():
-        raise CounterReadError(p, "no such file")
-    if not p.is_file():
-        raise CounterReadError(p, "not a regular file")
     try:
-        raw = p.read_bytes()
+        # a regular file only (never blocks on a FIFO or reads /dev/zero), within the size limit;
+        # gzip is decompressed within the same limit and the ratio limit (no bomb expands)
+        raw = safeio.read_bytes(p, limit_env="ROOFLINE_MAX_COUNTER_BYTES", gunzip=False)
+    except FileNotFoundError:
+        raise CounterReadError(p, "no such file") from None
+    except safeio.UnsafeInput as e:
+        raise CounterReadError(p, e.problem) from None
     except OSError as e:
         raise CounterReadError(p, f"cannot be read ({e.strerror or e})") from e
     if not raw.strip():
         raise CounterReadError(p, "the file is empty")
     if raw[:2] == b"\x1f\x8b":                 # gzip: any of the formats below, compressed
         try:
-            raw = gzip.decompress(raw)
+            raw = safeio.gunzip_bytes(raw, p, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
+        except safeio.UnsafeInput as e:
+            raise CounterReadError(p, e.problem) from None
         except (OSError, EOFError, zlib.error) as e:
             raise CounterReadError(p, f"gzip data is corrupt ({e})") from e
         if b"\x00" in raw[:_SNIFF] or not _is_utf8(raw):
@@ -68,10 +73,16 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
     from .ncu import is_ncu_csv_header, read_ncu_csv_text
     from .rocprof import MOPS_F8_FLOPS_PER_UNIT, is_rocprof_header, read_rocprof_csv_text
 
-    if first is not None and is_ncu_csv_header(first):
-        return read_ncu_csv_text(text, p)
-    if first is not None and is_rocprof_header(first):
-        return read_rocprof_csv_text(text, p, mops_f8_factor or MOPS_F8_FLOPS_PER_UNIT)
+    try:
+        if first is not None and is_ncu_csv_header(first):
+            return read_ncu_csv_text(text, p)
+        if first is not None and is_rocprof_header(first):
+            return read_rocprof_csv_text(text, p, mops_f8_factor or MOPS_F8_FLOPS_PER_UNIT)
+    except CounterReadError:
+        raise
+    except (csv.Error, IndexError, KeyError, TypeError, ValueError, OverflowError) as e:
+        # a malformed table (a short units row, an oversized field, a stray quote): one clean line
+        raise CounterReadError(p, f"malformed CSV ({type(e).__name__}: {e})") from None
     raise CounterReadError(p, "not a counter file this reader knows (expected an .ncu-rep, the CSV of "
                               "`ncu --import R --csv --page raw`, or a rocprofv3 counter-collection CSV)")
 

@@ -197,8 +197,11 @@ def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
         ncu_report = _import_ncu_report()
     except ImportError as e:
         raise CounterReadError(path, f"reading .ncu-rep needs the ncu-report package ({e})") from e
+    from roofline import safeio
+
     try:
-        ctx = ncu_report.load_report(str(path))
+        with safeio.native_stderr_captured():  # its C++ log lines on a damaged file stay off the terminal
+            ctx = ncu_report.load_report(str(path))
     except Exception as e:  # noqa: BLE001 - any failure of the loader is a bad file
         raise CounterReadError(path, f"not a loadable Nsight Compute report ({type(e).__name__}: {e})") from e
     demangled = ncu_report.IAction.NameBase_DEMANGLED
@@ -209,6 +212,8 @@ def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
             for ai in range(rng.num_actions()):
                 act = rng.action_by_idx(ai)
                 name = act.name(demangled) or act.name()
+                if not isinstance(name, str) or not name:  # a damaged report: a kernel without a name
+                    raise CounterReadError(path, f"kernel {ai} of range {ri} has no name (a damaged report)")
                 vals: dict[str, float | None] = {}
                 for metric in WANTED:
                     mm = act.metric_by_name(metric)

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 
 import click
 
@@ -27,18 +26,15 @@ def _kind(path: str) -> str:
 
 
 def _write_atomic(path: str, doc: dict) -> None:
+    from roofline.report import atomic_write
+
     d = os.path.dirname(os.path.abspath(path)) or "."
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".topn.", suffix=".json", dir=d)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    except ValueError:  # a NaN/inf (times that overflow): never write a file the tool would refuse
+        raise OSError("the times add up to a non-finite number (corrupt durations in the source)") from None
+    atomic_write(path, text)
 
 
 @click.command(name="topn")

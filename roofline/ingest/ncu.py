@@ -15,10 +15,11 @@ ncu usually profiles a sample (``-c N``, ``-k`` filters, replay): its percentage
 from __future__ import annotations
 
 import csv
-import gzip
+import io
 import os
 import shutil
 import tempfile
+import zlib
 
 from roofline.ingest.topn import KernelAgg
 
@@ -39,11 +40,20 @@ def _num(s: str) -> float:
 
 
 def read_ncu_csv(path: str, regime: str):
+    from roofline import safeio
+
     try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as f:
-            rows = list(csv.reader(f))
+        # a regular file within the counter size limit (gzip within the ratio limit too)
+        raw = safeio.read_bytes(path, limit_env="ROOFLINE_MAX_COUNTER_BYTES", gunzip=True)
+        rows = list(csv.reader(io.StringIO(raw.decode("utf-8", errors="replace"), newline="")))
+    except safeio.UnsafeInput as exc:
+        raise NcuError(exc.problem) from None
     except OSError as exc:
         raise NcuError(f"cannot read: {exc.strerror or exc}") from None
+    except (EOFError, zlib.error) as exc:
+        raise NcuError(f"gzip data is corrupt ({exc})") from None
+    except csv.Error as exc:
+        raise NcuError(f"malformed CSV ({exc})") from None
     if not rows:
         raise NcuError("empty file")
     hdr = [h.strip() for h in rows[0]]
@@ -57,7 +67,7 @@ def read_ncu_csv(path: str, regime: str):
     i_block = hdr.index("Block Size") if "Block Size" in hdr else None
     body = rows[1:]
     unit = "ns"
-    if body and (i_id is not None and not body[0][i_id].strip()):
+    if body and (i_id is not None and len(body[0]) > max(i_id, i_dur) and not body[0][i_id].strip()):
         unit = body[0][i_dur].strip() or "ns"
         body = body[1:]
     scale = _TIME_TO_US.get(unit)
@@ -72,6 +82,9 @@ def read_ncu_csv(path: str, regime: str):
         try:
             us = _num(row[i_dur]) * scale
         except ValueError:
+            bad += 1
+            continue
+        if not 0 <= us < float("inf"):  # a negative or infinite duration is no measurement
             bad += 1
             continue
         name = row[i_name]
@@ -107,16 +120,29 @@ def read_ncu_rep(path: str, regime: str):
         import ncu_report
     except ImportError:  # pragma: no cover - declared dependency
         raise NcuError("the 'ncu-report' package (module ncu_report) is not installed") from None
+    from roofline import safeio
+
     tmp = None
     try:
-        with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
+        try:
+            with safeio.open_regular(path) as f:
+                gz = f.read(2) == b"\x1f\x8b"
+                size = os.fstat(f.fileno()).st_size
+        except safeio.UnsafeInput as exc:
+            raise NcuError(exc.problem) from None
         if gz:
             fd, tmp = tempfile.mkstemp(suffix=".ncu-rep")
-            with os.fdopen(fd, "wb") as fo, gzip.open(path, "rb") as fi:
-                shutil.copyfileobj(fi, fo)
+            with os.fdopen(fd, "wb") as fo, safeio.open_regular(path) as raw:
+                fi = safeio.GzipLimited(raw, path, size, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
+                try:
+                    shutil.copyfileobj(fi, fo)
+                except safeio.UnsafeInput as exc:
+                    raise NcuError(exc.problem) from None
+                except zlib.error as exc:
+                    raise NcuError(f"gzip data is corrupt ({exc})") from None
         try:
-            ctx = ncu_report.load_report(tmp or path)
+            with safeio.native_stderr_captured():  # its C++ log lines stay off the terminal
+                ctx = ncu_report.load_report(tmp or path)
         except Exception as exc:  # the package raises plain Exceptions on bad files
             raise NcuError(f"ncu_report cannot load it ({str(exc).strip()[:120] or type(exc).__name__})") from None
         aggs: dict[str, KernelAgg] = {}
@@ -130,10 +156,14 @@ def read_ncu_rep(path: str, regime: str):
                     name = act.name(ncu_report.IAction.NameBase_DEMANGLED)
                 except Exception:
                     name = act.name()
+                if not isinstance(name, str) or not name:
+                    raise NcuError(f"kernel {ai} of range {ri} has no name (a damaged report)")
                 m = act.metric_by_name(DURATION)
                 if m is None:
                     continue
                 us = m.as_double() * _TIME_TO_US.get(m.unit() or "ns", 1e-3)
+                if not 0 <= us < float("inf"):  # a damaged duration is no measurement
+                    raise NcuError(f"kernel {name[:60]!r}: {DURATION} is {us}, not a time")
                 a = aggs.setdefault(name, KernelAgg(name))
                 a.count[regime] += 1
                 a.total_us[regime] += us

@@ -29,7 +29,6 @@ cpu_op that launched it (``aten::mm``, not ``aten::linear``); its ``correlation`
 """
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
@@ -57,6 +56,8 @@ aten::is_nonzero aten::item aten::_local_scalar_dense aten::size aten::stride at
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 _KERNEL_CATS = ("kernel",)
 _MEM_CATS = ("gpu_memcpy", "gpu_memset")
+_USED_CATS = frozenset(("kernel", "cpu_op", "cuda_runtime", "cuda_driver", "gpu_memcpy", "gpu_memset",
+                        "user_annotation", "gpu_user_annotation"))
 
 
 class TraceError(Exception):
@@ -130,13 +131,54 @@ class ParsedTrace:
 
 
 def _open(path: str):
-    """Binary stream over the (possibly gzipped) file, and a counter of raw bytes read."""
-    f = open(path, "rb")
-    head = f.read(2)
-    f.seek(0)
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f, mode="rb"), f
+    """Binary stream over the (possibly gzipped) file, and a counter of raw bytes read. Regular
+    files only; gzip is decompressed within roofline.safeio's size and ratio limits (a bomb stops
+    with an error instead of expanding)."""
+    from roofline import safeio
+
+    f = safeio.open_regular(path)
+    try:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(2)
+        f.seek(0)
+        if head == b"\x1f\x8b":
+            return safeio.GzipLimited(f, path, size, limit_env="ROOFLINE_MAX_TRACE_BYTES"), f
+        if size > safeio.limit("ROOFLINE_MAX_TRACE_BYTES"):
+            raise _Fatal(f"the file is larger than ROOFLINE_MAX_TRACE_BYTES "
+                         f"({safeio.limit('ROOFLINE_MAX_TRACE_BYTES')} bytes)")
+    except BaseException:
+        f.close()
+        raise
     return f, f
+
+
+class _Fatal(Exception):
+    """A limit was hit (size, nesting): stop, do not retry with the other parser. Raised as
+    TraceError by parse_trace."""
+
+
+# what a malformed event can raise inside the sink (a string where a number belongs, a list
+# where a name belongs, nesting too deep for json): the trace is refused with one line
+_MALFORMED = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError, OverflowError)
+_MAX_ITEM_BYTES = 16 << 20   # one trace event larger than this is not a profiler event (Kineto's: < 1 MB)
+_MAX_DUR_US = 1e12           # 11.6 days: a longer kernel is a corrupt value (and sums would overflow)
+
+
+def _dims3(v):
+    """A launch's grid/block as a tuple of ints, or None when it is anything else."""
+    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return tuple(v)
+    return None
+
+
+def _num(v, what: str) -> float:
+    """A number field of an event: int or float, finite (a string or a bool is refused)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TraceError(f"an event's {what} is {type(v).__name__} {str(v)[:40]!r}, expected a number")
+    x = float(v)
+    if x != x or x in (float("inf"), float("-inf")):
+        raise TraceError(f"an event's {what} is {v}, expected a finite number")
+    return x
 
 
 def _freeze(x):
@@ -196,9 +238,12 @@ class _Sink:
                 pt.kernel_names.append(name)
                 pt.launch_dims[i] = Counter()
             self.name_idx_b[nm] = i
+        d_us = float(dur)
+        if not 0.0 <= d_us <= _MAX_DUR_US:
+            raise TraceError(f"a kernel's dur is {dur.decode(errors='replace')[:40]}, expected a finite time >= 0")
         pt.k_name.append(i)
-        pt.k_ts.append(float(ts))
-        pt.k_dur.append(float(dur))
+        pt.k_ts.append(_num(float(ts), "ts"))
+        pt.k_dur.append(d_us)
         pt.k_ext.append(int(ext))
         pt.k_corr.append(int(corr))
         key = (grid, block)
@@ -247,23 +292,31 @@ class _Sink:
             return
         cat = e.get("cat")
         pt = self.pt
+        if cat in _USED_CATS and not isinstance(e.get("name", ""), str):
+            raise TraceError(f"a {cat} event's name is {type(e.get('name')).__name__}, expected a string")
         if cat in _KERNEL_CATS:
             nm = e.get("name", "")
+            if not isinstance(nm, str):
+                raise TraceError(f"a kernel's name is {type(nm).__name__}, expected a string")
+            ts_us, dur_us = _num(e.get("ts", 0.0), "ts"), _num(e.get("dur", 0.0), "dur")
+            if not 0.0 <= dur_us <= _MAX_DUR_US:
+                raise TraceError(f"a kernel's dur is {dur_us}, expected a time >= 0 (us) below {_MAX_DUR_US:g}")
             i = self.name_idx.get(nm)
             if i is None:
                 i = self.name_idx[nm] = len(pt.kernel_names)
                 pt.kernel_names.append(nm)
                 pt.launch_dims[i] = Counter()
             args = e.get("args") or {}
+            if not isinstance(args, dict):
+                raise TraceError(f"a kernel's args is {type(args).__name__}, expected an object")
             pt.k_name.append(i)
-            pt.k_ts.append(float(e.get("ts", 0.0)))
-            pt.k_dur.append(float(e.get("dur", 0.0)))
+            pt.k_ts.append(ts_us)
+            pt.k_dur.append(dur_us)
             pt.k_ext.append(_int(args.get("External id")))
             pt.k_corr.append(_int(args.get("correlation")))
-            g, b = args.get("grid"), args.get("block")
+            g, b = _dims3(args.get("grid")), _dims3(args.get("block"))  # provenance: a malformed one is dropped
             if g is not None or b is not None:
-                pt.launch_dims[i][(tuple(g) if isinstance(g, list) else g,
-                                   tuple(b) if isinstance(b, list) else b)] += 1
+                pt.launch_dims[i][(g, b)] += 1
         elif cat == "cpu_op":
             args = e.get("args")
             if not args:
@@ -296,16 +349,16 @@ class _Sink:
                 return
             pt.l_corr.append(c)
             pt.l_ext.append(_int(args.get("External id")))
-            pt.l_ts.append(float(e.get("ts", 0.0)))
+            pt.l_ts.append(_num(e.get("ts", 0.0), "ts"))
         elif cat in _MEM_CATS:
             nm = e.get("name", "")
-            pt.mem[nm] += float(e.get("dur", 0.0))
+            pt.mem[nm] += _num(e.get("dur", 0.0), "dur")
             pt.mem_count[nm] += 1
         elif cat in ("user_annotation", "gpu_user_annotation"):
             nm = e.get("name", "")
             if nm.startswith("ProfilerStep#") or any(r.search(nm) for r in self.rxs):
                 args = e.get("args") or {}
-                pt.ranges.append(Range(nm, float(e.get("ts", 0.0)), float(e.get("dur", 0.0)),
+                pt.ranges.append(Range(nm, _num(e.get("ts", 0.0), "ts"), _num(e.get("dur", 0.0), "dur"),
                                        cat == "gpu_user_annotation", _int(args.get("External id"))))
 
 
@@ -325,6 +378,25 @@ def parse_trace(path: str, *, range_regex=None, keep_all_ops: bool = False, engi
     """
     if not os.path.exists(path):
         raise TraceError("no such file")
+    from roofline import safeio
+
+    try:
+        safeio.check_regular(path)  # a FIFO, a device or a directory is refused, never read
+    except OSError as exc:
+        raise TraceError(str(exc) if isinstance(exc, safeio.UnsafeInput) else f"cannot read: {_short(exc)}") from None
+    try:
+        return _parse_trace(path, range_regex, keep_all_ops, engine, workers)
+    except _Fatal as exc:
+        raise TraceError(str(exc)) from None
+    except safeio.UnsafeInput as exc:  # a decompression or nesting limit
+        raise TraceError(exc.problem) from None
+    except _MALFORMED as exc:
+        raise TraceError(f"malformed event ({_short(exc)})") from None
+
+
+def _parse_trace(path, range_regex, keep_all_ops, engine, workers) -> ParsedTrace:
+    from roofline import safeio
+
     if isinstance(range_regex, str):
         range_regex = [range_regex]
     rxs = [re.compile(r, re.IGNORECASE) for r in (range_regex or ())]
@@ -344,11 +416,16 @@ def parse_trace(path: str, *, range_regex=None, keep_all_ops: bool = False, engi
         except _Unsupported:
             if engine == "fast":
                 raise TraceError("layout not supported by the fast path") from None
+        except (_Fatal, safeio.UnsafeInput):
+            raise
         except TraceError:
             if engine == "fast":
                 raise
         except (OSError, EOFError) as exc:  # bad gzip stream, truncated gzip
             raise TraceError(f"cannot read: {_short(exc)}") from None
+        except _MALFORMED as exc:  # an item the fast path misread: ijson judges
+            if engine == "fast":
+                raise TraceError(f"malformed event ({_short(exc)})") from None
     return _ijson_parse(path, rxs, keep_all_ops)
 
 
@@ -380,10 +457,14 @@ def _fast_once(path, rxs, keep_all_ops, workers, cats) -> ParsedTrace:
 def _ijson_parse(path, rxs, keep_all_ops) -> ParsedTrace:
     pt = ParsedTrace(path=path)
     sink = _Sink(pt, rxs, keep_all_ops)
+    from roofline import safeio
+
     stream, raw = _open(path)
     saw_trace_events = False
     try:
-        for prefix, event, value in _toplevel_then_events(stream):
+        # ijson builds each event in memory: bound its nesting and size first
+        guarded = safeio.DepthGuard(stream, path, max_item_bytes=_MAX_ITEM_BYTES)
+        for prefix, event, value in _toplevel_then_events(guarded):
             if event == "event":
                 sink.handle(value)
             elif event == "start_events":
@@ -394,6 +475,8 @@ def _ijson_parse(path, rxs, keep_all_ops) -> ParsedTrace:
                 pt.device_names.append(value)
             elif prefix == "deviceProperties.item" and isinstance(value, dict):
                 pt.device_properties.append(value)
+    except safeio.UnsafeInput:
+        raise
     except ijson.common.IncompleteJSONError as exc:
         raise TraceError(f"truncated or malformed JSON after {sink.n} events ({_short(exc)})") from None
     except ijson.common.JSONError as exc:
@@ -513,17 +596,22 @@ _PARSE_CATS = frozenset({b"kernel", b"gpu_memcpy", b"gpu_memset", b"user_annotat
 _BLOCK = 8 << 20
 
 
+_WS_RUN = re.compile(rb"[ \t\r\n]*")
+
+
 def _find_head(stream, pt: ParsedTrace):
     """Read up to the first item of traceEvents. Returns (marker, first-item bytes, offset of the
     first item in the (decompressed) stream), or (None, tail bytes, -1) for an empty list."""
     buf = bytearray()
+    k = -1
     while True:
         chunk = stream.read(1 << 16)
         if not chunk:
             break
         buf += chunk
-        k = buf.find(b'"traceEvents"')
-        if k >= 0 and buf.find(b"[", k) >= 0:
+        if k < 0:  # look only at the new bytes (a rescan of the whole head is quadratic)
+            k = buf.find(b'"traceEvents"', max(0, len(buf) - len(chunk) - 16))
+        if k >= 0 and buf.find(b"[", max(k, len(buf) - len(chunk))) >= 0:
             break
         if len(buf) > (64 << 20):
             raise _Unsupported()
@@ -548,10 +636,11 @@ def _find_head(stream, pt: ParsedTrace):
         raise _Unsupported()
     j = lb + 1
     while True:
-        while j < len(buf) and buf[j] in b" \t\r\n":
-            j += 1
+        j = _WS_RUN.match(buf, j).end()
         if j < len(buf):
             break
+        if len(buf) > (64 << 20):  # megabytes of blanks before the first event: not a profiler trace
+            raise _Fatal("no event in the first 64 MiB of the traceEvents list")
         chunk = stream.read(1 << 16)
         if not chunk:
             raise TraceError("truncated JSON: the traceEvents list never closes")
@@ -711,6 +800,8 @@ def _scan_items(read, data: bytes, marker: bytes, sink: _Sink, last: bool, cats=
         else:
             lm = data.rfind(marker)
             lim, rest = (lm, lm + mlen) if lm > 0 else (0, 0)
+        if lim <= 0 and n_data > _MAX_ITEM_BYTES:  # an item with no end in sight: never buffer it all
+            raise _Fatal(f"one trace event is larger than {_MAX_ITEM_BYTES >> 20} MiB: not a profiler trace")
         if lim > 0:
             n_items = data.count(marker, 0, lim) + 1
             visited = 0
@@ -874,6 +965,8 @@ def _decode(loads, ev: bytes, handle) -> None:
         e = loads(ev)
     except ValueError as exc:
         raise TraceError(f"malformed JSON in an event ({_short(exc)})") from None
+    except RecursionError:
+        raise TraceError("an event is nested too deeply") from None
     handle(e)
 
 
@@ -909,7 +1002,7 @@ def _toplevel_then_events(stream):
     chunk = stream.read(1 << 16)
     while chunk:
         buf += chunk
-        k = buf.find(b'"traceEvents"')
+        k = buf.find(b'"traceEvents"', max(0, len(buf) - len(chunk) - 16))  # the new bytes only
         if k >= 0:
             break
         if len(buf) > (64 << 20):  # a 64 MB head without traceEvents: not a torch trace
