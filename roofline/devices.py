@@ -4,7 +4,7 @@ Resolution order:
 1. an explicit peaks file (`--peaks`, `hook.run(peaks=...)`): the pipeline's peaks.md (markdown)
    or one of our YAML tables;
 2. the pipeline's `peaks.md` found beside the env report (seed section 1);
-3. our measured tables (roofline/data/peaks/*.yaml) by gpu_name, the datasheet catalogue by
+3. our measured tables (peaks/*.yaml) by gpu_name, the datasheet catalogue by
    gpu_name (confidence low), our tables by gfx: the default, and the fallback when peaks.md is
    malformed or has no row for the device;
 4. level L1 (confidence low, every entry display-only): the Nsight Compute report's own peak
@@ -192,7 +192,7 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
                       ) -> tuple[Peaks, list[str]]:
     """Peaks for the run (see the module docstring for the order) and the problems met (one line
     each, for skill_errors[]). Never raises for a device or peaks.md problem."""
-    from roofline import peaks_md
+    from roofline.peaks import md as peaks_md
 
     problems: list[str] = []
     md_files: list[Path] = []

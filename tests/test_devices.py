@@ -8,7 +8,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from roofline import api, devices, hook, peaks_md
+from roofline import api, devices, hook
+from roofline.peaks import md as peaks_md
 from roofline.cli import main
 from roofline.commands.peaks import validate_table
 from roofline.peaks import load_tables, resolve

@@ -1,5 +1,5 @@
 """CPU-only: issue 14's levels 7-10 (registry, split-K plan, sources) and their stored H200 results
-(numbers from the two device calls of 2026-12-01, `roofline/ladder/device_i14.sh`)."""
+(numbers from the two device calls of 2026-12-01, `ladder/device_i14.sh`)."""
 import json
 import math
 from pathlib import Path
@@ -11,7 +11,7 @@ from roofline.ladder import bench, check, gpu
 from roofline.ladder.build import level_source
 from roofline.ladder.registry import LEVELS, VARIANTS, get_level
 
-RESULTS = Path(bench.__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "fixtures" / "ladder"
 RUN1, RUN2 = RESULTS / "i14_run1", RESULTS / "i14_run2"
 
 

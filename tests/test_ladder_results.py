@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from roofline.ladder import bench
 
-RESULTS = Path(bench.__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "fixtures" / "ladder"
 
 
 def _load(name):
@@ -132,7 +132,7 @@ def test_sanitizer_summaries_clean():
 
 
 def test_readme_has_issue6_table():
-    readme = (RESULTS.parent / "README.md").read_text()
+    readme = (RESULTS.parent.parent / "ladder" / "README.md").read_text()
     res = _load("h200_bench_issue6.json")
     assert bench.render_table(res).splitlines()[2] in readme
     assert "--shapes issue6" in readme

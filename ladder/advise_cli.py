@@ -31,7 +31,7 @@ def _shape(text: str | None):
 @click.option("--shape", default=None, help="MxNxK of the GEMM (needed for a counter report, or a bench with several shapes)")
 @click.option("--kernel", default=None, help="counter report: substring of the GEMM kernel's name (when it has several)")
 @click.option("--evidence", "evidence", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="bench results to use as the evidence base (repeatable); default: roofline/ladder/results/*.json")
+              help="bench results to use as the evidence base (repeatable); default: the repository's fixtures/ladder/*.json")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def advise_cmd(source, level, shape, kernel, evidence, fmt):
     """My GEMM is at level N: what next? SOURCE is a ladder bench result (`roofline ladder bench
@@ -48,6 +48,10 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
     shp = _shape(shape)
     try:
         ev_files = list(evidence) if evidence else adv.default_evidence_files()
+        if not ev_files:
+            click.echo(f"roofline ladder advise: warning: no recorded ladder benches in {adv.RESULTS_DIR} (an "
+                       "install from a wheel has none): advising without that evidence; give --evidence BENCH.json",
+                       err=True)
         raw = None
         try:
             raw = json.loads(source.read_text(encoding="utf-8"))

@@ -144,7 +144,7 @@ def table_peaks(gpu_name: str) -> dict | None:
     if not (bw and fl):
         return None
     src = p.table_file
-    return {"source": f"roofline/data/peaks/{Path(src).name}" if src else "roofline.peaks",
+    return {"source": f"peaks/{Path(src).name}" if src else "roofline.peaks",
             "hbm_bw_bytes_s": float(bw), "hbm_bw_kind": p.hbm_bw_kind,
             "bf16_flops_s": float(fl), "bf16_flops_kind": p.flops_kind.get("bf16")}
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 14's device call (repo root on the H200): bash roofline/ladder/device_i14.sh
+# Issue 14's device call (repo root on the H200): bash ladder/device_i14.sh
 # Stages (STAGES, default all, in this order): sass (SASS counts of the new files), check (full
 # check suite of levels 7-10 and their variants, each target in a forked child with a time
 # limit), bench (levels 1-10 + cuBLAS on the issue-14 shape set plus the two single-tile shapes:
@@ -15,7 +15,7 @@ BUDGET_S=${BUDGET_S:-400}; T0=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
-K=roofline/ladder/kernels/sm90
+K=ladder/kernels/sm90
 if has sass; then
   for f in l07_warp_specialized l08_cluster l09_multi_consumer l10_splitk; do
     nvcc -gencode arch=compute_90a,code=sm_90a -std=c++17 -cubin -I $K $K/$f.cu -o /tmp/$f.cubin \

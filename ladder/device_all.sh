@@ -1,6 +1,6 @@
 #!/bin/bash
 # The whole device call for the ladder (run from the repo root on the H200):
-#   bash roofline/ladder/device_all.sh      -> logs + JSON under $OUT, bench table printed last
+#   bash ladder/device_all.sh      -> logs + JSON under $OUT, bench table printed last
 # Order: SASS summary, smoke per new level (a hung or broken level is dropped from the rest),
 # check (all levels, 200+ random shapes), bench (issue6 shape set, all levels + cuBLAS),
 # overlap (level 5 depth 1/2/4, level 6 grouped vs row-major), compute-sanitizer
@@ -11,7 +11,7 @@ OUT=${OUT:-/tmp/ladder_out}; mkdir -p "$OUT"
 NEW_LEVELS=${NEW_LEVELS:-4 5 6}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 python3 -c "import cupy, torch, numpy; print('cupy', cupy.__version__, 'torch', torch.__version__, 'numpy', numpy.__version__)"
-K=roofline/ladder/kernels/sm90
+K=ladder/kernels/sm90
 for f in l04_tma l05_pipeline l06_persistent; do
   nvcc -gencode arch=compute_90a,code=sm_90a -std=c++17 -cubin -I $K $K/$f.cu -o /tmp/$f.cubin \
     && cuobjdump -sass /tmp/$f.cubin > $OUT/sass_$f.txt \

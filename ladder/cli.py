@@ -153,7 +153,7 @@ def render_cmd(results, peaks, pivot):
               show_default=True, help="Picture to write (.png or .svg).")
 def plot_cmd(results, out):
     """Draw the TFLOP/s of every level beside cuBLAS and the roof, from a bench JSON
-    (`roofline ladder bench --out`), e.g. roofline/ladder/results/h200_bench_issue6.json. No GPU needed."""
+    (`roofline ladder bench --out`), e.g. fixtures/ladder/h200_bench_issue6.json. No GPU needed."""
     from .plot import plot_ladder
 
     res = _bench_result(results, "plot")
