@@ -18,6 +18,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, empty_artifact
+
 
 def _resolve(round_dir: Path, p, name: str) -> Path | None:
     if p is None:
@@ -34,8 +36,8 @@ def _resolve(round_dir: Path, p, name: str) -> Path | None:
 
 
 def run(round_dir, env="env_report.json", config="config.json", analysis_skill: str = "roofline",
-        head_threshold_pct: float = 5.0, stage: str | None = None, counters=None, head_cap: int = 8,
-        out_dir=None, peaks=None) -> dict | None:
+        head_threshold_pct: float = HEAD_THRESHOLD_PCT, stage: str | None = None, counters=None,
+        head_cap: int = HEAD_CAP, out_dir=None, peaks=None) -> dict | None:
     """Analyse `round_dir`/profile_topN.json and write profile_roofline.{json,md} beside it.
     peaks: the pipeline's peaks.md (or a YAML peak table); default: a peaks.md beside the env
     report, then the built-in tables."""
@@ -62,7 +64,7 @@ def run(round_dir, env="env_report.json", config="config.json", analysis_skill: 
         errors.append({"where": "analyze", "error": f"{exc.__class__.__name__}: {exc}",
                        "traceback": traceback.format_exc(limit=6)})
     if art is None:
-        art = _empty_artifact(stage, errors)
+        art = empty_artifact(stage, errors)
     else:
         art["skill_errors"].extend(errors)
     summary: dict[str, Any] = {"stage": art.get("stage"), "ranking_by_pct": art.get("ranking_by_pct", []),
@@ -82,22 +84,13 @@ def run(round_dir, env="env_report.json", config="config.json", analysis_skill: 
     return summary
 
 
-def _empty_artifact(stage, errors) -> dict:
-    # the seed's artifact shape even when nothing could be analysed: a peaks block with no roofs
-    return {"skill": "roofline", "skill_version": "1", "gfx": None,
-            "peaks": {"device": "unknown", "hbm_bw_bytes_s": None, "flops": {}, "flops_kind": {}, "source": "derived",
-                      "confidence": "low", "origin": "none", "sources": {}, "notes": []},
-            "stage": stage or "A", "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [],
-            "degraded": [], "skill_errors": errors}
-
-
 def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dict:
     """Stage C after the pipeline's op benchmarker: re-run the GEMM heads of `artifact`
     (profile_roofline.json) through the ladder and write the measurement back. Never raises:
     returns {"rerun": [...], "skipped": {...}, "playbook": path|None, "error": str|None}; on any
     failure (no GPU, no ncu, a broken kernel) the artifact is left as it was."""
     try:
-        from roofline.commands.rerun import rerun_artifact
+        from roofline.rerun_run import rerun_artifact
 
         res = rerun_artifact(Path(artifact), tuple(entries), counters, None, playbook_dir)
         res["error"] = None

@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+
 # The ladder owns its dispatch (shape classes, the stopping rule, the table): re-exported here for
 # stage C and for the callers that import them from roofline.rerun.
 from roofline.ladder.dispatch import (  # noqa: F401
@@ -192,7 +194,8 @@ def restage(art: dict, artifact_path, records: list) -> dict:
     env = inp.get("env") if inp.get("env") and Path(inp["env"]).is_file() else None
     cfg = inp.get("config") if inp.get("config") and Path(inp["config"]).is_file() else None
     new = api.analyze(topn, env, cfg, stage="C", counters=records,
-                      head_threshold_pct=art.get("head_threshold_pct", 5.0), head_cap=art.get("head_cap", 8))
+                      head_threshold_pct=art.get("head_threshold_pct", HEAD_THRESHOLD_PCT),
+                      head_cap=art.get("head_cap", HEAD_CAP))
     old = {e["name"]: e for e in art["entries"]}
     for e in new["entries"]:
         o = old.get(e["name"])

@@ -46,12 +46,28 @@ print(json.dumps({"files": files, "missing_kernels": missing, "n_levels": len(re
 
 
 def _pip(py: Path, *args: str) -> None:
-    subprocess.run([str(py), "-m", "pip", "-q", *args], check=True, cwd=ROOT,
+    subprocess.run([str(py), "-m", "pip", "-q", *args], check=True, cwd=args[-1],
                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+def clean_copy(dest: Path) -> Path:
+    """The checkout's files (tracked, and untracked but not ignored) copied to `dest`: a build from
+    here sees what a fresh clone sees, and leaves no build/ or *.egg-info in the checkout."""
+    import shutil
+
+    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                         capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, out):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
 def wheel_names(out: Path) -> list[str]:
-    subprocess.run([sys.executable, "-m", "pip", "-q", "wheel", str(ROOT), "--no-deps",
+    src = clean_copy(out.parent / "src_wheel")
+    subprocess.run([sys.executable, "-m", "pip", "-q", "wheel", str(src), "--no-deps",
                     "-w", str(out)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     whl = next(out.glob("roofline-*.whl"))
     with zipfile.ZipFile(whl) as z:
@@ -82,7 +98,8 @@ def check_venv(tmp: Path, editable: bool) -> str:
     env_dir = tmp / ("venv_e" if editable else "venv_i")
     venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    _pip(py, "install", "--no-deps", *(["-e"] if editable else []), str(ROOT))
+    src = ROOT if editable else clean_copy(tmp / "src_install")
+    _pip(py, "install", "--no-deps", *(["-e"] if editable else []), str(src))
     away = tmp / "elsewhere"
     away.mkdir(exist_ok=True)
     r = subprocess.run([str(py), "-c", PROBE], cwd=away, capture_output=True, text=True,
