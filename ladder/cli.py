@@ -76,7 +76,8 @@ def run_cmd(level_id, shape, as_json):
 @ladder.command("bench")
 @click.option("--shape", "shapes", multiple=True, help="MxNxK (repeatable); default: the --shapes set")
 @click.option("--shapes", "shape_set", default="default", show_default=True,
-              help="named shape set: default | issue6 | issue14 | issue14-all (+ single tiles) | issue14-prefill | issue14-decode | gate8192")
+              help="named shape set: default | square-and-llama | serving | serving-all-levels (+ single tiles) | "
+                   "serving-prefill | serving-decode | square-8192")
 @click.option("--level", "level_ids", type=int, multiple=True, help="level id (repeatable); default: all")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON here")
 def bench_cmd(shapes, shape_set, level_ids, out):
