@@ -573,7 +573,7 @@ def _validation(level, nxt, shape, tr, action, foundation_of) -> dict:
         "CPU: pytest tests/test_ladder_build.py tests/test_ladder_registry.py (ptxas vs the registry budget)",
         f"GPU: roofline ladder run --level {nxt} --shape {s} (checks, then times beside cuBLAS)",
         "GPU: python3 -m roofline.ladder.device_suite check --n-random 200 (the correctness gate's shapes)",
-        "GPU: compute-sanitizer --tool memcheck|racecheck|synccheck on the small shapes (device_all.sh)",
+        "GPU: compute-sanitizer --tool memcheck|racecheck|synccheck on the small shapes (`bash ladder/device.sh`, stage san)",
         f"GPU: roofline ladder bench --level {level} --level {nxt} --shape {s} twice (separate machine starts)",
     ]
     dec = (tr or {}).get("decided_by")

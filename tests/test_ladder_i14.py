@@ -1,5 +1,5 @@
 """CPU-only: issue 14's levels 7-10 (registry, split-K plan, sources) and their stored H200 results
-(numbers from the two device calls of 2026-12-01, `ladder/device_i14.sh`)."""
+(numbers from the two device calls of 2026-12-01, `ladder/device_i14.sh`, now `ladder/device.sh`)."""
 import json
 import math
 from pathlib import Path

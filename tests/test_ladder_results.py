@@ -135,4 +135,5 @@ def test_readme_has_issue6_table():
     readme = (RESULTS.parent.parent / "ladder" / "README.md").read_text()
     res = _load("h200_bench_issue6.json")
     assert bench.render_table(res).splitlines()[2] in readme
-    assert "--shapes issue6" in readme
+    assert res["meta"]["shape_set"] == "issue6" and bench.FORMER_NAMES["issue6"] == "square-and-llama"
+    assert "--shapes square-and-llama" in readme
