@@ -1,6 +1,6 @@
 #!/bin/bash
 # The ladder's one device call (repo root on the H200, the project installed; ladder/README.md):
-#   pip install --no-deps --no-build-isolation -e .    # once per machine start (no network needed)
+#   pip install --no-index --no-deps --no-build-isolation -e .    # once per machine start (no network needed)
 #   bash ladder/device.sh                              # -> $OUT/ladder.tgz, summary printed last
 # Levels, variants and kernel files come from the registry (python3 -m roofline.ladder.device_suite
 # levels); shape sets from bench.SHAPE_SETS. Stages (STAGES, default all, in this order):
@@ -16,7 +16,7 @@
 # BUDGET_S (default 400) bounds the whole call; each stage gets what is left.
 export PYTHONUNBUFFERED=1
 if ! python3 -c "import roofline.ladder.registry" 2>/dev/null; then
-  echo "roofline is not installed here: pip install --no-deps --no-build-isolation -e . (from the repo root)" >&2
+  echo "roofline is not installed here: pip install --no-index --no-deps --no-build-isolation -e . (from the repo root)" >&2
   exit 2
 fi
 SUITE="python3 -m roofline.ladder.device_suite"

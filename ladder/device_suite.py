@@ -1,7 +1,7 @@
 """The ladder's one device driver (numpy + cupy, torch for cuBLAS; argparse, no click, so it runs
 under the device image's python3). Run it through `bash ladder/device.sh` (every stage, in order,
-with time limits) or one stage at a time, with the project installed (`pip install --no-deps
---no-build-isolation -e .` on the device; ladder/README.md):
+with time limits) or one stage at a time, with the project installed (`pip install --no-index
+--no-deps --no-build-isolation -e .` on the device; ladder/README.md):
 
   python3 -m roofline.ladder.device_suite levels [--variants] [--files]  # the registry's list
   python3 -m roofline.ladder.device_suite smoke --level N      # a few shapes of one level
