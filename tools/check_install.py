@@ -12,7 +12,8 @@ roofline.peaks in the three ways the project is installed (pyproject.toml's pack
   `pip install -e . --no-deps` or `pip install . --no-deps`, and a probe run from another folder
   that imports roofline, roofline.ladder and roofline.peaks from the install (not from this
   checkout, not from another editable install), finds every registry level's .cu file, resolves the
-  H200 peaks from the tables and loads the dispatch table.
+  H200 peaks from the tables, loads the dispatch table and runs `roofline analyze` on the bundled
+  example.
 Prints one line per mode and exits 1 on the first failed mode.
 """
 from __future__ import annotations
@@ -126,11 +127,16 @@ def check_venv(tmp: Path, editable: bool) -> str:
         problems.append(f"tables {d['tables']} != {want_tables}")
     if not d["dispatch"]:
         problems.append("dispatch table not found")
+    # the bundled example through the installed CLI (package data: example, peak tables, schema)
+    r2 = subprocess.run([str(py), "-m", "roofline.cli", "analyze", "--format", "json"], cwd=away, capture_output=True,
+                        text=True, env={"PATH": str(env_dir / "bin"), "HOME": str(tmp)})
+    if r2.returncode != 0 or not json.loads(r2.stdout or "{}").get("entries"):
+        problems.append(f"`roofline analyze` (bundled example) failed: {r2.stderr.strip()[-300:]}")
     if problems:
         raise AssertionError(f"{'editable' if editable else 'install'}: " + "; ".join(problems))
     return (f"{'editable' if editable else 'install'}: ok (roofline.ladder from {Path(f['roofline.ladder']).parent}, "
             f"{d['n_levels']} levels with kernels, {len(d['tables'])} peak tables, H200 HBM "
-            f"{d['h200_hbm_bw_bytes_s'] / 1e12:.2f} TB/s, dispatch table loaded)")
+            f"{d['h200_hbm_bw_bytes_s'] / 1e12:.2f} TB/s, dispatch table loaded, `roofline analyze` of the example ran)")
 
 
 def main(argv=None) -> int:
