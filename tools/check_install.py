@@ -84,7 +84,8 @@ def check_wheel(tmp: Path) -> str:
             if p.suffix in (".cu", ".cuh")}
     want |= {f"roofline/peaks/{p.name}" for p in (ROOT / "peaks").glob("*.yaml")}
     want |= {"roofline/data/ladder_dispatch_sm90a_bf16.json", "roofline/ladder/dispatch.py",
-             "roofline/peaks/__init__.py", "roofline/peaks/envelope.py", "roofline/peaks/md.py"}
+             "roofline/peaks/__init__.py", "roofline/peaks/envelope.py", "roofline/peaks/md.py",
+             "roofline/peaks/catalogue/datasheet_catalogue.yaml"}
     want |= {f"roofline/ladder/kernels/sm90/{lv.file}" for lv in registry.LEVELS}
     missing = sorted(want - names)
     stray = sorted(n for n in names if n.startswith(("fixtures/", "tests/", "ladder/", "peaks/"))
