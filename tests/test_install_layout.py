@@ -41,6 +41,8 @@ def test_ladder_and_peaks_are_top_level_folders_mapped_into_the_package():
     assert ST["package-dir"] == {"roofline": "roofline", "roofline.ladder": "ladder", "roofline.peaks": "peaks"}
     assert not (ROOT / "roofline" / "ladder").exists() and not (ROOT / "roofline" / "data" / "peaks").exists()
     assert not list((ROOT / "roofline").glob("peaks*.py"))
+    # every peak number lives in peaks/ (house rule 1): no YAML table left inside roofline/
+    assert not list((ROOT / "roofline").rglob("*.yaml"))
 
 
 def test_every_package_folder_is_listed():
