@@ -12,13 +12,13 @@ from typing import Any
 
 from roofline import contract, routing
 from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION  # noqa: F401  (SKILL_VERSION re-exported)
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
 from roofline.models import MODELS, ModelResult
 from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
 from roofline.shapes import work_mix
 
-SKILL_VERSION = "1"
 DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
 LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
 SUSPECT_LOW = 0.001            # roofline_pct under this is as impossible as one above 1.0
@@ -414,13 +414,13 @@ def _light(e: Entry) -> dict:
 
 
 def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: str | None = None,
-            counters: list | None = None, head_threshold_pct: float = 5.0, head_cap: int = 8,
+            counters: list | None = None, head_threshold_pct: float = HEAD_THRESHOLD_PCT, head_cap: int = HEAD_CAP,
             inputs_meta: dict | None = None) -> dict:
     """Run the section-3 procedure and return the artifact (a JSON-ready dict). Never raises for a
     problem inside one entry (L2/L5 per entry); raises only on programming errors outside the loop,
     which the hook turns into skill_errors[]."""
     art: dict[str, Any] = {
-        "skill": "roofline", "skill_version": SKILL_VERSION, "gfx": env.gfx, "gpu_name": env.gpu_name,
+        "skill": SKILL, "skill_version": SKILL_VERSION, "gfx": env.gfx, "gpu_name": env.gpu_name,
         "peaks": peaks.to_artifact(), "stage": None, "entries": [], "ranking_by_pct": [],
         "ranking_by_expected_gain": [], "degraded": [], "skill_errors": [],
         "head_threshold_pct": head_threshold_pct, "head_cap": head_cap,

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline import inputs as _in
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
 from roofline.errors import InputError
 
 STAGES = ("A", "B", "C")
@@ -61,7 +62,7 @@ def load_all(topn, env=None, config=None):
 
 
 def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=None,
-            head_threshold_pct: float = 5.0, head_cap: int = 8, peaks_file=None, device_props=None,
+            head_threshold_pct: float = HEAD_THRESHOLD_PCT, head_cap: int = HEAD_CAP, peaks_file=None, device_props=None,
             as_dataframe: bool = False):
     """Analyse a Top-N and return the artifact of seed 002 section 2 as a dict (or, with
     as_dataframe=True, one row per analysed entry as a pandas DataFrame).

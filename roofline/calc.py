@@ -4,7 +4,7 @@ peak tables: pick a GEMM size and a dtype; compare the time to do the FLOPs at t
 the longer of the two, the arithmetic intensity (AI) sits left or right of the ridge, and the
 crossover is the square size where the two bars are equal.
 
-Pure functions: numbers in, numbers out. The roofs come only from roofline/data/peaks/*.yaml
+Pure functions: numbers in, numbers out. The roofs come only from peaks/*.yaml
 (through roofline.peaks), the FLOP and byte counts only from roofline.models.gemm.gemm_counts.
 
     t_compute_s = 2 M N K / peak_flops_s
@@ -183,7 +183,7 @@ def page_data(directory=None) -> dict:
             if per:
                 dts[d] = {"elem_bytes": DTYPE_BYTES[d], "roofs": per}
         if dts:
-            devices[stem] = {"device": str(data.get("device")), "table_file": f"roofline/data/peaks/{Path(path).name}",
+            devices[stem] = {"device": str(data.get("device")), "table_file": f"peaks/{Path(path).name}",
                              "dtypes": dts}
     return {"devices": devices, "roof_choices": list(ROOF_CHOICES)}
 

@@ -1,7 +1,7 @@
 """`roofline calc --html calc.html`: the seed-001 calculator as one self-contained page.
 
 No server, no network, no CDN: CSS and JavaScript are inline, and every roof the page uses is
-embedded at generation time from roofline/data/peaks/*.yaml through `roofline.calc.page_data`
+embedded at generation time from peaks/*.yaml through `roofline.calc.page_data`
 (the page has no number of its own). The JavaScript repeats the formulas of roofline/calc.py:
 bytes = (MK + KN + MN) x bytes/element, t_compute = 2MNK / peak, t_HBM = bytes / BW, wall = the
 longer bar, AI = FLOPs / bytes against ridge = peak / BW, crossover N* = peak (3 b) / (2 BW).
@@ -208,7 +208,7 @@ def render_page(default_device: str = "h200", default_dtype: str = "bf16", direc
         raise ValueError("no peak tables to embed")
     data["default_device"] = default_device if default_device in data["devices"] else sorted(data["devices"])[0]
     data["default_dtype"] = default_dtype
-    data["generated_from"] = "roofline/data/peaks/*.yaml"
+    data["generated_from"] = "peaks/*.yaml"
     data["elem_bytes"] = dict(DTYPE_BYTES)
     blob = json.dumps(data, sort_keys=True).replace("</", "<\\/")
     return (_TEMPLATE.replace("__DATA__", blob)

@@ -4,11 +4,11 @@ Resolution order:
 1. an explicit peaks file (`--peaks`, `hook.run(peaks=...)`): the pipeline's peaks.md (markdown)
    or one of our YAML tables;
 2. the pipeline's `peaks.md` found beside the env report (seed section 1);
-3. our measured tables (roofline/data/peaks/*.yaml) by gpu_name, the datasheet catalogue by
+3. our measured tables (peaks/*.yaml) by gpu_name, the datasheet catalogue by
    gpu_name (confidence low), our tables by gfx: the default, and the fallback when peaks.md is
    malformed or has no row for the device;
 4. level L1 (confidence low, every entry display-only): the Nsight Compute report's own peak
-   metrics (stage C), then the datasheet catalogue (roofline/data/datasheet_catalogue.yaml) by
+   metrics (stage C), then the datasheet catalogue (peaks/catalogue/datasheet_catalogue.yaml) by
    GPU name, then derivation from device properties (the env report's or the Top-N's
    `device_properties` / a PyTorch trace's `deviceProperties`: SM count, clocks, memory bus);
 5. nothing usable: peaks with no roof. That is not unusable input: every entry degrades with the
@@ -20,7 +20,6 @@ problem is one line for `skill_errors[]`.
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,15 @@ from roofline import peaks as _peaks
 from roofline.peaks import Peaks, PeaksError, from_table, norm_dtype
 
 CATALOGUE_FILE = "datasheet_catalogue.yaml"
+
+
+def _catalogue_path():
+    """The datasheet catalogue lives with the peak tables (peaks/catalogue/), not among them."""
+    import roofline.peaks
+
+    return Path(roofline.peaks.__file__).resolve().parent / "catalogue" / CATALOGUE_FILE
+
+
 DEVICE_PROP_KEYS = ("device_properties", "deviceProperties", "device_props")
 
 
@@ -35,7 +43,7 @@ DEVICE_PROP_KEYS = ("device_properties", "deviceProperties", "device_props")
 def catalogue() -> dict:
     import yaml
 
-    p = resources.files("roofline") / "data" / CATALOGUE_FILE
+    p = _catalogue_path()
     return yaml.safe_load(p.read_text(encoding="utf-8"))
 
 
@@ -59,7 +67,7 @@ def catalogue_lookup(name: str | None) -> Peaks | None:
     for d in catalogue()["devices"]:
         names = [_norm(n) for n in d.get("names", [])] + [_norm(d["device"])]
         if key in names or _bare(key) in {_bare(n) for n in names}:
-            pk = from_table(d, str(resources.files("roofline") / "data" / CATALOGUE_FILE), confidence="low",
+            pk = from_table(d, str(_catalogue_path()), confidence="low",
                             source="derived")
             pk.origin = "datasheet catalogue"
             pk.notes.append(f"level L1: {name} is not in the measured peak tables; datasheet peaks of {d['device']} "
@@ -192,7 +200,7 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
                       ) -> tuple[Peaks, list[str]]:
     """Peaks for the run (see the module docstring for the order) and the problems met (one line
     each, for skill_errors[]). Never raises for a device or peaks.md problem."""
-    from roofline import peaks_md
+    from roofline.peaks import md as peaks_md
 
     problems: list[str] = []
     md_files: list[Path] = []

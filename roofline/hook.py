@@ -20,6 +20,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, empty_artifact
+
 
 def _resolve(round_dir: Path, p, name: str) -> Path | None:
     if p is None:
@@ -74,8 +76,8 @@ def _check_args(round_dir, env, config, head_threshold_pct, stage, counters, hea
 
 
 def run(round_dir=None, env="env_report.json", config="config.json", analysis_skill: str = "roofline",
-        head_threshold_pct: float = 5.0, stage: str | None = None, counters=None, head_cap: int = 8,
-        out_dir=None, peaks=None, *more_args, **more_kwargs) -> dict | None:
+        head_threshold_pct: float = HEAD_THRESHOLD_PCT, stage: str | None = None, counters=None,
+        head_cap: int = HEAD_CAP, out_dir=None, peaks=None, *more_args, **more_kwargs) -> dict | None:
     """Analyse `round_dir`/profile_topN.json and write profile_roofline.{json,md} beside it.
 
     Never raises (an argument of the wrong type included: it is reported in skill_errors and
@@ -155,7 +157,7 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
         errors.append({"where": "analyze", "error": _one_line(exc),
                        "traceback": traceback.format_exc(limit=6)})
     if art is None:
-        art = _empty_artifact(stage, errors)
+        art = empty_artifact(stage, errors)
     else:
         art["skill_errors"].extend(errors)
     summary = _summary(art, errors)
@@ -176,22 +178,13 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
     return summary
 
 
-def _empty_artifact(stage, errors) -> dict:
-    # the seed's artifact shape even when nothing could be analysed: a peaks block with no roofs
-    return {"skill": "roofline", "skill_version": "1", "gfx": None,
-            "peaks": {"device": "unknown", "hbm_bw_bytes_s": None, "flops": {}, "flops_kind": {}, "source": "derived",
-                      "confidence": "low", "origin": "none", "sources": {}, "notes": []},
-            "stage": stage or "A", "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [],
-            "degraded": [], "skill_errors": errors}
-
-
 def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dict:
     """Stage C after the pipeline's op benchmarker: re-run the GEMM heads of `artifact`
     (profile_roofline.json) through the ladder and write the measurement back. Never raises:
     returns {"rerun": [...], "skipped": {...}, "playbook": path|None, "error": str|None}; on any
     failure (no GPU, no ncu, a broken kernel) the artifact is left as it was."""
     try:
-        from roofline.commands.rerun import rerun_artifact
+        from roofline.rerun_run import rerun_artifact
 
         res = rerun_artifact(Path(artifact), tuple(entries), counters, None, playbook_dir)
         res["error"] = None

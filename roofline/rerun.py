@@ -13,17 +13,19 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 
-NOISE_BAND_ISOLATED = 0.034   # seed 002 s.8: identical isolated reruns differ by up to ~3.4%
-DECODE_SKINNY_MAX_M = 128
-PREFILL_ALIGN = 128
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+
+# The ladder owns its dispatch (shape classes, the stopping rule, the table): re-exported here for
+# stage C and for the callers that import them from roofline.rerun.
+from roofline.ladder.dispatch import (  # noqa: F401
+    DECODE_SKINNY_MAX_M, NOISE_BAND_ISOLATED, PREFILL_ALIGN, build_dispatch_table, choose_level,
+    default_dispatch_table, dispatch_order, merge_benches, shape_class)
 
 
 @dataclass
@@ -34,15 +36,6 @@ class Problem:
     K: int
     dtype: str
     count: float      # how many such GEMMs make up one logical op (experts hit, for MoE)
-
-
-def shape_class(M: int, N: int, K: int) -> str:
-    """decode-skinny (M <= 128), prefill (every dim a multiple of 128), else ragged."""
-    if M <= DECODE_SKINNY_MAX_M:
-        return "decode-skinny"
-    if M % PREFILL_ALIGN == 0 and N % PREFILL_ALIGN == 0 and K % 64 == 0:
-        return "prefill"
-    return "ragged"
 
 
 def gemm_problems(entry: dict) -> list[Problem]:
@@ -73,93 +66,6 @@ def gemm_problems(entry: dict) -> list[Problem]:
             out.append(Problem("moe stage2 (down)", m_e, hidden, inter, dt, hit))
         return out
     return []
-
-
-# --------------------------------------------------------------------------- dispatch table
-def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
-    """From the ladder's own bench results (rows of `roofline ladder bench --out`): per shape class,
-    every level that passed the check, ranked by its median % of cuBLAS over the benched shapes of
-    that class, the first being the stopping rule's pick (`dispatch_order`). Returns a JSON-ready dict; `choose_level` takes the best level that supports the
-    shape (single-tile levels only run tiny shapes)."""
-    per: dict[tuple[str, int], list[float]] = {}
-    for r in bench.get("rows", []):
-        if r.get("level", 0) == 0 or not r.get("check_ok") or "pct_cublas" not in r:
-            continue
-        per.setdefault((shape_class(r["m"], r["n"], r["k"]), r["level"]), []).append(r["pct_cublas"])
-    classes: dict[str, list] = {}
-    for (cls, lvl), vals in per.items():
-        classes.setdefault(cls, []).append({"level": lvl, "median_pct_cublas": statistics.median(vals),
-                                            "shapes_benched": len(vals)})
-    for cls, rows in classes.items():
-        classes[cls] = dispatch_order(rows)
-    return {"arch": arch, "dtype": dtype, "device": bench.get("meta", {}).get("device"),
-            "source": bench.get("meta", {}).get("time_utc"), "classes": classes}
-
-
-def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[dict]:
-    """Seed 000's stopping rule applied to one class's levels: a more complex (higher) level is
-    the default only where it beats every simpler level by more than the isolated noise band.
-    The first row is the LOWEST level whose median is within `band` of the best median; the
-    rest follow by median. Every row says whether it is inside the band of the best."""
-    rows = sorted(rows, key=lambda r: -r["median_pct_cublas"])
-    if not rows:
-        return rows
-    best = rows[0]["median_pct_cublas"]
-    for r in rows:
-        r["within_noise_of_best"] = r["median_pct_cublas"] >= best * (1.0 - band)
-    first = min((r for r in rows if r["within_noise_of_best"]), key=lambda r: r["level"])
-    return [first] + [r for r in rows if r is not first]
-
-
-def merge_benches(benches: list[dict]) -> dict:
-    """Several bench runs as one: a (level, shape) measured in several runs keeps the LATEST run's
-    row (levels change between runs; the newest code is what a re-run would launch)."""
-    rows: dict[tuple, dict] = {}
-    for b in sorted(benches, key=lambda b: b.get("meta", {}).get("time_utc", "")):
-        for r in b.get("rows", []):
-            rows[(r.get("level"), r.get("m"), r.get("n"), r.get("k"))] = r
-    newest = max(benches, key=lambda b: b.get("meta", {}).get("time_utc", ""))
-    return {"meta": newest.get("meta", {}), "rows": list(rows.values())}
-
-
-def default_dispatch_table() -> dict | None:
-    p = resources.files("roofline") / "data" / "ladder_dispatch_sm90a_bf16.json"
-    return json.loads(p.read_text()) if p.is_file() else None
-
-
-def _supports(level_id: int, M: int, N: int, K: int) -> bool:
-    try:
-        from roofline.ladder.registry import get_level
-
-        return get_level(level_id).supports(M, N, K)
-    except KeyError:
-        return False
-
-
-def choose_level(table: dict | None, M: int, N: int, K: int, dtype: str, arch: str = "sm_90a"
-                 ) -> tuple[int | None, str]:
-    """-> (level id or None, why). The best-measured level of the shape's class that supports the
-    shape; if the class was never benched, the best level over all classes that supports it."""
-    if table is None:
-        return None, "no dispatch table (run `roofline ladder bench --out bench.json` on the device)"
-    if dtype != table.get("dtype"):
-        return None, f"dtype {dtype} is not supported by the ladder ({table.get('dtype')} only)"
-    if arch != table.get("arch"):
-        return None, (f"the ladder kernels need {table.get('arch')}; this device is {arch} "
-                      "(no portable level in the ladder yet)")
-    cls = shape_class(M, N, K)
-    rows = [r for r in table["classes"].get(cls, []) if _supports(r["level"], M, N, K)]
-    if rows:
-        r = rows[0]
-        return r["level"], (f"{cls}: level {r['level']} had the best median {r['median_pct_cublas']:.0f}% of "
-                            f"cuBLAS over {r['shapes_benched']} benched {cls} shape(s)")
-    allrows = sorted((r for rs in table["classes"].values() for r in rs if _supports(r["level"], M, N, K)),
-                     key=lambda r: -r["median_pct_cublas"])
-    if allrows:
-        r = allrows[0]
-        return r["level"], (f"{cls}: never benched; level {r['level']} is the best-measured level that "
-                            "supports this shape")
-    return None, f"no ladder level supports {M}x{N}x{K}"
 
 
 # --------------------------------------------------------------------------- write-back
@@ -288,7 +194,8 @@ def restage(art: dict, artifact_path, records: list) -> dict:
     env = inp.get("env") if inp.get("env") and Path(inp["env"]).is_file() else None
     cfg = inp.get("config") if inp.get("config") and Path(inp["config"]).is_file() else None
     new = api.analyze(topn, env, cfg, stage="C", counters=records,
-                      head_threshold_pct=art.get("head_threshold_pct", 5.0), head_cap=art.get("head_cap", 8))
+                      head_threshold_pct=art.get("head_threshold_pct", HEAD_THRESHOLD_PCT),
+                      head_cap=art.get("head_cap", HEAD_CAP))
     old = {e["name"]: e for e in art["entries"]}
     for e in new["entries"]:
         o = old.get(e["name"])

@@ -1,6 +1,6 @@
 """The section-3 procedure: head scoping, units, bound type, no-verdict cases, degradation ladder,
 routing rows and levers. H200 peaks: 4.8e12 B/s pin rate, bf16 roof = the measured figure of
-roofline/data/peaks/h200.yaml (read from the table: one source of truth)."""
+peaks/h200.yaml (read from the table: one source of truth)."""
 import pytest
 
 from roofline import analysis, api, routing

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from roofline.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-PEAKS = REPO / "roofline" / "data" / "peaks"
+PEAKS = REPO / "peaks"
 BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4, "tf32": 4}
 
 

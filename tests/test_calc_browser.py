@@ -104,7 +104,7 @@ def test_page_is_self_contained(tmp_path):
     blob = json.loads(re.search(r'<script type="application/json" id="roofline-data">(.*?)</script>', text, re.S)
                       .group(1).replace("<\\/", "</"))
     import yaml
-    h200 = yaml.safe_load((REPO / "roofline/data/peaks/h200.yaml").read_text())
+    h200 = yaml.safe_load((REPO / "peaks/h200.yaml").read_text())
     got = blob["devices"]["h200"]["dtypes"]["bf16"]["roofs"]
     assert got["measured"]["peak_flops_s"] == h200["flops"]["bf16"]["measured"]["value"]
     assert got["datasheet"]["hbm_bw_bytes_s"] == h200["hbm_bw_bytes_s"]["datasheet"]["value"]

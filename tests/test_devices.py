@@ -8,7 +8,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from roofline import api, devices, hook, peaks_md
+from roofline import api, devices, hook
+from roofline.peaks import md as peaks_md
 from roofline.cli import main
 from roofline.commands.peaks import validate_table
 from roofline.peaks import load_tables, resolve
@@ -222,9 +223,8 @@ def test_the_pipeline_bf16_fp16_check_applies_to_peaks_md():
 
 
 def test_catalogue_file_parses_as_yaml_with_float_values():
-    from importlib import resources
-
-    data = yaml.safe_load((resources.files("roofline") / "data" / devices.CATALOGUE_FILE).read_text())
+    data = yaml.safe_load(devices._catalogue_path().read_text())
+    assert devices._catalogue_path().parent.parent.name == "peaks"   # with the peak tables, not among them
     for d in data["devices"]:
         assert isinstance(d["hbm_bw_bytes_s"]["datasheet"]["value"], float), d["device"]
 

@@ -13,14 +13,14 @@ from click.testing import CliRunner
 
 from roofline.cli import main
 from roofline.ladder import registry
-from roofline.rerun import NOISE_BAND_ISOLATED as BAND
+from roofline.ladder.dispatch import NOISE_BAND_ISOLATED as BAND
 
 REPO = Path(__file__).resolve().parents[1]
-RES = REPO / "roofline" / "ladder" / "results"
+RES = REPO / "fixtures" / "ladder"
 RUN1, RUN2 = RES / "h200_bench_issue6.json", RES / "h200_bench_issue6_run2.json"
 NCU_CSV = REPO / "fixtures" / "ncu" / "known_raw.csv"
 NCU_REP = REPO / "fixtures" / "ncu" / "known.ncu-rep.gz"
-H200 = yaml.safe_load((REPO / "roofline" / "data" / "peaks" / "h200.yaml").read_text())
+H200 = yaml.safe_load((REPO / "peaks" / "h200.yaml").read_text())
 
 
 def _rows(path):

@@ -1,6 +1,6 @@
 """GPU: levels pass the check (random shapes, tails, NaN/Inf), and the wrong kernel fails it.
 Skipped cleanly without CuPy or a GPU. On the device:
-    PYTHONPATH=. python3 -m pytest -q -m gpu tests/test_ladder_gpu.py
+    pip install --no-index --no-deps --no-build-isolation -e . && python3 -m pytest -q -m gpu tests/test_ladder_gpu.py
 """
 import pytest
 

@@ -1,5 +1,5 @@
 """CPU-only: issue 14's levels 7-10 (registry, split-K plan, sources) and their stored H200 results
-(numbers from the two device calls of 2026-12-01, `roofline/ladder/device_i14.sh`)."""
+(numbers from the two device calls of 2026-12-01, `ladder/device_i14.sh`, now `ladder/device.sh`)."""
 import json
 import math
 from pathlib import Path
@@ -11,7 +11,7 @@ from roofline.ladder import bench, check, gpu
 from roofline.ladder.build import level_source
 from roofline.ladder.registry import LEVELS, VARIANTS, get_level
 
-RESULTS = Path(bench.__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "fixtures" / "ladder"
 RUN1, RUN2 = RESULTS / "i14_run1", RESULTS / "i14_run2"
 
 
@@ -93,7 +93,7 @@ def test_issue14_bench_is_complete_and_consistent():
     rows = [r for r in res["rows"] if "t_ms_median" in r]
     assert {r["level"] for r in rows} == set(range(0, 11))
     cub = {(r["m"], r["n"], r["k"]): r["t_ms_median"] for r in rows if r["level"] == 0}
-    assert set(bench.SHAPE_SETS["issue14-all"]) == set(cub)
+    assert set(bench.SHAPE_SETS[bench.FORMER_NAMES[res["meta"]["shape_set"]]]) == set(cub)
     for r in rows:
         assert r["t_ms_p20"] <= r["t_ms_median"] <= r["t_ms_p80"] and r["reps"] >= 50
         if r["level"]:
@@ -105,13 +105,13 @@ def test_issue14_bench_is_complete_and_consistent():
 def test_issue14_gates_from_the_data():
     res = _load(RUN2 / "bench_all.json")
     by = {(r["level"], r["m"], r["n"], r["k"]): r for r in res["rows"] if "t_ms_median" in r}
-    prefill9 = _gm([by[(9, *s)]["pct_cublas"] for s in bench.ISSUE14_PREFILL])
-    prefill6 = _gm([by[(6, *s)]["pct_cublas"] for s in bench.ISSUE14_PREFILL])
+    prefill9 = _gm([by[(9, *s)]["pct_cublas"] for s in bench.SERVING_PREFILL])
+    prefill6 = _gm([by[(6, *s)]["pct_cublas"] for s in bench.SERVING_PREFILL])
     assert prefill9 >= 90.0 and prefill9 > prefill6 * (1 + rerun.NOISE_BAND_ISOLATED)
-    best = [max(by[(lv, *s)]["pct_cublas"] for lv in range(3, 11) if (lv, *s) in by) for s in bench.ISSUE14_DECODE]
+    best = [max(by[(lv, *s)]["pct_cublas"] for lv in range(3, 11) if (lv, *s) in by) for s in bench.SERVING_DECODE]
     assert _gm(best) >= 90.0
     # level 8 (cluster) lost to level 7 on every prefill shape: the stopping rule's case
-    assert all(by[(8, *s)]["t_ms_median"] > by[(7, *s)]["t_ms_median"] for s in bench.ISSUE14_PREFILL)
+    assert all(by[(8, *s)]["t_ms_median"] > by[(7, *s)]["t_ms_median"] for s in bench.SERVING_PREFILL)
 
 
 def test_8192_ratio_runs_are_what_the_notes_say():

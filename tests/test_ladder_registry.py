@@ -61,8 +61,8 @@ def test_new_levels_kinds_and_grids():
 
 
 def test_shape_sets():
-    from roofline.ladder.bench import SHAPE_SETS
-    s6 = set(SHAPE_SETS["issue6"])
+    from roofline.ladder.bench import FORMER_NAMES, SHAPE_SETS
+    s6 = set(SHAPE_SETS[FORMER_NAMES["issue6"]])
     want = {(4096, 4096, 4096), (8192, 8192, 8192), (64, 4096, 4096), (64, 28672, 4096)}
     want |= {(m, n, k) for m in (2048, 8192) for n, k in ((4096, 4096), (28672, 4096), (4096, 14336))}
     assert want <= s6
@@ -111,3 +111,15 @@ def test_roofline_bound():
     assert gemm_min_bytes(64, 4096, 4096) == 2 * (64 * 4096 + 4096 * 4096 + 64 * 4096)
     # 8192^3 at 1 PFLOP/s and 1 TB/s: compute term 1.0995 ms > bytes term 0.4027 ms
     assert roofline_bound_ms(8192, 8192, 8192, 1e15, 1e12) == pytest.approx(1e3 * 2 * 8192 ** 3 / 1e15)
+
+
+def test_shape_sets_are_named_by_what_they_are_and_former_names_map_onto_them():
+    from roofline.ladder.bench import FORMER_NAMES, SHAPE_SETS
+    assert not [n for n in SHAPE_SETS if "issue" in n]
+    assert set(FORMER_NAMES.values()) <= set(SHAPE_SETS)
+    # the decode set is decode batches (M = tokens in flight <= 256), the prefill set long prompts
+    from roofline.ladder.dispatch import shape_class
+    assert max(s[0] for s in SHAPE_SETS["serving-decode"]) <= 256
+    assert {shape_class(*s) for s in SHAPE_SETS["serving-prefill"]} == {"prefill"}
+    assert set(SHAPE_SETS["serving"]) == set(SHAPE_SETS["serving-prefill"]) | set(SHAPE_SETS["serving-decode"]) | {
+        s for s in SHAPE_SETS["serving"] if shape_class(*s) == "ragged"}

@@ -133,7 +133,7 @@ def test_measuring_code_imports_without_torch():
 
 
 def test_envelope_table_text_round_trips():
-    from roofline import peaks_envelope as pe
+    from roofline.peaks import envelope as pe
 
     raws = [ROOT / "fixtures" / "peaks" / f for f in ("h200_measure_2026-11-29.raw.json",
                                                       "h200_measure_multishape_2026-11-29.raw.json",

@@ -1,7 +1,7 @@
 """Compute roofs as envelopes over recorded `roofline peaks measure` runs (issue 11 item 1).
 
 Every expected number is computed here from the raw per-call samples of the real H200 runs in
-fixtures/peaks (numpy percentiles, independently of roofline.peaks_envelope)."""
+fixtures/peaks (numpy percentiles, independently of roofline.peaks.envelope)."""
 import copy
 import json
 import sys
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from roofline import peaks_envelope as pe
+from roofline.peaks import envelope as pe
 from roofline.cli import main
 from roofline.commands import peaks_measure as pm
 from roofline.commands.peaks import validate_table

@@ -232,7 +232,7 @@ def test_library_gemms_at_the_wall_are_saturated_not_suspect(runs):
     inside the roof's own run-to-run spread): a verdict (saturated), never L3 suspect."""
     import yaml
 
-    table = yaml.safe_load((Path(__file__).resolve().parent.parent / "roofline" / "data" / "peaks" / "h200.yaml").read_text())
+    table = yaml.safe_load((Path(__file__).resolve().parent.parent / "peaks" / "h200.yaml").read_text())
     fig = table["flops"]["bf16"]["measured"]
     bests = [max(v["median"] for v in r["shapes"].values()) for r in fig["runs"]]
     env_roof, spread = max(bests), 1 - min(bests) / max(bests)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
 from roofline.errors import InputError, PeaksError, RooflineError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
@@ -49,9 +50,10 @@ def _how_to_give(exc: InputError) -> str:
               help="Stage C: an .ncu-rep, the CSV of `ncu --import R --csv --page raw`, or a rocprofv3 counter CSV.")
 @click.option("--stage", type=click.Choice(["A", "B", "C"]), default=None,
               help="Force the stage label (default: C with counters, B when captured shapes are present, else A).")
-@click.option("--head-threshold", "head_threshold", type=float, default=5.0, show_default=True,
+@click.option("--head-threshold", "head_threshold", type=float, default=HEAD_THRESHOLD_PCT, show_default=True,
               help="Analyse only entries with pct_gpu_time >= this (HEAD_THRESHOLD_PCT).")
-@click.option("--head-cap", type=click.IntRange(min=1), default=8, show_default=True, help="At most this many head entries.")
+@click.option("--head-cap", type=click.IntRange(min=1), default=HEAD_CAP, show_default=True,
+              help="At most this many head entries.")
 @click.option("--analysis-skill", type=click.Choice(["roofline", "none"]), default="roofline", show_default=True,
               help="`none` = level L0: emit nothing at all.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),

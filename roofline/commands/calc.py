@@ -90,7 +90,7 @@ def calc(device, dtype, out_dtype, roof, size, mnk, sweep, sizes, fmt, out, html
     """The roofline calculator (seed 001): t_compute = 2MNK / peak against t_HBM = bytes / HBM
     bandwidth (A, B, C each cross HBM once), the wall-clock bound (the longer bar), arithmetic
     intensity against the ridge (peak / bandwidth), and the square crossover size N* where the
-    two bars are equal. Roofs come from roofline/data/peaks/*.yaml (`roofline peaks list`)."""
+    two bars are equal. Roofs come from peaks/*.yaml (`roofline peaks list`)."""
     if html_out is not None:
         from roofline.calc_html import render_page
 

@@ -1,6 +1,6 @@
 """`roofline peaks list | show DEVICE | validate | measure | envelope`.
 
-The tables in roofline/data/peaks/*.yaml (or $ROOFLINE_PEAKS_DIR) are the single source of every
+The tables in peaks/*.yaml (or $ROOFLINE_PEAKS_DIR) are the single source of every
 peak number; these commands only read them (and `measure` writes a new one).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import click
 from roofline.errors import PeaksError
 from roofline.peaks import BF16_FP16_TOLERANCE, _norm_name, _pick, load_tables, peaks_dir
 from roofline.commands.peaks_measure import DEFAULT_SHAPES_TEXT
-from roofline.peaks_envelope import check_envelope_block
+from roofline.peaks.envelope import check_envelope_block
 
 REQUIRED_KEYS = ("device", "vendor", "gfx", "names", "hbm_bw_bytes_s", "flops")
 FIGURE_KINDS = ("datasheet", "measured", "validated", "derived")
@@ -254,7 +254,7 @@ def envelope_cmd(raw_runs, merge, base, out):
     per dtype the highest median over runs and shapes, its spread and clock, every run beside it."""
     import yaml
 
-    from roofline import peaks_envelope as pe
+    from roofline.peaks import envelope as pe
     from roofline.commands import peaks_measure as pm
 
     def fail(msg):

@@ -10,9 +10,9 @@
   (read-only; the card's clocks are never changed).
 
 One call is one *run*. It writes the raw samples (`OUT.raw.json`, every shape's per-call times and
-clock readings) and a peak table in the schema of roofline/data/peaks/h200.yaml: the device's
+clock readings) and a peak table in the schema of peaks/h200.yaml: the device's
 existing table (datasheet figures kept) with each `measured` block rebuilt as an ENVELOPE
-(roofline/peaks_envelope.py): `{value, source, date, spread: {p20, p80}, sm_clock_mhz, envelope_of,
+(peaks/envelope.py): `{value, source, date, spread: {p20, p80}, sm_clock_mhz, envelope_of,
 runs: [...]}`, value = the highest median over the shapes of this run, or with `--merge TABLE`
 over the runs TABLE records and this one. `roofline peaks envelope RAW.raw.json... -o OUT` rebuilds
 a table from raw runs alone.
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from roofline import peaks_envelope as pe
+from roofline.peaks import envelope as pe
 from roofline.errors import PeaksError
 
 GEMM_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
@@ -302,7 +302,9 @@ def measure_gemms(torch, dtypes, size, warmup: int, rounds: int, reps_per_round:
 # table in, table out
 
 def _tables_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / "peaks"
+    import roofline.peaks
+
+    return Path(roofline.peaks.__file__).resolve().parent  # the built-in tables (not $ROOFLINE_PEAKS_DIR)
 
 
 def _load_yaml(path: Path) -> dict:
@@ -377,7 +379,7 @@ def _block(L: list[str], indent: str, blk: dict) -> None:
 
 
 def render_table(t: dict, header: list[str] | None = None) -> str:
-    """YAML text in the layout of roofline/data/peaks/h200.yaml (block keys, flow figure blocks)."""
+    """YAML text in the layout of peaks/h200.yaml (block keys, flow figure blocks)."""
     L = [f"# {h}" if h else "#" for h in (header or [])]
     for k, v in t.items():
         if k in ("hbm_bw_bytes_s", "flops", "microbench"):
@@ -424,7 +426,7 @@ HEADER = [
     "{device}: peaks table. Datasheet figures are the vendor's; measured figures are ENVELOPES over",
     "the runs of `roofline peaks measure` recorded under each figure (`runs:`, one per machine start,",
     "with its date, SM clock and per-shape median and p20/p80): value = the highest median over the",
-    "runs and the large shapes (roofline/peaks_envelope.py). Memory roof = the vendor's HBM pin rate",
+    "runs and the large shapes (peaks/envelope.py). Memory roof = the vendor's HBM pin rate",
     "(INPUTS.md peaks convention); streaming tops out near 0.85-0.9 of it, which target_eff prices in.",
     "bf16 and fp16 envelopes must agree within 5% (seed 002 section 8), else that axis is flagged.",
     "Rebuilt with the command in fixtures/peaks/README.md; do not edit the figures by hand.",

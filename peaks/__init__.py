@@ -1,4 +1,5 @@
-"""Hardware peaks: the tables in roofline/data/peaks/*.yaml are the single source of every number.
+"""Hardware peaks: the tables in peaks/*.yaml (installed as the package data of
+roofline.peaks) are the single source of every number.
 
 Resolution order (INPUTS.md): gpu_name first, then the device key (`gfx`: an AMD gfx id or an NVIDIA
 sm id). An unknown device is level L1 of seed 002: peaks derived from device properties, confidence
@@ -18,7 +19,6 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def peaks_dir() -> Path:
     env = os.environ.get("ROOFLINE_PEAKS_DIR")
     if env:
         return Path(env)
-    return Path(str(resources.files("roofline") / "data" / "peaks"))
+    return Path(__file__).resolve().parent  # the tables are this package's data
 
 
 @functools.lru_cache(maxsize=8)

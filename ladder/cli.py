@@ -1,4 +1,5 @@
-"""`roofline ladder`: list, run and bench the hand-written sm_90a GEMM ladder."""
+"""`roofline ladder`: the ladder's one command-line front end: list, run, bench, render, plot and
+advise (the device driver for a whole device call is device_suite.py / device.sh)."""
 from __future__ import annotations
 
 import json
@@ -76,7 +77,8 @@ def run_cmd(level_id, shape, as_json):
 @ladder.command("bench")
 @click.option("--shape", "shapes", multiple=True, help="MxNxK (repeatable); default: the --shapes set")
 @click.option("--shapes", "shape_set", default="default", show_default=True,
-              help="named shape set: default | issue6 | issue14 | issue14-all (+ single tiles) | issue14-prefill | issue14-decode | gate8192")
+              help="named shape set: default | square-and-llama | serving | serving-all-levels (+ single tiles) | "
+                   "serving-prefill | serving-decode | square-8192")
 @click.option("--level", "level_ids", type=int, multiple=True, help="level id (repeatable); default: all")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON here")
 def bench_cmd(shapes, shape_set, level_ids, out):
@@ -153,7 +155,7 @@ def render_cmd(results, peaks, pivot):
               show_default=True, help="Picture to write (.png or .svg).")
 def plot_cmd(results, out):
     """Draw the TFLOP/s of every level beside cuBLAS and the roof, from a bench JSON
-    (`roofline ladder bench --out`), e.g. roofline/ladder/results/h200_bench_issue6.json. No GPU needed."""
+    (`roofline ladder bench --out`), e.g. fixtures/ladder/h200_bench_issue6.json. No GPU needed."""
     from .plot import plot_ladder
 
     res = _bench_result(results, "plot")
@@ -165,6 +167,81 @@ def plot_cmd(results, out):
     click.echo(f"wrote {out}: {len(d['shapes'])} shapes, {len(d['series'])} series")
 
 
-from .advise_cli import advise_cmd as _advise_cmd  # noqa: E402  (issue 16: `roofline ladder advise`)
+# ---------------------------------------------------------------- advise
+def _advise_fail(msg: str):
+    click.echo(f"roofline ladder advise: {msg}", err=True)
+    sys.exit(2)
 
-ladder.add_command(_advise_cmd, "advise")
+
+def _advise_shape(text: str | None):
+    if text is None:
+        return None
+    try:
+        m, n, k = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        _advise_fail(f"--shape must be MxNxK, got {text!r}")
+    if min(m, n, k) < 1:
+        _advise_fail(f"--shape: M, N, K must be >= 1, got {text!r}")
+    return m, n, k
+
+
+@ladder.command("advise")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--level", "level", type=int, required=True, help="the level the GEMM is at now")
+@click.option("--shape", default=None, help="MxNxK of the GEMM (needed for a counter report, or a bench with several shapes)")
+@click.option("--kernel", default=None, help="counter report: substring of the GEMM kernel's name (when it has several)")
+@click.option("--evidence", "evidence", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="bench results to use as the evidence base (repeatable); default: the repository's fixtures/ladder/*.json")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def advise_cmd(source, level, shape, kernel, evidence, fmt):
+    """My GEMM is at level N: what next? SOURCE is a ladder bench result (`roofline ladder bench
+    --out`) or an Nsight Compute report (.ncu-rep, .ncu-rep.gz, or its raw-page CSV) of your own
+    GEMM. Answers with seed 000's five outputs: one conclusion (the next level, or stop), evidence
+    vs assumptions, the next level's contract (correctness, performance vs previous level /
+    library / roof, resource budget), minimal validation with a falsifiable experiment, risks,
+    fallback and the stopping rule (within the 3.4 % isolated band of the practical roof, or no
+    stable gain from the next level: stop). Evidence: the project's recorded ladder benches."""
+    from roofline.errors import RooflineError
+
+    from . import advise as adv
+
+    shp = _advise_shape(shape)
+    try:
+        ev_files = list(evidence) if evidence else adv.default_evidence_files()
+        if not ev_files:
+            click.echo(f"roofline ladder advise: warning: no recorded ladder benches in {adv.RESULTS_DIR} (an "
+                       "install from a wheel has none): advising without that evidence; give --evidence BENCH.json",
+                       err=True)
+        raw = None
+        try:
+            raw = json.loads(source.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            _advise_fail(f"{source}: no such file")
+        except (UnicodeDecodeError, json.JSONDecodeError, IsADirectoryError):
+            raw = None
+        if isinstance(raw, (dict, list)):
+            data = adv.read_bench(source)
+            if shp is None:
+                shapes = sorted({(r["m"], r["n"], r["k"]) for r in data["rows"] if r["level"] == level})
+                if len(shapes) != 1:
+                    _advise_fail(f"{source}: give --shape MxNxK (level {level} shapes here: "
+                          f"{', '.join('x'.join(map(str, s)) for s in shapes) or 'none'})")
+                shp = shapes[0]
+            obs = adv.load_evidence([source, *ev_files])
+            standing = adv.standing_from_bench(data, str(source), level, shp)
+        else:
+            from roofline.counters import CounterReadError, load
+
+            if shp is None:
+                _advise_fail(f"{source}: a counter report does not record the GEMM's shape: give --shape MxNxK")
+            try:
+                recs = load(source)
+            except CounterReadError as exc:
+                _advise_fail(str(exc))
+            rec = adv.pick_kernel(recs, kernel, str(source))
+            obs = adv.load_evidence(ev_files)
+            standing = adv.standing_from_counters(rec, str(source), level, shp, obs)
+        result = adv.advise(standing, level, shp, obs, str(source))
+    except RooflineError as exc:
+        _advise_fail(str(exc))
+    click.echo(json.dumps(result, indent=1) if fmt == "json" else adv.render_text(result))

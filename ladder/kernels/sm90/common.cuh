@@ -274,7 +274,7 @@ __device__ __forceinline__ void mma_ktile_n256(float (&acc)[128], const bf16_t* 
 // Levels 4+: TMA and mbarriers.
 //
 // A tensor map (CUtensorMap, 128 opaque bytes) is encoded on the host by cuTensorMapEncodeTiled
-// (roofline/ladder/gpu.py) and passed by value as a `const __grid_constant__ TmaMap` kernel
+// (ladder/gpu.py) and passed by value as a `const __grid_constant__ TmaMap` kernel
 // parameter; its generic address is what cp.async.bulk.tensor takes. Maps used here:
 //   A: dims {K, M}, row stride K*2 B, box {64, 128}, SWIZZLE_128B  -> one 128x64 operand tile
 //   B: dims {K, N}, row stride K*2 B, box {64, BN},  SWIZZLE_128B  -> one BNx64 operand tile

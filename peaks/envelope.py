@@ -246,7 +246,7 @@ def envelope_table(base: dict, runs: list[dict]) -> dict:
         mb.pop(k, None)
     mb["policy"] = ("compute roofs (and the HBM copy figure) are envelopes: the highest median over the "
                     "recorded runs (separate machine starts) and large shapes; bf16 vs fp16 5% rule compares "
-                    "envelope to envelope; see roofline/peaks_envelope.py")
+                    "envelope to envelope; see peaks/envelope.py")
     meta = []
     for r in runs:
         rec = {"run": r["run"], "date": r["date"]}

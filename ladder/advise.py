@@ -12,12 +12,12 @@ dict; `render_text` formats it; nothing here prints):
 4. minimal validation, with one falsifiable experiment;
 5. risks, fallback and the stopping rule as applied.
 
-The evidence base is the project's own ladder measurements (roofline/ladder/results/*.json, every
+The evidence base is the project's own ladder measurements (fixtures/ladder/*.json, every
 bench row of a registry level: what each level bought on the H200 per shape and shape class).
 The level list is read from registry.LEVELS; a level the registry does not have yet is named from
 the seed's nine-level route (SEED_ROUTE) and reported as "not built".
 
-Decision, in this order (BAND = roofline.rerun.NOISE_BAND_ISOLATED, seed 002 s.8: identical
+Decision, in this order (BAND = roofline.ladder.dispatch.NOISE_BAND_ISOLATED, seed 002 s.8: identical
 isolated re-runs differ by up to ~3.4 %):
   a. stop if the kernel is within BAND of the practical roof: t <= (1 + BAND) x t_practical,
      t_practical = min(the library's time on the same shape, the roofline bound at the MEASURED
@@ -42,12 +42,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roofline.errors import RooflineError
-from roofline.rerun import NOISE_BAND_ISOLATED as BAND
-from roofline.rerun import shape_class
 
 from . import registry
+from .dispatch import NOISE_BAND_ISOLATED as BAND
+from .dispatch import shape_class
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# Evidence is not runtime data: the recorded benches live in the repository's fixtures/ladder/ (a
+# source checkout or an editable install finds them beside this folder; a wheel has none, and
+# `roofline ladder advise --results` names them).
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "ladder"
 # Result files whose rows carry a registry level name but time an older version of its code.
 SUPERSEDED = {
     "h200_bench_v1_serial_copy.json": "levels 2-3 with the first (serial-copy) loads, replaced by v2 (notes/l03.md)",
@@ -570,7 +573,7 @@ def _validation(level, nxt, shape, tr, action, foundation_of) -> dict:
         "CPU: pytest tests/test_ladder_build.py tests/test_ladder_registry.py (ptxas vs the registry budget)",
         f"GPU: roofline ladder run --level {nxt} --shape {s} (checks, then times beside cuBLAS)",
         "GPU: python3 -m roofline.ladder.device_suite check --n-random 200 (the correctness gate's shapes)",
-        "GPU: compute-sanitizer --tool memcheck|racecheck|synccheck on the small shapes (device_all.sh)",
+        "GPU: compute-sanitizer --tool memcheck|racecheck|synccheck on the small shapes (`bash ladder/device.sh`, stage san)",
         f"GPU: roofline ladder bench --level {level} --level {nxt} --shape {s} twice (separate machine starts)",
     ]
     dec = (tr or {}).get("decided_by")

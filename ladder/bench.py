@@ -29,10 +29,10 @@ DEFAULT_SHAPES: tuple[tuple[int, int, int], ...] = (
     (64, 28672, 4096),     # decode: Llama-70B-like MLP up-projection
 )
 
-# Issue 6: 4096^3, 8192^3, LLM prefill M in {2048, 8192} x (N, K) in {(4096, 4096) attention
-# projection, (28672, 4096) MLP up, (4096, 14336) MLP down}, the two decode shapes, and the two
-# single-tile shapes so that levels 1-2 appear in the same run.
-ISSUE6_SHAPES: tuple[tuple[int, int, int], ...] = (
+# Square and Llama shapes: 4096^3, 8192^3, LLM prefill M in {2048, 8192} x (N, K) in {(4096, 4096)
+# attention projection, (28672, 4096) MLP up, (4096, 14336) MLP down}, the two decode shapes, and
+# the two single-tile shapes so that levels 1-2 appear in the same run.
+SQUARE_AND_LLAMA: tuple[tuple[int, int, int], ...] = (
     (128, 128, 64),
     (128, 128, 8192),
     (4096, 4096, 4096),
@@ -47,27 +47,31 @@ ISSUE6_SHAPES: tuple[tuple[int, int, int], ...] = (
     (64, 28672, 4096),
 )
 
-# Issue 14: the prefill gate set M in {2048, 4096, 8192} x (N, K) in {(4096, 4096), (28672, 4096),
-# (4096, 14336), (8192, 8192)} (8192^3 among them), the decode gate set M in {16, 64, 128, 256} x
-# (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192)}, and the ragged shapes
-# level 6 lost on (3000x5000x1000, 777x1531x263).
+# Serving shapes: the prefill gate set M in {2048, 4096, 8192} x (N, K) in {(4096, 4096),
+# (28672, 4096), (4096, 14336), (8192, 8192)} (8192^3 among them), the decode gate set M in
+# {16, 64, 128, 256} x (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192)}, and
+# two ragged shapes (3000x5000x1000, 777x1531x263).
 PREFILL_NK = ((4096, 4096), (28672, 4096), (4096, 14336), (8192, 8192))
 DECODE_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192))
-ISSUE14_PREFILL = tuple((m, n, k) for m in (2048, 4096, 8192) for n, k in PREFILL_NK)
-ISSUE14_DECODE = tuple((m, n, k) for m in (16, 64, 128, 256) for n, k in DECODE_NK)
-ISSUE14_RAGGED = ((3000, 5000, 1000), (777, 1531, 263))
-ISSUE14_SHAPES = ISSUE14_PREFILL + ISSUE14_DECODE + ISSUE14_RAGGED
+SERVING_PREFILL = tuple((m, n, k) for m in (2048, 4096, 8192) for n, k in PREFILL_NK)
+SERVING_DECODE = tuple((m, n, k) for m in (16, 64, 128, 256) for n, k in DECODE_NK)
+RAGGED = ((3000, 5000, 1000), (777, 1531, 263))
+SERVING = SERVING_PREFILL + SERVING_DECODE + RAGGED
+SINGLE_TILE = ((128, 128, 64), (128, 128, 8192))   # levels 1-2 run only these
 
 SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
     "default": DEFAULT_SHAPES,
-    "issue6": ISSUE6_SHAPES,
-    "issue14": ISSUE14_SHAPES,
-    "issue14-prefill": ISSUE14_PREFILL,
-    "issue14-decode": ISSUE14_DECODE,
+    "square-and-llama": SQUARE_AND_LLAMA,
+    "serving": SERVING,
+    "serving-prefill": SERVING_PREFILL,
+    "serving-decode": SERVING_DECODE,
     # every level in one run (levels 1-2 only run the single-tile shapes): the README table
-    "issue14-all": ((128, 128, 64), (128, 128, 8192)) + ISSUE14_SHAPES,
-    "gate8192": ((8192, 8192, 8192),),
+    "serving-all-levels": SINGLE_TILE + SERVING,
+    "square-8192": ((8192, 8192, 8192),),
 }
+# The names the recorded results (fixtures/ladder/, meta.shape_set) were made under.
+FORMER_NAMES = {"issue6": "square-and-llama", "issue14": "serving", "issue14-prefill": "serving-prefill",
+                "issue14-decode": "serving-decode", "issue14-all": "serving-all-levels", "gate8192": "square-8192"}
 
 FLUSH_BYTES = 256 << 20
 
@@ -144,7 +148,7 @@ def table_peaks(gpu_name: str) -> dict | None:
     if not (bw and fl):
         return None
     src = p.table_file
-    return {"source": f"roofline/data/peaks/{Path(src).name}" if src else "roofline.peaks",
+    return {"source": f"peaks/{Path(src).name}" if src else "roofline.peaks",
             "hbm_bw_bytes_s": float(bw), "hbm_bw_kind": p.hbm_bw_kind,
             "bf16_flops_s": float(fl), "bf16_flops_kind": p.flops_kind.get("bf16")}
 

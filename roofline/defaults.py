@@ -1,0 +1,28 @@
+"""The defaults of a run, defined once: the hook, the CLI (`roofline analyze`), the API
+(`roofline.analyze`), the analysis and the stage-C re-analysis all read them from here.
+
+Seed 002: the head is every Top-N entry with pct_gpu_time >= HEAD_THRESHOLD_PCT (percent of GPU
+time), at most HEAD_CAP entries, biggest first; artifacts say which skill and version wrote them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+SKILL = "roofline"
+SKILL_VERSION = "1"
+HEAD_THRESHOLD_PCT = 5.0   # percent of GPU time
+HEAD_CAP = 8               # head entries at most
+
+
+def empty_peaks() -> dict[str, Any]:
+    """The artifact's peaks block with no roofs (nothing could be resolved)."""
+    return {"device": "unknown", "hbm_bw_bytes_s": None, "flops": {}, "flops_kind": {}, "source": "derived",
+            "confidence": "low", "origin": "none", "sources": {}, "notes": []}
+
+
+def empty_artifact(stage: str | None, errors: list[dict]) -> dict[str, Any]:
+    """The seed's artifact shape when nothing could be analysed (the hook writes it with the error),
+    so that a consumer always finds every top-level field."""
+    return {"skill": SKILL, "skill_version": SKILL_VERSION, "gfx": None, "peaks": empty_peaks(),
+            "stage": stage or "A", "entries": [], "ranking_by_pct": [], "ranking_by_expected_gain": [],
+            "degraded": [], "skill_errors": errors}

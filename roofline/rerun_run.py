@@ -1,0 +1,80 @@
+"""Stage C's whole re-run of an artifact's GEMM heads, outside the CLI layer: the pipeline hook
+(`roofline.hook.rerun`) and the click command (`roofline rerun`, roofline/commands/rerun.py) both
+call `rerun_artifact`. The pieces (dispatch, measurement, write-back, playbook) are in
+roofline/rerun.py and the ladder (roofline.ladder.dispatch)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _find_run_root(start: Path) -> Path:
+    from roofline.inputs import find_upwards
+
+    env = find_upwards(start, "env_report.json")
+    return env.parent if env else start
+
+
+def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch: Path | None = None,
+                   playbook_dir: Path | None = None, progress=None, level: int | None = None,
+                   l2: str = "auto") -> dict:
+    """The whole re-run, also used by the hook. Returns {"rerun": [names], "skipped": {name: why},
+    "playbook": path|None}. Raises RuntimeError with one line when the machine cannot do it.
+    With counters, the measured work mix goes back through the stage-C merge of `analyze
+    --counters` (rerun.restage): measured bytes on the memory axis, confidence high only there."""
+    from roofline import report, rerun
+
+    art = json.loads(artifact.read_text())
+    table = json.loads(dispatch.read_text()) if dispatch else rerun.default_dispatch_table()
+    arch = rerun.device_arch()
+    if arch is None:
+        raise RuntimeError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
+    heads = [e for e in art["entries"] if e.get("modeled") and e.get("op_class") in ("gemm", "moe")
+             and (not entries or e["name"] in entries or e.get("short_name") in entries)]
+    done, skipped = [], {}
+    work = []
+    for e in heads:
+        probs = rerun.gemm_problems(e)
+        if not probs:
+            skipped[e["name"]] = "no GEMM shape to re-run (stage A without N/K?)"
+            continue
+        lvl, why = (level, f"level {level} forced") if level else rerun.choose_level(
+            table, probs[0].M, probs[0].N, probs[0].K, probs[0].dtype, arch)
+        if lvl is None:
+            skipped[e["name"]] = why
+            continue
+        work.append((e, probs, lvl, why))
+    it = progress(work) if progress else work
+    records = []
+    for e, probs, lvl, why in it:
+        mode, mode_why = rerun.l2_mode_for(probs, l2)
+        meas = rerun.measure_problems(probs, lvl, l2=mode)
+        meas["dispatch_reason"], meas["l2_mode_reason"] = why, mode_why
+        if not meas["check_ok"]:
+            skipped[e["name"]] = f"level {lvl} failed the correctness check; not timed"
+            continue
+        if counters:
+            # the library kernel is what ran in the run: its counters describe the in-run work
+            target = "cublas" if rerun._is_library_kernel(e) else "ladder"
+            meas["counters"] = rerun.collect_mix_counters(probs, lvl, target=target, l2=mode)
+            rec = rerun.counters_record(e, meas["counters"])
+            if rec is not None:
+                records.append(rec)
+        rerun.write_back(art, e["name"], meas)
+        done.append(e["name"])
+    pb = None
+    if records:
+        try:
+            art = rerun.restage(art, artifact, records)
+        except FileNotFoundError as exc:
+            for e in art["entries"]:
+                if e["name"] in done:
+                    e["notes"] += f"; L4: counters recorded in measured.counters but not merged ({exc})"
+    if done:
+        report.write_artifact(art, artifact.parent)
+        if playbook_dir is not False:
+            d = playbook_dir or (_find_run_root(artifact.parent) / "knowledge")
+            for name in done:
+                ent = next(x for x in art["entries"] if x["name"] == name)
+                pb, _ = rerun.append_playbook(d, rerun.playbook_record(art, ent))
+    return {"rerun": done, "skipped": skipped, "playbook": str(pb) if pb else None}
