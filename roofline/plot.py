@@ -151,6 +151,10 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None) -> dict
     return info
 
 
+def _no_json_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")  # the tool never writes NaN/Infinity
+
+
 MAX_PLOT_ENTRIES = 64  # points one picture can show legibly (the head is 8 by default)
 
 
@@ -172,7 +176,7 @@ def plot_cmd(artifact, out, link, title):
         raw = safeio.read_bytes(ap)
         if not safeio.json_depth_ok(raw):
             raise ValueError(f"nested deeper than {safeio.MAX_JSON_DEPTH} levels")
-        art = json.loads(raw.decode("utf-8"))
+        art = json.loads(raw.decode("utf-8"), parse_constant=_no_json_constant)
     except FileNotFoundError:
         click.echo(f"roofline plot: {ap}: no such file", err=True)
         sys.exit(2)

@@ -489,3 +489,10 @@ def test_an_event_name_that_is_not_a_string_is_refused(tmp_path, cat):
     p = tmp_path / "t.json"
     p.write_text(json.dumps(doc))
     _one_line_exit_2(["topn", str(p), "-o", str(tmp_path / "o.json")], "name is int")
+
+
+def test_plot_refuses_nan_and_infinity(tmp_path):
+    p = tmp_path / "profile_roofline.json"
+    p.write_text(json.dumps(R.BASE_ARTIFACT).replace('"head_cap": 8', '"head_cap": -Infinity'))
+    assert "-Infinity" in p.read_text()
+    _one_line_exit_2(["plot", str(p), "-o", str(tmp_path / "r.png")], "Infinity is not a JSON number")
