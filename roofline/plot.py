@@ -29,7 +29,9 @@ DTYPE_STYLES = ["-", "--", "-.", ":"]
 
 
 def _num(x) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+    """A plottable number: finite and within +-1e30 (a log axis cannot hold 1e308), else None."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) \
+        and abs(x) <= 1e30 else None
 
 
 def plot_points(art: dict) -> dict:
@@ -37,7 +39,7 @@ def plot_points(art: dict) -> dict:
     and the entries that could not be placed (with why)."""
     pk = art.get("peaks") or {}
     bw = _num(pk.get("hbm_bw_bytes_s"))
-    flops = {d: float(v) for d, v in (pk.get("flops") or {}).items() if _num(v)}
+    flops = {d: float(v) for d, v in (pk.get("flops") or {}).items() if _num(v) and _num(v) > 0}
     points, arrows, skipped = [], [], []
     for e in art.get("entries", []):
         label = e.get("short_name") or e.get("name")
@@ -60,7 +62,7 @@ def plot_points(art: dict) -> dict:
     present = []
     for p in points:
         d = p["compute_dtype"]
-        if d and d in flops and d not in present:
+        if isinstance(d, str) and d in flops and d not in present:
             present.append(d)
     if not present and flops:  # nothing says which dtype: show the widest-used tensor dtype we have
         present = [next((d for d in ("bf16", "fp8", "fp16", "fp32") if d in flops), next(iter(flops)))]
