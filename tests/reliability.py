@@ -666,8 +666,10 @@ def artifact_cases(draw):
     """profile_roofline.json as `roofline plot` reads it."""
     c = _special_or(draw, "artifact", None)
     if c is None:
-        # (a 20,000-entry artifact takes plot ~10 s: tests/test_reliability_regressions.py has it once)
-        label, data, exp, _ = draw(json_mutation(BASE_ARTIFACT, None, None, sizes=(100, 2000)))
+        # a 20,000-entry artifact takes plot ~10 s: the long run only (the CI suite has it once, in
+        # tests/test_reliability_regressions.py)
+        sizes = (100, 2000, 20000) if os.environ.get("ROOFLINE_CAMPAIGN_LONG") else (100, 2000)
+        label, data, exp, _ = draw(json_mutation(BASE_ARTIFACT, None, None, sizes=sizes))
         c = Case("artifact", label, data, expect=exp)
     return c
 
