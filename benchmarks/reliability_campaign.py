@@ -43,6 +43,7 @@ def main() -> int:
     cap = int(args.max_gib * (1 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
+    os.environ["ROOFLINE_CAMPAIGN_LONG"] = "1"  # the sizes too slow for CI (a 20,000-entry artifact)
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     import reliability as R
@@ -57,6 +58,7 @@ def main() -> int:
     counts = collections.Counter()
     found: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     examples: list[str] = []
+    peaks: list[tuple[float, str]] = []   # (MB the peak RSS grew by, case): what drove the peak
     t_all = time.time()
     print(f"reliability campaign: {args.cases} cases, seed {s0}, case limit {args.limit_s:.0f} s, "
           f"address space cap {args.max_gib:g} GiB", flush=True)
@@ -72,7 +74,12 @@ def main() -> int:
         @given(case=strategies[kind])
         def one(case):
             counts[kind] += 1
-            for v in R.run_case(case, limit_s=args.limit_s):
+            rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            vs = R.run_case(case, limit_s=args.limit_s)
+            grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
+            if grew > 0:
+                peaks.append((grew / 1024, f"{kind} [{case.label}]"[:120]))
+            for v in vs:
                 cat = next((c for c in CATEGORIES if v.startswith(c)), "crash")
                 found[kind][cat] += 1
                 if len(examples) < 50:
@@ -101,6 +108,9 @@ def main() -> int:
     n_all = sum(counts.values())
     print(f"{'TOTAL':17s} {n_all:6d} cases  " + "  ".join(f"{c} {tot[c]}" for c in CATEGORIES)
           + f"  {time.time() - t_all:7.1f} s  peak RSS {rss_mb:.0f} MB")
+    top = sorted(peaks, reverse=True)[:3]
+    if top:
+        print("largest peak-RSS steps: " + "; ".join(f"+{mb:.0f} MB {label}" for mb, label in top))
     for v in examples:
         print("  " + v)
     return 1 if sum(tot.values()) else 0

@@ -29,7 +29,9 @@ DTYPE_STYLES = ["-", "--", "-.", ":"]
 
 
 def _num(x) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+    """A plottable number: finite and within +-1e30 (a log axis cannot hold 1e308), else None."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) \
+        and abs(x) <= 1e30 else None
 
 
 def plot_points(art: dict, history: list[dict] | None = None) -> dict:
@@ -39,7 +41,7 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
     placed (with why)."""
     pk = art.get("peaks") or {}
     bw = _num(pk.get("hbm_bw_bytes_s"))
-    flops = {d: float(v) for d, v in (pk.get("flops") or {}).items() if _num(v)}
+    flops = {d: float(v) for d, v in (pk.get("flops") or {}).items() if _num(v) and _num(v) > 0}
     points, arrows, skipped = [], [], []
     for e in art.get("entries", []):
         label = e.get("short_name") or e.get("name")
@@ -86,7 +88,7 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
     present = []
     for p in points:
         d = p["compute_dtype"]
-        if d and d in flops and d not in present:
+        if isinstance(d, str) and d in flops and d not in present:
             present.append(d)
     if not present and flops:  # nothing says which dtype: show the widest-used tensor dtype we have
         present = [next((d for d in ("bf16", "fp8", "fp16", "fp32") if d in flops), next(iter(flops)))]
@@ -308,6 +310,10 @@ def _place_numbers(ax, pts, fig) -> None:
                                 if scale > 1.0 else None))
 
 
+def _no_json_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")  # the tool never writes NaN/Infinity
+
+
 MAX_PLOT_ENTRIES = 64  # points one picture can show legibly (the head is 8 by default)
 
 
@@ -349,7 +355,7 @@ def plot_cmd(artifact, out, link, title, previous):
     try:  # bounded nesting
         if not safeio.json_depth_ok(raw):
             raise ValueError(f"nested deeper than {safeio.MAX_JSON_DEPTH} levels")
-        art = json.loads(raw.decode("utf-8"))
+        art = json.loads(raw.decode("utf-8"), parse_constant=_no_json_constant)
     except FileNotFoundError:
         click.echo(f"roofline plot: {ap}: no such file", err=True)
         sys.exit(2)

@@ -170,7 +170,7 @@ def _topn_type_expect(path, new) -> str:
 
 
 @st.composite
-def json_mutation(draw, base, type_expect, numeric_expect=None, nan_is_json=True):
+def json_mutation(draw, base, type_expect, numeric_expect=None, nan_is_json=True, sizes=(100, 2000, 20000)):
     """(label, bytes, expect, entry) from mutating the JSON document `base`."""
     doc = copy.deepcopy(base)
     op = draw(st.sampled_from(["type", "type", "value", "delete", "add_key", "truncate", "encoding",
@@ -228,7 +228,7 @@ def json_mutation(draw, base, type_expect, numeric_expect=None, nan_is_json=True
         junk = {"latin-1-bytes": b"\xe9\xe8", "nul": b"\x00", "invalid-utf8": b"\xff\xfe\xc3"}[enc]
         return f"encoding {enc} at {at}", text[:at] + junk + text[at:], "any", None
     if op == "size":
-        n = draw(st.sampled_from([100, 2000, 20000]))
+        n = draw(st.sampled_from(list(sizes)))
         if isinstance(doc, dict) and isinstance(doc.get("entries"), list) and doc["entries"]:
             e = doc["entries"][-1]
             extra = []
@@ -666,7 +666,10 @@ def artifact_cases(draw):
     """profile_roofline.json as `roofline plot` reads it."""
     c = _special_or(draw, "artifact", None)
     if c is None:
-        label, data, exp, _ = draw(json_mutation(BASE_ARTIFACT, None, None))
+        # a 20,000-entry artifact takes plot ~10 s: the long run only (the CI suite has it once, in
+        # tests/test_reliability_regressions.py)
+        sizes = (100, 2000, 20000) if os.environ.get("ROOFLINE_CAMPAIGN_LONG") else (100, 2000)
+        label, data, exp, _ = draw(json_mutation(BASE_ARTIFACT, None, None, sizes=sizes))
         c = Case("artifact", label, data, expect=exp)
     return c
 

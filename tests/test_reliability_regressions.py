@@ -492,3 +492,25 @@ def test_an_event_name_that_is_not_a_string_is_refused(tmp_path, cat):
     p = tmp_path / "t.json"
     p.write_text(json.dumps(doc))
     _one_line_exit_2(["topn", str(p), "-o", str(tmp_path / "o.json")], "name is int")
+
+
+def test_plot_refuses_nan_and_infinity(tmp_path):
+    p = tmp_path / "profile_roofline.json"
+    p.write_text(json.dumps(R.BASE_ARTIFACT).replace('"head_cap": 8', '"head_cap": -Infinity'))
+    assert "-Infinity" in p.read_text()
+    _one_line_exit_2(["plot", str(p), "-o", str(tmp_path / "r.png")], "Infinity is not a JSON number")
+
+
+@pytest.mark.broken_artifact("odd values break the seed reader's consistency checks on purpose")
+@pytest.mark.parametrize("field,value", [("compute_dtype", {"value": "bf16"}), ("arithmetic_intensity", 1e308),
+                                         ("achieved_flops", 1e308)])
+def test_plot_with_odd_but_schema_valid_values(tmp_path, field, value):
+    art = copy.deepcopy(R.BASE_ARTIFACT)
+    i = next(i for i, e in enumerate(art["entries"]) if e.get("modeled"))
+    art["entries"][i][field] = value       # was: TypeError (unhashable) / OverflowError (inf axis)
+    p = tmp_path / "profile_roofline.json"
+    p.write_text(json.dumps(art))
+    code, out, err = R.cli(["plot", str(p), "-o", str(tmp_path / "r.png")])
+    assert code == 0 and "internal error" not in err, err
+    if field != "compute_dtype":
+        assert art["entries"][i]["name"] in out  # named among the points not placed
