@@ -29,7 +29,6 @@ FUNCTION_EXCEPTIONS = {
     "roofline/plot.py::plot_cmd": _LEFT,
     "roofline/plot.py::plot_points": _LEFT,
     "roofline/ingest/cli.py::topn": _LEFT,
-    "roofline/feedback.py::compare": _LEFT,
     "peaks/envelope.py::envelope_table": _LEFT,
     "ladder/advise.py::advise": _LEFT,
     "ladder/advise.py::standing_from_counters": _LEFT,
