@@ -37,7 +37,6 @@ FUNCTION_EXCEPTIONS = {
     "roofline/commands/peaks_measure.py::measure": _LEFT,
     "roofline/commands/peaks.py::envelope_cmd": _LEFT,
     "roofline/commands/peaks.py::validate_table": _LEFT,
-    "roofline/devices.py::resolve_run_peaks": _LEFT,
     "roofline/ingest/ncu.py::read_ncu_rep": _LEFT,
     "roofline/hook.py::_run": _LEFT,
 }
