@@ -38,7 +38,6 @@ FUNCTION_EXCEPTIONS = {
     "roofline/commands/peaks.py::envelope_cmd": _LEFT,
     "roofline/commands/peaks.py::validate_table": _LEFT,
     "roofline/ingest/ncu.py::read_ncu_rep": _LEFT,
-    "roofline/hook.py::_run": _LEFT,
 }
 
 
