@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from roofline.errors import PeaksError
-from roofline.peaks import BF16_FP16_TOLERANCE, _norm_name, _pick, load_tables, peaks_dir
+from roofline.peaks import BF16_FP16_TOLERANCE, _pick, find_table as find, load_tables, peaks_dir  # noqa: F401  (find re-exported)
 from roofline.commands.peaks_measure import DEFAULT_SHAPES_TEXT
 from roofline.peaks.envelope import check_envelope_block
 
@@ -32,20 +32,6 @@ def _tables(directory):
         except Exception as exc:
             out.append((p, None, f"{exc.__class__.__name__}: {exc}".splitlines()[0]))
     return out
-
-
-def find(device: str, directory=None) -> tuple[str, dict] | None:
-    """A table by file stem (`h200`), device name or alias (`NVIDIA H200`), or gfx when unique."""
-    tables = load_tables(directory)
-    key = _norm_name(device)
-    for path, data in tables:
-        if Path(path).stem.lower() == device.lower().strip():
-            return path, data
-    for path, data in tables:
-        if key in [_norm_name(n) for n in [data.get("device", "")] + list(data.get("names", []))]:
-            return path, data
-    hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == device.lower().strip()]
-    return hits[0] if len(hits) == 1 else None
 
 
 def _fmt_fig(fig, scale, unit) -> str:
