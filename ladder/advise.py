@@ -376,19 +376,7 @@ def standing_from_counters(rec, path: str, level: int, shape, obs: list[Obs]) ->
     st = {"t_ms": float(rec.t_ms), "t_p20_ms": None, "t_p80_ms": None, "library_ms": None, "library_source": None,
           "roof_ms": None, "roof_source": None, "check_ok": None, "measured": measured, "assumed": [],
           "dtype": dtype, "counters": {"kernel": rec.name, "device": rec.device_name}}
-    peak_pc = ex.get(f"peak_tensor_ops_per_cycle_dense.{dtype}")
-    clk = ex.get("sm_clock_hz_measured")
-    if peak_pc and clk:
-        util = issued / (rec.t_ms * 1e-3 * peak_pc * clk)
-        st["counters"]["tensor_pipe_util"] = util
-        measured.append({"what": "tensor pipe utilisation (issued / (t x dense peak per cycle x measured SM clock))",
-                         "value": util, "unit": "fraction", "source": path})
-    for key, what in (("sm_throughput_pct", "SM throughput % of peak"), ("dram_throughput_pct", "DRAM throughput % of peak"),
-                      ("achieved_occupancy_pct", "achieved occupancy %"), ("registers_per_thread", "registers per thread"),
-                      ("block_size", "threads per CTA"), ("grid_size", "CTAs")):
-        if key in ex:
-            st["counters"][key] = ex[key]
-            measured.append({"what": what, "value": ex[key], "unit": "", "source": path})
+    _counter_figures(st, ex, issued, rec.t_ms, dtype, path)
     # NB: fewest bytes: A and B in the compute dtype, C in bf16 (how cuBLAS runs fp8 GEMMs, and
     # the ladder's contract for bf16)
     eb = 1 if dtype == "fp8" else 2
@@ -416,6 +404,25 @@ def standing_from_counters(rec, path: str, level: int, shape, obs: list[Obs]) ->
     st["assumed"].append("ncu timings: --clock-control none and a cache flush per pass; the ladder evidence uses CUDA events "
                          "with an L2 flush, so the two differ by the clock the kernel ran at")
     return st
+
+
+def _counter_figures(st: dict, ex: dict, issued: float, t_ms: float, dtype: str, path: str) -> None:
+    """The report's own figures into st: tensor pipe utilisation (with a dense peak per cycle and
+    a measured SM clock), throughputs, occupancy, registers, launch geometry."""
+    measured = st["measured"]
+    peak_pc = ex.get(f"peak_tensor_ops_per_cycle_dense.{dtype}")
+    clk = ex.get("sm_clock_hz_measured")
+    if peak_pc and clk:
+        util = issued / (t_ms * 1e-3 * peak_pc * clk)
+        st["counters"]["tensor_pipe_util"] = util
+        measured.append({"what": "tensor pipe utilisation (issued / (t x dense peak per cycle x measured SM clock))",
+                         "value": util, "unit": "fraction", "source": path})
+    for key, what in (("sm_throughput_pct", "SM throughput % of peak"), ("dram_throughput_pct", "DRAM throughput % of peak"),
+                      ("achieved_occupancy_pct", "achieved occupancy %"), ("registers_per_thread", "registers per thread"),
+                      ("block_size", "threads per CTA"), ("grid_size", "CTAs")):
+        if key in ex:
+            st["counters"][key] = ex[key]
+            measured.append({"what": what, "value": ex[key], "unit": "", "source": path})
 
 
 # ---------------------------------------------------------------- the advice
