@@ -35,7 +35,6 @@ FUNCTION_EXCEPTIONS = {
     "roofline/commands/peaks_measure.py::measure": _LEFT,
     "roofline/commands/peaks.py::envelope_cmd": _LEFT,
     "roofline/commands/peaks.py::validate_table": _LEFT,
-    "roofline/ingest/ncu.py::read_ncu_rep": _LEFT,
 }
 
 
