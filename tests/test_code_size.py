@@ -31,7 +31,6 @@ FUNCTION_EXCEPTIONS = {
     "roofline/ingest/cli.py::topn": _LEFT,
     "peaks/envelope.py::envelope_table": _LEFT,
     "ladder/advise.py::advise": _LEFT,
-    "ladder/check.py::check_shape": _LEFT,
     "roofline/commands/peaks_measure.py::measure": _LEFT,
     "roofline/commands/peaks.py::envelope_cmd": _LEFT,
     "roofline/commands/peaks.py::validate_table": _LEFT,
