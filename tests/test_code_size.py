@@ -33,7 +33,6 @@ FUNCTION_EXCEPTIONS = {
     "ladder/advise.py::advise": _LEFT,
     "roofline/commands/peaks_measure.py::measure": _LEFT,
     "roofline/commands/peaks.py::envelope_cmd": _LEFT,
-    "roofline/commands/peaks.py::validate_table": _LEFT,
 }
 
 
