@@ -32,7 +32,6 @@ FUNCTION_EXCEPTIONS = {
     "peaks/envelope.py::envelope_table": _LEFT,
     "ladder/advise.py::advise": _LEFT,
     "roofline/commands/peaks_measure.py::measure": _LEFT,
-    "roofline/commands/peaks.py::envelope_cmd": _LEFT,
 }
 
 

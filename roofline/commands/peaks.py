@@ -234,6 +234,40 @@ def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, rep
         click.echo(text, nl=False)
 
 
+def _envelope_fail(msg):
+    click.echo(f"roofline peaks envelope: {msg}", err=True)
+    sys.exit(2)
+
+
+def _read_table(p, what) -> dict:
+    """A peak table given to `peaks envelope` (--merge / --base); one line and exit 2 when it is not one."""
+    import yaml
+
+    try:
+        with open(p, encoding="utf-8") as fh:
+            t = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        _envelope_fail(f"{what} {p}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
+    if not isinstance(t, dict) or "device" not in t:
+        _envelope_fail(f"{what} {p}: not a peak table (needs a 'device' key)")
+    return t
+
+
+def _base_table(base, mt, runs) -> dict:
+    """The table giving the device block: --base, else --merge, else the bundled table of the runs' GPU."""
+    if base:
+        bt = _read_table(base, "--base")
+    elif mt is not None:
+        bt = mt
+    else:
+        gpu = next((r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")), None)
+        hit = find(gpu) if gpu else None
+        if hit is None:
+            _envelope_fail(f"no bundled peak table for GPU {gpu!r} of the raw runs: pass --base TABLE")
+        bt = hit[1]
+    return bt
+
+
 @peaks.command("envelope")
 @click.argument("raw_runs", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--merge", "merge", type=click.Path(dir_okay=False), default=None,
@@ -246,58 +280,33 @@ def envelope_cmd(raw_runs, merge, base, out):
     """Build a peak table whose measured figures are envelopes over RAW_RUNS (`peaks measure`
     raw.json files, one per machine start) and, with --merge, over the runs a table records:
     per dtype the highest median over runs and shapes, its spread and clock, every run beside it."""
-    import yaml
-
     from roofline.peaks import envelope as pe
     from roofline.commands import peaks_measure as pm
 
-    def fail(msg):
-        click.echo(f"roofline peaks envelope: {msg}", err=True)
-        sys.exit(2)
-
-    def read_table(p, what):
-        try:
-            with open(p, encoding="utf-8") as fh:
-                t = yaml.safe_load(fh)
-        except (OSError, yaml.YAMLError) as exc:
-            fail(f"{what} {p}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
-        if not isinstance(t, dict) or "device" not in t:
-            fail(f"{what} {p}: not a peak table (needs a 'device' key)")
-        return t
-
     if not raw_runs and not merge:
-        fail("give raw runs (RUN.raw.json ...) and/or --merge TABLE")
+        _envelope_fail("give raw runs (RUN.raw.json ...) and/or --merge TABLE")
     try:
         runs = pe.load_raw_runs(raw_runs)
     except PeaksError as exc:
-        fail(str(exc))
-    mt = read_table(merge, "--merge") if merge else None
+        _envelope_fail(str(exc))
+    mt = _read_table(merge, "--merge") if merge else None
     if mt is not None:
         try:
             runs = pe.merge_runs(pe.runs_of_table(mt), runs)
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            fail(f"--merge {merge}: malformed run records ({exc.__class__.__name__}: {exc})")
+            _envelope_fail(f"--merge {merge}: malformed run records ({exc.__class__.__name__}: {exc})")
     if not runs:
-        fail(f"--merge {merge}: the table records no runs and no raw run was given")
-    if base:
-        bt = read_table(base, "--base")
-    elif mt is not None:
-        bt = mt
-    else:
-        gpu = next((r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")), None)
-        hit = find(gpu) if gpu else None
-        if hit is None:
-            fail(f"no bundled peak table for GPU {gpu!r} of the raw runs: pass --base TABLE")
-        bt = hit[1]
+        _envelope_fail(f"--merge {merge}: the table records no runs and no raw run was given")
+    bt = _base_table(base, mt, runs)
     gpus = {r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")}
     if len(gpus) > 1:
-        fail(f"the runs come from different GPUs ({', '.join(sorted(gpus))}): one envelope per device")
+        _envelope_fail(f"the runs come from different GPUs ({', '.join(sorted(gpus))}): one envelope per device")
     table = pm.build_envelope(bt, bt.get("device", "?"), runs)
     # a bf16/fp16 gap over 5% is a finding the table carries (the resolver flags that axis), not a
     # broken table: it is printed by the checks below; anything else wrong stops here
     errs = [e for e in validate_table(table) if "differ by" not in e]
     if errs:
-        fail(f"the envelope table is not valid: {errs[0]}")
+        _envelope_fail(f"the envelope table is not valid: {errs[0]}")
     text = pm.envelope_text(table)
     for line in pm.envelope_lines(table):
         click.echo(line, err=True)
