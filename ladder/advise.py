@@ -463,30 +463,13 @@ def _what_changes(level: int) -> str:
     return SEED_ROUTE.get(level, ("?", "not in the seed's route"))[1]
 
 
-def advise(standing: dict, level: int, shape, obs: list[Obs], source: str) -> dict:
-    """The five outputs for a kernel at `level` measured as `standing` on `shape`."""
-    if level not in built_levels() and level not in SEED_ROUTE:
-        raise AdviseError(f"--level {level}: not a ladder level (registry: {sorted(built_levels())}, seed route 1-{SEED_LAST})")
-    m, n, k = shape
-    t = standing["t_ms"]
-    lib, roof = standing["library_ms"], standing["roof_ms"]
-    floors = [x for x in (lib, roof) if x]
-    t_practical = min(floors) if floors else None
-    gap = t / t_practical - 1.0 if t_practical else None
-    measured = list(standing["measured"])
-    assumed = list(standing["assumed"])
-    if lib:
-        measured.append({"what": "% of the library", "value": _pct(lib, t), "unit": "%", "source": standing["library_source"]})
-    if roof:
-        measured.append({"what": "% of the roofline bound (practical: measured ceilings)", "value": _pct(roof, t),
-                         "unit": "%", "source": standing["roof_source"]})
-    assumed.append(f"the kernel is at level {level} ({level_name(level)}) of this ladder: as given (--level)")
-    nxt = next_level_id(level)
-    nb = built_levels()
+def _advance_or_stop(level: int, nxt, nb, gap, t: float, t_practical, lib, obs: list[Obs], shape, assumed: list[str]):
+    """Advance or stop: within the band of the practical roof, the last level, no evidence for the
+    next one, its recorded gain, or a later level built on it that gains.
+    Returns (action, reason, transition to the next level, lookahead transitions, foundation_of)."""
     tr = None
     later = []
     action, reason, foundation_of = None, None, None
-
     if gap is not None and gap <= BAND:
         action = "stop"
         reason = (f"within the {BAND:.1%} isolated band of the practical roof: {t:.4g} ms vs {t_practical:.4g} ms "
@@ -519,6 +502,31 @@ def advise(standing: dict, level: int, shape, obs: list[Obs], source: str) -> di
                 action = "stop"
                 reason = (f"level {nxt} ({level_name(nxt)}) brings no stable gain beyond the {BAND:.1%} band "
                           f"({tr['scope']}: {tr['verdict']}); keep the simpler level {level}")
+    return action, reason, tr, later, foundation_of
+
+
+def advise(standing: dict, level: int, shape, obs: list[Obs], source: str) -> dict:
+    """The five outputs for a kernel at `level` measured as `standing` on `shape`."""
+    if level not in built_levels() and level not in SEED_ROUTE:
+        raise AdviseError(f"--level {level}: not a ladder level (registry: {sorted(built_levels())}, seed route 1-{SEED_LAST})")
+    m, n, k = shape
+    t = standing["t_ms"]
+    lib, roof = standing["library_ms"], standing["roof_ms"]
+    floors = [x for x in (lib, roof) if x]
+    t_practical = min(floors) if floors else None
+    gap = t / t_practical - 1.0 if t_practical else None
+    measured = list(standing["measured"])
+    assumed = list(standing["assumed"])
+    if lib:
+        measured.append({"what": "% of the library", "value": _pct(lib, t), "unit": "%", "source": standing["library_source"]})
+    if roof:
+        measured.append({"what": "% of the roofline bound (practical: measured ceilings)", "value": _pct(roof, t),
+                         "unit": "%", "source": standing["roof_source"]})
+    assumed.append(f"the kernel is at level {level} ({level_name(level)}) of this ladder: as given (--level)")
+    nxt = next_level_id(level)
+    nb = built_levels()
+    action, reason, tr, later, foundation_of = _advance_or_stop(level, nxt, nb, gap, t, t_practical, lib, obs, shape,
+                                                                assumed)
     if tr is not None and tr["scope"] not in ("none", "exact shape"):
         assumed.append(f"your shape {m}x{n}x{k} behaves like the recorded {tr['scope']}")
 

@@ -30,7 +30,6 @@ FUNCTION_EXCEPTIONS = {
     "roofline/plot.py::plot_points": _LEFT,
     "roofline/ingest/cli.py::topn": _LEFT,
     "peaks/envelope.py::envelope_table": _LEFT,
-    "ladder/advise.py::advise": _LEFT,
     "roofline/commands/peaks_measure.py::measure": _LEFT,
 }
 
