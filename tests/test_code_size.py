@@ -29,7 +29,6 @@ FUNCTION_EXCEPTIONS = {
     "roofline/plot.py::plot_cmd": _LEFT,
     "roofline/plot.py::plot_points": _LEFT,
     "roofline/ingest/cli.py::topn": _LEFT,
-    "peaks/envelope.py::envelope_table": _LEFT,
     "roofline/commands/peaks_measure.py::measure": _LEFT,
 }
 
