@@ -24,7 +24,6 @@ MODULE_EXCEPTIONS = {
 # "path::qualified name" -> reason
 FUNCTION_EXCEPTIONS = {
     "roofline/ingest/topn.py::aggregate_trace": _LEFT,
-    "roofline/ingest/topn.py::_entry": _LEFT,
     "roofline/plot.py::plot_artifact": _LEFT,
     "roofline/plot.py::plot_cmd": _LEFT,
     "roofline/plot.py::plot_points": _LEFT,
