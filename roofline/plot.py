@@ -34,6 +34,24 @@ def _num(x) -> float | None:
         and abs(x) <= 1e30 else None
 
 
+def _stage_arrows(art: dict, points: list[dict], history: list[dict]) -> list[dict]:
+    """Each kernel's moves from one earlier artifact of the run (oldest first) to the next."""
+    stage_arrows = []
+    chain = [h for h in history if isinstance(h, dict)] + [art]
+    for p in points:
+        pos = []
+        for h in chain:
+            hp = next((q for q in plot_points(h)["points"] if q["name"] == p["name"]), None) if h is not art \
+                else p
+            if hp is not None:
+                pos.append((h.get("stage") or "?", hp["x"], hp["y"]))
+        for (s0, x0, y0), (s1, x1, y1) in zip(pos, pos[1:]):
+            if (x0, y0) != (x1, y1):
+                stage_arrows.append({"name": p["name"], "number": p["number"], "from_stage": s0,
+                                     "to_stage": s1, "from_x": x0, "from_y": y0, "to_x": x1, "to_y": y1})
+    return stage_arrows
+
+
 def plot_points(art: dict, history: list[dict] | None = None) -> dict:
     """What the picture shows, as numbers (no matplotlib): roofs, ridges, points (numbered by share of
     GPU time), stage-C arrows, the stage arrows from earlier artifacts of the same run (``history``,
@@ -71,20 +89,7 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
         p["number"] = rank.get(p["name"], i)
     for sk in skipped:
         sk["number"] = rank.get(sk["name"])
-    stage_arrows = []
-    if history:
-        chain = [h for h in history if isinstance(h, dict)] + [art]
-        for p in points:
-            pos = []
-            for h in chain:
-                hp = next((q for q in plot_points(h)["points"] if q["name"] == p["name"]), None) if h is not art \
-                    else p
-                if hp is not None:
-                    pos.append((h.get("stage") or "?", hp["x"], hp["y"]))
-            for (s0, x0, y0), (s1, x1, y1) in zip(pos, pos[1:]):
-                if (x0, y0) != (x1, y1):
-                    stage_arrows.append({"name": p["name"], "number": p["number"], "from_stage": s0,
-                                         "to_stage": s1, "from_x": x0, "from_y": y0, "to_x": x1, "to_y": y1})
+    stage_arrows = _stage_arrows(art, points, history) if history else []
     present = []
     for p in points:
         d = p["compute_dtype"]
