@@ -25,7 +25,6 @@ MODULE_EXCEPTIONS = {
 FUNCTION_EXCEPTIONS = {
     "roofline/ingest/topn.py::aggregate_trace": _LEFT,
     "roofline/plot.py::plot_artifact": _LEFT,
-    "roofline/plot.py::plot_cmd": _LEFT,
     "roofline/commands/peaks_measure.py::measure": _LEFT,
 }
 
