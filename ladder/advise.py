@@ -376,19 +376,7 @@ def standing_from_counters(rec, path: str, level: int, shape, obs: list[Obs]) ->
     st = {"t_ms": float(rec.t_ms), "t_p20_ms": None, "t_p80_ms": None, "library_ms": None, "library_source": None,
           "roof_ms": None, "roof_source": None, "check_ok": None, "measured": measured, "assumed": [],
           "dtype": dtype, "counters": {"kernel": rec.name, "device": rec.device_name}}
-    peak_pc = ex.get(f"peak_tensor_ops_per_cycle_dense.{dtype}")
-    clk = ex.get("sm_clock_hz_measured")
-    if peak_pc and clk:
-        util = issued / (rec.t_ms * 1e-3 * peak_pc * clk)
-        st["counters"]["tensor_pipe_util"] = util
-        measured.append({"what": "tensor pipe utilisation (issued / (t x dense peak per cycle x measured SM clock))",
-                         "value": util, "unit": "fraction", "source": path})
-    for key, what in (("sm_throughput_pct", "SM throughput % of peak"), ("dram_throughput_pct", "DRAM throughput % of peak"),
-                      ("achieved_occupancy_pct", "achieved occupancy %"), ("registers_per_thread", "registers per thread"),
-                      ("block_size", "threads per CTA"), ("grid_size", "CTAs")):
-        if key in ex:
-            st["counters"][key] = ex[key]
-            measured.append({"what": what, "value": ex[key], "unit": "", "source": path})
+    _counter_figures(st, ex, issued, rec.t_ms, dtype, path)
     # NB: fewest bytes: A and B in the compute dtype, C in bf16 (how cuBLAS runs fp8 GEMMs, and
     # the ladder's contract for bf16)
     eb = 1 if dtype == "fp8" else 2
@@ -416,6 +404,25 @@ def standing_from_counters(rec, path: str, level: int, shape, obs: list[Obs]) ->
     st["assumed"].append("ncu timings: --clock-control none and a cache flush per pass; the ladder evidence uses CUDA events "
                          "with an L2 flush, so the two differ by the clock the kernel ran at")
     return st
+
+
+def _counter_figures(st: dict, ex: dict, issued: float, t_ms: float, dtype: str, path: str) -> None:
+    """The report's own figures into st: tensor pipe utilisation (with a dense peak per cycle and
+    a measured SM clock), throughputs, occupancy, registers, launch geometry."""
+    measured = st["measured"]
+    peak_pc = ex.get(f"peak_tensor_ops_per_cycle_dense.{dtype}")
+    clk = ex.get("sm_clock_hz_measured")
+    if peak_pc and clk:
+        util = issued / (t_ms * 1e-3 * peak_pc * clk)
+        st["counters"]["tensor_pipe_util"] = util
+        measured.append({"what": "tensor pipe utilisation (issued / (t x dense peak per cycle x measured SM clock))",
+                         "value": util, "unit": "fraction", "source": path})
+    for key, what in (("sm_throughput_pct", "SM throughput % of peak"), ("dram_throughput_pct", "DRAM throughput % of peak"),
+                      ("achieved_occupancy_pct", "achieved occupancy %"), ("registers_per_thread", "registers per thread"),
+                      ("block_size", "threads per CTA"), ("grid_size", "CTAs")):
+        if key in ex:
+            st["counters"][key] = ex[key]
+            measured.append({"what": what, "value": ex[key], "unit": "", "source": path})
 
 
 # ---------------------------------------------------------------- the advice
@@ -456,30 +463,13 @@ def _what_changes(level: int) -> str:
     return SEED_ROUTE.get(level, ("?", "not in the seed's route"))[1]
 
 
-def advise(standing: dict, level: int, shape, obs: list[Obs], source: str) -> dict:
-    """The five outputs for a kernel at `level` measured as `standing` on `shape`."""
-    if level not in built_levels() and level not in SEED_ROUTE:
-        raise AdviseError(f"--level {level}: not a ladder level (registry: {sorted(built_levels())}, seed route 1-{SEED_LAST})")
-    m, n, k = shape
-    t = standing["t_ms"]
-    lib, roof = standing["library_ms"], standing["roof_ms"]
-    floors = [x for x in (lib, roof) if x]
-    t_practical = min(floors) if floors else None
-    gap = t / t_practical - 1.0 if t_practical else None
-    measured = list(standing["measured"])
-    assumed = list(standing["assumed"])
-    if lib:
-        measured.append({"what": "% of the library", "value": _pct(lib, t), "unit": "%", "source": standing["library_source"]})
-    if roof:
-        measured.append({"what": "% of the roofline bound (practical: measured ceilings)", "value": _pct(roof, t),
-                         "unit": "%", "source": standing["roof_source"]})
-    assumed.append(f"the kernel is at level {level} ({level_name(level)}) of this ladder: as given (--level)")
-    nxt = next_level_id(level)
-    nb = built_levels()
+def _advance_or_stop(level: int, nxt, nb, gap, t: float, t_practical, lib, obs: list[Obs], shape, assumed: list[str]):
+    """Advance or stop: within the band of the practical roof, the last level, no evidence for the
+    next one, its recorded gain, or a later level built on it that gains.
+    Returns (action, reason, transition to the next level, lookahead transitions, foundation_of)."""
     tr = None
     later = []
     action, reason, foundation_of = None, None, None
-
     if gap is not None and gap <= BAND:
         action = "stop"
         reason = (f"within the {BAND:.1%} isolated band of the practical roof: {t:.4g} ms vs {t_practical:.4g} ms "
@@ -512,6 +502,31 @@ def advise(standing: dict, level: int, shape, obs: list[Obs], source: str) -> di
                 action = "stop"
                 reason = (f"level {nxt} ({level_name(nxt)}) brings no stable gain beyond the {BAND:.1%} band "
                           f"({tr['scope']}: {tr['verdict']}); keep the simpler level {level}")
+    return action, reason, tr, later, foundation_of
+
+
+def advise(standing: dict, level: int, shape, obs: list[Obs], source: str) -> dict:
+    """The five outputs for a kernel at `level` measured as `standing` on `shape`."""
+    if level not in built_levels() and level not in SEED_ROUTE:
+        raise AdviseError(f"--level {level}: not a ladder level (registry: {sorted(built_levels())}, seed route 1-{SEED_LAST})")
+    m, n, k = shape
+    t = standing["t_ms"]
+    lib, roof = standing["library_ms"], standing["roof_ms"]
+    floors = [x for x in (lib, roof) if x]
+    t_practical = min(floors) if floors else None
+    gap = t / t_practical - 1.0 if t_practical else None
+    measured = list(standing["measured"])
+    assumed = list(standing["assumed"])
+    if lib:
+        measured.append({"what": "% of the library", "value": _pct(lib, t), "unit": "%", "source": standing["library_source"]})
+    if roof:
+        measured.append({"what": "% of the roofline bound (practical: measured ceilings)", "value": _pct(roof, t),
+                         "unit": "%", "source": standing["roof_source"]})
+    assumed.append(f"the kernel is at level {level} ({level_name(level)}) of this ladder: as given (--level)")
+    nxt = next_level_id(level)
+    nb = built_levels()
+    action, reason, tr, later, foundation_of = _advance_or_stop(level, nxt, nb, gap, t, t_practical, lib, obs, shape,
+                                                                assumed)
     if tr is not None and tr["scope"] not in ("none", "exact shape"):
         assumed.append(f"your shape {m}x{n}x{k} behaves like the recorded {tr['scope']}")
 
@@ -644,41 +659,9 @@ def render_text(adv: dict) -> str:
            f"({adv['shape_class']}), from {adv['source']}", "",
            "1. Conclusion", f"   {c['text']}", "",
            "2. Evidence (measured)"]
-    for e in adv["evidence"]["measured"]:
-        out.append(f"   - {e['what']}: {_fmt(e['value'], e['unit'])}  [{e['source']}]")
-    tr = adv["evidence"]["transition"]
-    if tr and tr["rows"]:
-        out.append(f"   - what level {tr['to']} bought over level {tr['from']} in the recorded runs "
-                   f"(t_{tr['from']}/t_{tr['to']} - 1), per shape class: "
-                   + "; ".join(f"{k} median {v['median_gain']:+.1%} over {v['shapes']} shapes "
-                               f"({v['min_gain']:+.1%} .. {v['max_gain']:+.1%})" for k, v in tr["by_class"].items()))
-        out.append(f"     per shape and run; decided by {tr['scope']}: {tr['verdict']}")
-        for r in tr["rows"]:
-            mark = " <-" if tr.get("decided_by") and r["shape"] == tr["decided_by"]["shape"] else ""
-            out.append(f"       {'x'.join(map(str, r['shape'])):>16s} {r['shape_class']:>13s}  "
-                       + ", ".join(f"{g:+.1%}" for g in r["gains"]) + f"  {r['verdict']}{mark}")
-    for t2 in adv["evidence"]["lookahead"]:
-        out.append(f"   - level {t2['to']} over level {t2['from']}: {t2['scope']}: {t2['verdict']}")
-    out.append("   Assumptions (to verify)")
-    for a in adv["evidence"]["assumed"]:
-        out.append(f"   - {a}")
+    out += _text_evidence(adv["evidence"])
     out.append("")
-    ct = adv["contract"]
-    out.append("3. Contract for the next level")
-    if ct is None:
-        out.append("   none: no level after this one")
-    else:
-        b = ct["resource_budget"]
-        out += [f"   level {ct['level']} ({ct['name']}){'' if ct['built'] else ', NOT BUILT'}"
-                + (" -- not recommended now (see 1); the gates to meet if it is reopened" if c["action"] == "stop" else ""),
-                "   | item | contract |", "   |---|---|",
-                f"   | what changes | {ct['what_changes']} |"]
-        out += [f"   | correctness | {g} |" for g in ct["correctness_gate"]]
-        out += [f"   | performance vs level {adv['level']} | {ct['performance_gate']['vs_previous']} |",
-                f"   | performance vs library | {ct['performance_gate']['vs_library']} |",
-                f"   | performance vs roof | {ct['performance_gate']['vs_roof']} |",
-                f"   | resource budget (level {ct['level']}) | {b['next']['text']} |",
-                f"   | resource budget (level {adv['level']}, now) | {b['current']['text']} |"]
+    out += _text_contract(adv["contract"], adv["level"], c["action"])
     out.append("")
     v = adv["validation"]
     out.append("4. Minimal validation")
@@ -698,3 +681,48 @@ def render_text(adv: dict) -> str:
                    + (f"{s['pct_library']:.1f} % of the library; " if s["pct_library"] is not None else "")
                    + (f"{s['pct_roof']:.1f} % of the roofline bound" if s["pct_roof"] is not None else ""))
     return "\n".join(out)
+
+
+def _text_evidence(ev: dict) -> list[str]:
+    """Section 2 lines: measured figures, the recorded transition, lookahead, assumptions."""
+    out = []
+    for e in ev["measured"]:
+        out.append(f"   - {e['what']}: {_fmt(e['value'], e['unit'])}  [{e['source']}]")
+    tr = ev["transition"]
+    if tr and tr["rows"]:
+        out.append(f"   - what level {tr['to']} bought over level {tr['from']} in the recorded runs "
+                   f"(t_{tr['from']}/t_{tr['to']} - 1), per shape class: "
+                   + "; ".join(f"{k} median {v['median_gain']:+.1%} over {v['shapes']} shapes "
+                               f"({v['min_gain']:+.1%} .. {v['max_gain']:+.1%})" for k, v in tr["by_class"].items()))
+        out.append(f"     per shape and run; decided by {tr['scope']}: {tr['verdict']}")
+        for r in tr["rows"]:
+            mark = " <-" if tr.get("decided_by") and r["shape"] == tr["decided_by"]["shape"] else ""
+            out.append(f"       {'x'.join(map(str, r['shape'])):>16s} {r['shape_class']:>13s}  "
+                       + ", ".join(f"{g:+.1%}" for g in r["gains"]) + f"  {r['verdict']}{mark}")
+    for t2 in ev["lookahead"]:
+        out.append(f"   - level {t2['to']} over level {t2['from']}: {t2['scope']}: {t2['verdict']}")
+    out.append("   Assumptions (to verify)")
+    for a in ev["assumed"]:
+        out.append(f"   - {a}")
+    return out
+
+
+def _text_contract(ct: dict | None, level: int, action: str) -> list[str]:
+    """Section 3 lines: the next level's contract table (or none)."""
+    out = []
+    out.append("3. Contract for the next level")
+    if ct is None:
+        out.append("   none: no level after this one")
+    else:
+        b = ct["resource_budget"]
+        out += [f"   level {ct['level']} ({ct['name']}){'' if ct['built'] else ', NOT BUILT'}"
+                + (" -- not recommended now (see 1); the gates to meet if it is reopened" if action == "stop" else ""),
+                "   | item | contract |", "   |---|---|",
+                f"   | what changes | {ct['what_changes']} |"]
+        out += [f"   | correctness | {g} |" for g in ct["correctness_gate"]]
+        out += [f"   | performance vs level {level} | {ct['performance_gate']['vs_previous']} |",
+                f"   | performance vs library | {ct['performance_gate']['vs_library']} |",
+                f"   | performance vs roof | {ct['performance_gate']['vs_roof']} |",
+                f"   | resource budget (level {ct['level']}) | {b['next']['text']} |",
+                f"   | resource budget (level {level}, now) | {b['current']['text']} |"]
+    return out

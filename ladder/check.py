@@ -46,6 +46,19 @@ class CheckResult:
         return asdict(self)
 
 
+def _rel_vs_cublas(cp, a, b, c, m: int, n: int) -> float:
+    """Relative error of the level's output c against cuBLAS on the same inputs (finite elements
+    of both only)."""
+    cb = cp.full((m, n), gpu.POISON_BITS, dtype=cp.uint16)
+    gpu.cublas_tn(a, b, cb)
+    cp.cuda.runtime.deviceSynchronize()
+    cbf = gpu.bf16_bits_to_f32(cb, cp).astype(cp.float64)
+    outg = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
+    both = cp.isfinite(cbf) & cp.isfinite(outg)
+    dn = float(cp.linalg.norm(cp.where(both, cbf, 0.0)))
+    return float(cp.linalg.norm(cp.where(both, outg - cbf, 0.0))) / dn if dn > 0 else 0.0
+
+
 def check_shape(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: bool = False,
                 host_ref: bool = False, with_cublas: bool = True) -> CheckResult:
     cp = gpu.cupy()
@@ -88,17 +101,7 @@ def check_shape(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials
     tol = ELEM_REL * xp.abs(r) + ELEM_ABS * xp.where(fin, absref, 0.0)
     bad = int((fin & ~(xp.abs(d) <= tol)).sum())
 
-    rel_cublas = None
-    if with_cublas and gpu.torch_or_none() is not None:
-        cb = cp.full((m, n), gpu.POISON_BITS, dtype=cp.uint16)
-        gpu.cublas_tn(a, b, cb)
-        cp.cuda.runtime.deviceSynchronize()
-        cbf = gpu.bf16_bits_to_f32(cb, cp).astype(cp.float64)
-        outg = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
-        both = cp.isfinite(cbf) & cp.isfinite(outg)
-        dn = float(cp.linalg.norm(cp.where(both, cbf, 0.0)))
-        rel_cublas = float(cp.linalg.norm(cp.where(both, outg - cbf, 0.0))) / dn if dn > 0 else 0.0
-
+    rel_cublas = _rel_vs_cublas(cp, a, b, c, m, n) if with_cublas and gpu.torch_or_none() is not None else None
     reasons = []
     if unwritten:
         reasons.append(f"{unwritten} elements unwritten")

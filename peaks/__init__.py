@@ -138,6 +138,21 @@ def _norm_name(s: str) -> str:
     return " ".join(str(s).lower().replace("-", " ").replace("_", " ").split())
 
 
+def find_table(device: str, directory: str | Path | None = None) -> tuple[str, dict] | None:
+    """The one lookup of a peak table by what a user types (`roofline peaks show`, the calculator):
+    a table by file stem (`h200`), device name or alias (`NVIDIA H200`), or gfx when unique."""
+    tables = load_tables(directory)
+    key = _norm_name(device)
+    for path, data in tables:
+        if Path(path).stem.lower() == device.lower().strip():
+            return path, data
+    for path, data in tables:
+        if key in [_norm_name(n) for n in [data.get("device", "")] + list(data.get("names", []))]:
+            return path, data
+    hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == device.lower().strip()]
+    return hits[0] if len(hits) == 1 else None
+
+
 def _value(v: Any, where: str) -> float:
     """A peak figure: a positive finite number (a bool or a string is refused, never coerced)."""
     import math

@@ -190,6 +190,19 @@ def envelope_table(base: dict, runs: list[dict]) -> dict:
     t: dict[str, Any] = {k: v for k, v in base.items()}
     n_runs = len(runs)
     # memory: the copy figure, same policy (the roof itself stays the pin rate)
+    t["hbm_bw_bytes_s"] = _hbm_envelope(t, runs)
+    flops = {k: dict(v) for k, v in (t.get("flops") or {}).items()}
+    dtypes = sorted({d for r in runs for d in r["gemm"]}, key=lambda d: list(flops).index(d) if d in flops else 99)
+    for d in dtypes:
+        flops.setdefault(d, {})["measured"] = _dtype_envelope(d, runs)
+    t["flops"] = flops
+    t["microbench"] = _microbench_meta(t, runs, n_runs)
+    return t
+
+
+def _hbm_envelope(t: dict, runs: list[dict]) -> dict:
+    """The HBM figure with its measured block the envelope of the runs' copy benchmark (the roof
+    itself stays the pin rate); without a run measuring it, the table's own block is kept."""
     hb = {k: v for k, v in (t.get("hbm_bw_bytes_s") or {}).items() if k != "measured"}
     with_hbm = [r for r in runs if r.get("hbm")]
     if with_hbm:
@@ -210,37 +223,41 @@ def envelope_table(base: dict, runs: list[dict]) -> dict:
         hb["measured"] = blk
     elif "measured" in (t.get("hbm_bw_bytes_s") or {}):
         hb["measured"] = t["hbm_bw_bytes_s"]["measured"]
-    t["hbm_bw_bytes_s"] = hb
-    flops = {k: dict(v) for k, v in (t.get("flops") or {}).items()}
-    dtypes = sorted({d for r in runs for d in r["gemm"]}, key=lambda d: list(flops).index(d) if d in flops else 99)
-    for d in dtypes:
-        cand = []  # (median, run, shape key, block)
-        per_run = []
-        for r in runs:
-            shapes = r["gemm"].get(d)
-            if not shapes:
-                continue
-            sk, blk = _best(shapes)
-            cand.append((blk["median"], r, sk, blk))
-            rec = {"run": r["run"], "date": r["date"], "best_shape": sk, "shapes": shapes}
-            per_run.append(rec)
-        med, win, sk, wb = max(cand, key=lambda c: c[0])
-        (m, n, k), lay = parse_key(sk)
-        all_shapes = sorted({s for r in runs for s in (r["gemm"].get(d) or {})})
-        blk = {"value": med,
-               "source": (f"microbench roofline peaks measure: {HOW.get(d, 'torch.matmul (cuBLAS)')}, random "
-                          f"data, CUDA events; envelope = highest median over {len(cand)} run(s) x "
-                          f"{len(all_shapes)} shape(s), here run {win['run']} at {m}x{n}x{k} ({'linear' if d == 'fp8' else lay} layout), median of "
-                          f"{wb.get('n', '?')}"),
-               "date": win["date"]}
-        if "p20" in wb:
-            blk["spread"] = {"p20": wb["p20"], "p80": wb["p80"]}
-        if wb.get("sm_clock_mhz"):
-            blk["sm_clock_mhz"] = wb["sm_clock_mhz"]["median"]
-        blk["envelope_of"] = {"run": win["run"], "shape": sk}
-        blk["runs"] = per_run
-        flops.setdefault(d, {})["measured"] = blk
-    t["flops"] = flops
+    return hb
+
+
+def _dtype_envelope(d: str, runs: list[dict]) -> dict:
+    """The measured block of one dtype: the highest median over the runs and their shapes."""
+    cand = []  # (median, run, shape key, block)
+    per_run = []
+    for r in runs:
+        shapes = r["gemm"].get(d)
+        if not shapes:
+            continue
+        sk, blk = _best(shapes)
+        cand.append((blk["median"], r, sk, blk))
+        rec = {"run": r["run"], "date": r["date"], "best_shape": sk, "shapes": shapes}
+        per_run.append(rec)
+    med, win, sk, wb = max(cand, key=lambda c: c[0])
+    (m, n, k), lay = parse_key(sk)
+    all_shapes = sorted({s for r in runs for s in (r["gemm"].get(d) or {})})
+    blk = {"value": med,
+           "source": (f"microbench roofline peaks measure: {HOW.get(d, 'torch.matmul (cuBLAS)')}, random "
+                      f"data, CUDA events; envelope = highest median over {len(cand)} run(s) x "
+                      f"{len(all_shapes)} shape(s), here run {win['run']} at {m}x{n}x{k} ({'linear' if d == 'fp8' else lay} layout), median of "
+                      f"{wb.get('n', '?')}"),
+           "date": win["date"]}
+    if "p20" in wb:
+        blk["spread"] = {"p20": wb["p20"], "p80": wb["p80"]}
+    if wb.get("sm_clock_mhz"):
+        blk["sm_clock_mhz"] = wb["sm_clock_mhz"]["median"]
+    blk["envelope_of"] = {"run": win["run"], "shape": sk}
+    blk["runs"] = per_run
+    return blk
+
+
+def _microbench_meta(t: dict, runs: list[dict], n_runs: int) -> dict:
+    """The table's microbench block: the envelope policy and one record per run."""
     mb = dict(t.get("microbench") or {})
     for k in ("date", "wall_s", "idle_clocks_mhz", "gpu_name", "torch", "cuda"):
         mb.pop(k, None)
@@ -260,8 +277,7 @@ def envelope_table(base: dict, runs: list[dict]) -> dict:
         meta.append(rec)
     mb["runs"] = meta
     mb["n_runs"] = n_runs
-    t["microbench"] = mb
-    return t
+    return mb
 
 
 def check_envelope_block(where: str, blk: dict) -> list[str]:

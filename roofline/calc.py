@@ -71,9 +71,9 @@ class CalcResult:
 
 
 def _find_table(device: str, directory=None) -> tuple[str, dict]:
-    from roofline.commands.peaks import find
+    from roofline.peaks import find_table
 
-    hit = find(device, directory)
+    hit = find_table(device, directory)
     if hit is None:
         names = ", ".join(Path(p).stem for p, _ in load_tables(directory))
         raise PeaksError(f"no peak table for device {device!r} (tables: {names})")

@@ -200,16 +200,27 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
                       ) -> tuple[Peaks, list[str]]:
     """Peaks for the run (see the module docstring for the order) and the problems met (one line
     each, for skill_errors[]). Never raises for a device or peaks.md problem."""
+    problems: list[str] = []
+    pk = _from_pipeline_file(gpu_name, gfx, peaks_file, env_path, problems)
+    if pk is None:
+        pk = _from_tables(gpu_name, gfx)
+    if pk is None:
+        pk = _from_props(gpu_name, gfx, raws, device_props, report_props)
+    return pk, problems
+
+
+def _from_pipeline_file(gpu_name, gfx, peaks_file, env_path, problems: list[str]) -> Peaks | None:
+    """An explicit peak file (a YAML table: its errors are input errors), else the pipeline's
+    peaks.md beside the env report; a problem with a peaks.md is noted and the tables are used."""
     from roofline.peaks import md as peaks_md
 
-    problems: list[str] = []
     md_files: list[Path] = []
     if peaks_file is not None:
         pf = Path(peaks_file)
         if pf.suffix.lower() in (".md", ".markdown"):
             md_files.append(pf)
         else:
-            return _peaks.resolve(gpu_name, gfx, peaks_file=pf), problems   # our YAML format: errors are input errors
+            return _peaks.resolve(gpu_name, gfx, peaks_file=pf)   # our YAML format: errors are input errors
     elif env_path and Path(str(env_path)).is_file():
         cand = Path(str(env_path)).parent / "peaks.md"
         if cand.is_file():
@@ -221,8 +232,13 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
             problems.append(f"{exc}; the built-in peak tables are used instead")
             continue
         if pk is not None:
-            return pk, problems
+            return pk
         problems.append(f"{f}: no row for {gpu_name or '?'} ({gfx or '?'}); the built-in peak tables are used")
+    return None
+
+
+def _from_tables(gpu_name, gfx) -> Peaks | None:
+    """The measured tables by GPU name, the datasheet catalogue by name, then the tables by gfx."""
     # an unreadable table directory (a FIFO, a malformed table) is the tool's own input failing:
     # let its PeaksError through (one line, exit 2) instead of reading it as "device not found"
     _peaks.load_tables()
@@ -230,26 +246,32 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
         # a GPU named in the measured tables, then one named in the datasheet catalogue: both beat
         # a gfx match (an H20 is sm_90 like the H100 and H200, with a quarter of their compute)
         try:
-            return _peaks.resolve(gpu_name, None), problems
+            return _peaks.resolve(gpu_name, None)
         except PeaksError:
             pass
         pk = catalogue_lookup(gpu_name)
         if pk is not None:
-            return pk, problems
+            return pk
     try:
-        return _peaks.resolve(gpu_name, gfx), problems
+        return _peaks.resolve(gpu_name, gfx)
     except PeaksError:
         pass
+    return None
+
+
+def _from_props(gpu_name, gfx, raws, device_props, report_props) -> Peaks:
+    """Device properties: the counter report's, the caller's, the trace's / env report's record
+    (naming a known GPU, else derived), else no roof (L1)."""
     if report_props:
         pk = _peaks.resolve(gpu_name, gfx, device_props=report_props)
         pk.origin = "counter report"
         pk.notes.append("peaks read from the counter report: memory = dram__bytes.sum.peak_sustained x "
                         "dram__cycles_elapsed.avg.per_second; compute = dense tensor ops per cycle x the "
                         "maximum SM clock (hardware peaks, not measured ceilings)")
-        return pk, problems
+        return pk
     if device_props:
         pk = _peaks.resolve(gpu_name, gfx, device_props=device_props)
-        return pk, problems
+        return pk
     props = props_from(*raws, gpu_name=gpu_name)
     pname = props.get("name") if props and isinstance(props.get("name"), str) else None
     if pname and _norm(pname) != _norm(gpu_name):
@@ -257,16 +279,16 @@ def resolve_run_peaks(gpu_name: str | None, gfx: str | None, *, peaks_file=None,
         try:
             pk = _peaks.resolve(pname, None)
             pk.notes.append(f"device identified by its device-properties record ({pname!r}), not by the env report")
-            return pk, problems
+            return pk
         except PeaksError:
             pass
     pk = catalogue_lookup(gpu_name) or catalogue_lookup(pname)
     if pk is not None:
-        return pk, problems
+        return pk
     if props:
         pk, missing = derive_from_props(props, gpu_name, gfx)
         if pk is not None:
-            return pk, problems
-        return no_roof(gpu_name or pname, gfx, "the device properties lack " + "; ".join(m for m in missing if m)), problems
+            return pk
+        return no_roof(gpu_name or pname, gfx, "the device properties lack " + "; ".join(m for m in missing if m))
     return no_roof(gpu_name, gfx, "not in the measured tables, not in the datasheet catalogue, and no device "
-                   "properties in the env report or the Top-N"), problems
+                   "properties in the env report or the Top-N")

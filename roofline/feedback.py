@@ -255,76 +255,91 @@ def compare(round_a, round_b, *, bands: NoiseBands = NoiseBands(), e2e_delta_pct
     a, b = _load_round(round_a), _load_round(round_b)
     ta, tb = _kernel_times(a), _kernel_times(b)
     pred = {e["name"]: e for e in (a["artifact"] or {}).get("entries", [])}
+    e2e, e2e_src = _e2e_delta(a, b, e2e_delta_pct)
+    rows = [_compare_kernel(name, ta.get(name), tb.get(name), pred.get(name, {}), bands)
+            for name in sorted(set(ta) | set(tb), key=lambda n: -float((ta.get(n) or tb.get(n))["pct_gpu_time"] or 0))]
+    e2e_j = judge_e2e(e2e, None, bands)
+    out = {"round_a": a["where"], "round_b": b["where"], "e2e_delta_pct": e2e, "e2e_source": e2e_src,
+           "e2e_real": e2e_j["real"], "e2e_verdict": e2e_j["verdict"], "noise_bands": asdict(bands),
+           "kernels": rows, "playbook": None, "playbook_records": 0, "playbook_filled": 0}
+    if playbook_dir is not False and a["artifact"] is not None:
+        _fill_playbook(out, a, b, rows, pred, e2e, kernels, playbook_dir)
+    return out
+
+
+def _e2e_delta(a: dict, b: dict, e2e_delta_pct) -> tuple[float | None, str | None]:
+    """The run's e2e delta % and where it comes from (given, else GPU time per step)."""
     if e2e_delta_pct is not None:
         e2e, e2e_src = _num(e2e_delta_pct, "e2e delta %"), "serving measurement (given)"
     else:
         pa, pb_ = _gpu_ms_per_step(a["topn"]), _gpu_ms_per_step(b["topn"])
         e2e = (pa - pb_) / pa * 100.0 if pa and pb_ else None
         e2e_src = "GPU time per step (total_gpu_time_ms / steps of the two Top-Ns)" if e2e is not None else None
-    rows = []
-    for name in sorted(set(ta) | set(tb), key=lambda n: -float((ta.get(n) or tb.get(n))["pct_gpu_time"] or 0)):
-        ka, kb = ta.get(name), tb.get(name)
-        pe = pred.get(name, {})
-        row: dict[str, Any] = {"kernel": name, "short_name": pe.get("short_name"), "op_class": pe.get("op_class"),
-                               "pct_gpu_time_a": ka and ka["pct_gpu_time"], "pct_gpu_time_b": kb and kb["pct_gpu_time"],
-                               "predicted_attainable_speedup": pe.get("attainable_speedup"),
-                               "predicted_e2e_gain_pct": pe.get("expected_e2e_gain_pct"), "regime": None,
-                               "t_ms_a": None, "t_ms_b": None, "step_ms_a": None, "step_ms_b": None,
-                               "measured_inrun_speedup": None, "measured_kernel_e2e_gain_pct": None,
-                               "status": "both"}
-        if ka is None or kb is None:
-            row["status"] = "new in B" if ka is None else "gone in B (fused away or no longer launched)"
-        regime = pe.get("regime") or next((r for r in ("decode", "prefill")
-                                           if r in (ka or {}).get("regimes", {}) or r in (kb or {}).get("regimes", {})),
-                                          None)
-        row["regime"] = regime
-        if ka and regime in ka["regimes"]:
-            row["t_ms_a"], la = ka["regimes"][regime]
-            row["step_ms_a"] = row["t_ms_a"] * la
-        if kb and regime in kb["regimes"]:
-            row["t_ms_b"], lb = kb["regimes"][regime]
-            row["step_ms_b"] = row["t_ms_b"] * lb
-        if row["step_ms_a"] and row["step_ms_b"]:
-            s = row["step_ms_a"] / row["step_ms_b"]
-            row["measured_inrun_speedup"] = s
-            iso = judge_isolated(s, row["predicted_attainable_speedup"], bands)
-            row.update(time_change_real=iso["real"], verdict=f"in-run {s:.3f}x per step: {iso['verdict']}",
-                       model_contradicted=iso["model_contradicted"])
-            if isinstance(row["pct_gpu_time_a"], (int, float)):
-                row["measured_kernel_e2e_gain_pct"] = row["pct_gpu_time_a"] * (1 - 1 / s)
-        elif row["step_ms_a"] and kb is None:
-            row.update(time_change_real=True, verdict="gone in B: its whole share is saved", model_contradicted=False)
-            if isinstance(row["pct_gpu_time_a"], (int, float)):
-                row["measured_kernel_e2e_gain_pct"] = float(row["pct_gpu_time_a"])
-        else:
-            row.update(time_change_real=None, verdict=row["status"], model_contradicted=False)
-        rows.append(row)
-    e2e_j = judge_e2e(e2e, None, bands)
-    out = {"round_a": a["where"], "round_b": b["where"], "e2e_delta_pct": e2e, "e2e_source": e2e_src,
-           "e2e_real": e2e_j["real"], "e2e_verdict": e2e_j["verdict"], "noise_bands": asdict(bands),
-           "kernels": rows, "playbook": None, "playbook_records": 0, "playbook_filled": 0}
-    if playbook_dir is not False and a["artifact"] is not None:
-        base = Path(a["where"])
-        d = Path(playbook_dir) if playbook_dir else run_root(base if base.is_dir() else base.parent) / "knowledge"
-        recs = []
-        for row in rows:
-            pe = pred.get(row["kernel"])
-            if pe is None or (not row.get("time_change_real") and row["kernel"] not in kernels
-                              and row.get("short_name") not in kernels):
-                continue
-            recs.append(playbook_record(
-                a["artifact"], pe, measured_inrun_speedup=row["measured_inrun_speedup"], measured_e2e_delta_pct=e2e,
-                measured_kernel_e2e_gain_pct=row["measured_kernel_e2e_gain_pct"],
-                model_contradicted=row["model_contradicted"], verdict=row["verdict"],
-                source=f"compare {a['where']} -> {b['where']}"))
-        if recs or e2e is not None:
-            out["playbook_filled"] = fill_e2e(d, a["artifact"].get("round"), {r["kernel"] for r in recs} or
-                                              set(pred), e2e) if e2e is not None else 0
-            for r in recs:
-                rerun.append_playbook(d, r)
-            out["playbook"] = str(d / "backend_playbook.md")
-            out["playbook_records"] = len(recs)
-    return out
+    return e2e, e2e_src
+
+
+def _compare_kernel(name: str, ka, kb, pe: dict, bands: NoiseBands) -> dict:
+    """One kernel's row: its time per step in A and B, the in-run speedup judged against the
+    isolated band, and what it gave end to end."""
+    row: dict[str, Any] = {"kernel": name, "short_name": pe.get("short_name"), "op_class": pe.get("op_class"),
+                           "pct_gpu_time_a": ka and ka["pct_gpu_time"], "pct_gpu_time_b": kb and kb["pct_gpu_time"],
+                           "predicted_attainable_speedup": pe.get("attainable_speedup"),
+                           "predicted_e2e_gain_pct": pe.get("expected_e2e_gain_pct"), "regime": None,
+                           "t_ms_a": None, "t_ms_b": None, "step_ms_a": None, "step_ms_b": None,
+                           "measured_inrun_speedup": None, "measured_kernel_e2e_gain_pct": None,
+                           "status": "both"}
+    if ka is None or kb is None:
+        row["status"] = "new in B" if ka is None else "gone in B (fused away or no longer launched)"
+    regime = pe.get("regime") or next((r for r in ("decode", "prefill")
+                                       if r in (ka or {}).get("regimes", {}) or r in (kb or {}).get("regimes", {})),
+                                      None)
+    row["regime"] = regime
+    if ka and regime in ka["regimes"]:
+        row["t_ms_a"], la = ka["regimes"][regime]
+        row["step_ms_a"] = row["t_ms_a"] * la
+    if kb and regime in kb["regimes"]:
+        row["t_ms_b"], lb = kb["regimes"][regime]
+        row["step_ms_b"] = row["t_ms_b"] * lb
+    if row["step_ms_a"] and row["step_ms_b"]:
+        s = row["step_ms_a"] / row["step_ms_b"]
+        row["measured_inrun_speedup"] = s
+        iso = judge_isolated(s, row["predicted_attainable_speedup"], bands)
+        row.update(time_change_real=iso["real"], verdict=f"in-run {s:.3f}x per step: {iso['verdict']}",
+                   model_contradicted=iso["model_contradicted"])
+        if isinstance(row["pct_gpu_time_a"], (int, float)):
+            row["measured_kernel_e2e_gain_pct"] = row["pct_gpu_time_a"] * (1 - 1 / s)
+    elif row["step_ms_a"] and kb is None:
+        row.update(time_change_real=True, verdict="gone in B: its whole share is saved", model_contradicted=False)
+        if isinstance(row["pct_gpu_time_a"], (int, float)):
+            row["measured_kernel_e2e_gain_pct"] = float(row["pct_gpu_time_a"])
+    else:
+        row.update(time_change_real=None, verdict=row["status"], model_contradicted=False)
+    return row
+
+
+def _fill_playbook(out: dict, a: dict, b: dict, rows: list[dict], pred: dict, e2e, kernels, playbook_dir) -> None:
+    """Playbook records for the kernels whose time changed beyond the band (or named), and the
+    e2e delta filled into earlier records of A's round."""
+    base = Path(a["where"])
+    d = Path(playbook_dir) if playbook_dir else run_root(base if base.is_dir() else base.parent) / "knowledge"
+    recs = []
+    for row in rows:
+        pe = pred.get(row["kernel"])
+        if pe is None or (not row.get("time_change_real") and row["kernel"] not in kernels
+                          and row.get("short_name") not in kernels):
+            continue
+        recs.append(playbook_record(
+            a["artifact"], pe, measured_inrun_speedup=row["measured_inrun_speedup"], measured_e2e_delta_pct=e2e,
+            measured_kernel_e2e_gain_pct=row["measured_kernel_e2e_gain_pct"],
+            model_contradicted=row["model_contradicted"], verdict=row["verdict"],
+            source=f"compare {a['where']} -> {b['where']}"))
+    if recs or e2e is not None:
+        out["playbook_filled"] = fill_e2e(d, a["artifact"].get("round"), {r["kernel"] for r in recs} or
+                                          set(pred), e2e) if e2e is not None else 0
+        for r in recs:
+            rerun.append_playbook(d, r)
+        out["playbook"] = str(d / "backend_playbook.md")
+        out["playbook_records"] = len(recs)
 
 
 def read_records(directory: str | Path) -> list[dict]:

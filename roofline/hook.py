@@ -119,7 +119,7 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
         return None  # L0
     try:
         from roofline import analysis as _a, api, peaks as _p, report  # noqa: F401
-        from roofline.schema import validate_artifact
+        from roofline.schema import validate_artifact  # noqa: F401  (probed: a missing piece is L0)
     except Exception:  # the package is missing pieces: L0, behave as before the feature existed
         return None
     errors: list[dict[str, Any]] = []
@@ -132,16 +132,31 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
         peaks = _as_path(peaks, "peaks")
     except (TypeError, ValueError) as exc:
         return _summary(None, [{"where": "hook", "error": f"{exc}; nothing written"}])
-    if round_dir.is_dir():
-        topn_path = round_dir / "profile_topN.json"
-    elif round_dir.is_file() or round_dir.suffix == ".json":
-        topn_path = round_dir  # the Top-N itself
-    else:
-        topn_path = round_dir / "profile_topN.json"
+    topn_path = _topn_path(round_dir)
     dest = out_dir if out_dir is not None else topn_path.parent
     if not dest.is_dir():
         # never create (a possibly mistyped) round directory: write nothing, say why
         return _summary(None, [{"where": "hook", "error": f"{dest} is not an existing directory; nothing written"}])
+    art = _analyze_safely(topn_path, env, config, peaks, stage, counters, head_threshold_pct, head_cap, errors)
+    return _write(art, errors, dest)
+
+
+def _topn_path(round_dir: Path) -> Path:
+    """The round's Top-N: profile_topN.json in the round directory, or the file itself."""
+    if round_dir.is_dir():
+        return round_dir / "profile_topN.json"
+    elif round_dir.is_file() or round_dir.suffix == ".json":
+        return round_dir  # the Top-N itself
+    else:
+        return round_dir / "profile_topN.json"
+
+
+def _analyze_safely(topn_path: Path, env, config, peaks, stage, counters, head_threshold_pct, head_cap,
+                    errors: list[dict]) -> dict:
+    """The artifact (schema-checked), or the empty one with the failure in `errors` (L5)."""
+    from roofline import api
+    from roofline.schema import validate_artifact
+
     art = None
     try:
         env_p = _resolve(topn_path.parent, env, "env_report.json")
@@ -160,6 +175,14 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
         art = empty_artifact(stage, errors)
     else:
         art["skill_errors"].extend(errors)
+    return art
+
+
+def _write(art: dict, errors: list[dict], dest: Path) -> dict:
+    """Write the artifact pair into dest (recovering a crashed earlier write first; a failed
+    analysis keeps the previous artifact). Returns the hook's summary."""
+    from roofline import report
+
     summary = _summary(art, errors)
     try:
         report.recover(dest)  # finish (or discard) what a crashed earlier write left, first

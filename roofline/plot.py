@@ -34,6 +34,24 @@ def _num(x) -> float | None:
         and abs(x) <= 1e30 else None
 
 
+def _stage_arrows(art: dict, points: list[dict], history: list[dict]) -> list[dict]:
+    """Each kernel's moves from one earlier artifact of the run (oldest first) to the next."""
+    stage_arrows = []
+    chain = [h for h in history if isinstance(h, dict)] + [art]
+    for p in points:
+        pos = []
+        for h in chain:
+            hp = next((q for q in plot_points(h)["points"] if q["name"] == p["name"]), None) if h is not art \
+                else p
+            if hp is not None:
+                pos.append((h.get("stage") or "?", hp["x"], hp["y"]))
+        for (s0, x0, y0), (s1, x1, y1) in zip(pos, pos[1:]):
+            if (x0, y0) != (x1, y1):
+                stage_arrows.append({"name": p["name"], "number": p["number"], "from_stage": s0,
+                                     "to_stage": s1, "from_x": x0, "from_y": y0, "to_x": x1, "to_y": y1})
+    return stage_arrows
+
+
 def plot_points(art: dict, history: list[dict] | None = None) -> dict:
     """What the picture shows, as numbers (no matplotlib): roofs, ridges, points (numbered by share of
     GPU time), stage-C arrows, the stage arrows from earlier artifacts of the same run (``history``,
@@ -71,20 +89,7 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
         p["number"] = rank.get(p["name"], i)
     for sk in skipped:
         sk["number"] = rank.get(sk["name"])
-    stage_arrows = []
-    if history:
-        chain = [h for h in history if isinstance(h, dict)] + [art]
-        for p in points:
-            pos = []
-            for h in chain:
-                hp = next((q for q in plot_points(h)["points"] if q["name"] == p["name"]), None) if h is not art \
-                    else p
-                if hp is not None:
-                    pos.append((h.get("stage") or "?", hp["x"], hp["y"]))
-            for (s0, x0, y0), (s1, x1, y1) in zip(pos, pos[1:]):
-                if (x0, y0) != (x1, y1):
-                    stage_arrows.append({"name": p["name"], "number": p["number"], "from_stage": s0,
-                                         "to_stage": s1, "from_x": x0, "from_y": y0, "to_x": x1, "to_y": y1})
+    stage_arrows = _stage_arrows(art, points, history) if history else []
     present = []
     for p in points:
         d = p["compute_dtype"]
@@ -317,23 +322,11 @@ def _no_json_constant(name: str):
 MAX_PLOT_ENTRIES = 64  # points one picture can show legibly (the head is 8 by default)
 
 
-@click.command("plot")
-@click.argument("artifact", type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="picture to write, .png or .svg (default: roofline.png beside the artifact)")
-@click.option("--link/--no-link", default=False,
-              help="also rewrite profile_roofline.{json,md} beside the artifact with the picture linked")
-@click.option("--title", default=None, help="title of the picture")
-@click.option("--previous", "previous", multiple=True, type=click.Path(dir_okay=False),
-              help="an earlier round's profile_roofline.json (repeatable, oldest first): arrows from each "
-                   "kernel's earlier position (stage A -> B -> C)")
-def plot_cmd(artifact, out, link, title, previous):
-    """Draw the roofline picture of a profile_roofline.json (log-log: memory roof, one compute roof
-    per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
-    colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
+def _read_artifact(ap: Path) -> dict:
+    """The artifact to draw: a regular, bounded JSON file that is a schema-valid artifact with a
+    roof to draw; anything else is one line on stderr and exit 2."""
     from roofline import safeio
 
-    ap = Path(artifact)
     try:  # a regular file within the size limit (never blocks on a FIFO)
         raw = safeio.read_bytes(ap)
     except FileNotFoundError:
@@ -382,11 +375,13 @@ def plot_cmd(artifact, out, link, title, previous):
         click.echo(f"roofline plot: {ap}: {where}: not a valid profile_roofline.json artifact "
                    f"({' '.join(str(getattr(exc, 'message', exc)).split())[:160]})", err=True)
         sys.exit(2)
-    if len(art["entries"]) > MAX_PLOT_ENTRIES:  # a picture of the head, not of a whole Top-N
-        click.echo(f"roofline plot: note: {len(art['entries'])} entries: drawing the first {MAX_PLOT_ENTRIES}",
-                   err=True)
-        art = dict(art, entries=art["entries"][:MAX_PLOT_ENTRIES])
-    dest = Path(out) if out else ap.parent / "roofline.png"
+    return art
+
+
+def _read_previous(previous) -> list[dict]:
+    """The earlier artifacts given with --previous (oldest first), each checked to be one."""
+    from roofline.filekinds import check
+
     history = []
     for pp in previous:
         wrong = check(pp, ("artifact",), "an analysis artifact (profile_roofline.json)")
@@ -398,6 +393,31 @@ def plot_cmd(artifact, out, link, title, previous):
         except (OSError, ValueError) as exc:
             click.echo(f"roofline plot: --previous {pp}: not a JSON artifact ({exc.__class__.__name__})", err=True)
             sys.exit(2)
+    return history
+
+
+@click.command("plot")
+@click.argument("artifact", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="picture to write, .png or .svg (default: roofline.png beside the artifact)")
+@click.option("--link/--no-link", default=False,
+              help="also rewrite profile_roofline.{json,md} beside the artifact with the picture linked")
+@click.option("--title", default=None, help="title of the picture")
+@click.option("--previous", "previous", multiple=True, type=click.Path(dir_okay=False),
+              help="an earlier round's profile_roofline.json (repeatable, oldest first): arrows from each "
+                   "kernel's earlier position (stage A -> B -> C)")
+def plot_cmd(artifact, out, link, title, previous):
+    """Draw the roofline picture of a profile_roofline.json (log-log: memory roof, one compute roof
+    per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
+    colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
+    ap = Path(artifact)
+    art = _read_artifact(ap)
+    if len(art["entries"]) > MAX_PLOT_ENTRIES:  # a picture of the head, not of a whole Top-N
+        click.echo(f"roofline plot: note: {len(art['entries'])} entries: drawing the first {MAX_PLOT_ENTRIES}",
+                   err=True)
+        art = dict(art, entries=art["entries"][:MAX_PLOT_ENTRIES])
+    dest = Path(out) if out else ap.parent / "roofline.png"
+    history = _read_previous(previous)
     try:
         info = plot_artifact(art, dest, title=title, history=history)
     except ValueError as exc:

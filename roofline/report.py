@@ -325,6 +325,17 @@ def legend(art: dict) -> list[str]:
 
 def to_markdown(art: dict) -> str:
     pk = art.get("peaks") or {"device": "unknown", "flops": {}, "flops_kind": {}, "hbm_bw_bytes_s": None}
+    L = _md_head(art, pk)
+    L += _md_measured(art)
+    L += ["", "## Entries", ""]
+    for e in art["entries"]:
+        L += _md_entry(e)
+    L += _md_tail(art, pk)
+    return "\n".join(L) + "\n"
+
+
+def _md_head(art: dict, pk: dict) -> list[str]:
+    """Title, device and roofs, the head rule, the table and its legend, the plot."""
     L = [f"# Roofline headroom: stage {art['stage']}", ""]
     flops = ", ".join(f"{d} {v / 1e12:.0f} TFLOP/s ({pk['flops_kind'].get(d)})" for d, v in pk["flops"].items())
     L.append(f"Device **{pk['device']}** ({art.get('gfx')}); memory roof {pk['hbm_bw_bytes_s'] / 1e12:.2f} TB/s "
@@ -346,6 +357,12 @@ def to_markdown(art: dict) -> str:
     L += ["", *legend(art)]
     if art.get("plot"):
         L += ["", f"![roofline]({art['plot']})"]
+    return L
+
+
+def _md_measured(art: dict) -> list[str]:
+    """Predicted vs measured: the stage-C isolated re-runs, one row per measured entry."""
+    L: list[str] = []
     measured = [e for e in art["entries"] if e.get("measured")]
     if measured:
         L += ["", "## Predicted vs measured (stage C isolated re-runs)", "",
@@ -363,40 +380,50 @@ def to_markdown(art: dict) -> str:
             L.append(f"| {e.get('short_name')} | {_x(e.get('attainable_speedup'))} | {ms.get('ladder_level')} | "
                      f"{ms.get('l2_mode') or 'cold'} | {rng('ladder')} | {rng('cublas')} | {like} | "
                      f"{ms['current_t_ms']:.4g} | {'-' if proj is None else f'{proj:.4g}'} | {ms.get('verdict')} |")
-    L += ["", "## Entries", ""]
-    for e in art["entries"]:
-        L.append(f"### {e.get('short_name')} ({e['pct_gpu_time']:.2f}% GPU)")
-        L.append("")
-        if e.get("short_name") and e["short_name"] != e["name"]:
-            # the demangled name can be pages long: fold it
-            L.append(f"- name: <details><summary>full name ({len(e['name'])} characters)</summary>\n\n"
-                     f"`{e['name']}`\n\n</details>\n")
-        else:
-            L.append(f"- name: `{e['name']}`")
-        if e.get("modeled"):
-            L.append(f"- {e['op_class']}, {e['regime']}, {e['t_ms'] * 1e3:.2f} us/launch x "
-                     f"{e.get('launches_per_logical_op', 1)} per logical op; bytes {e['bytes_est'] / 1e6:.3f} MB, "
-                     f"FLOPs {e['flops_est'] / 1e9:.3f} G, AI {e['arithmetic_intensity']:.2f} vs ridge "
-                     f"{e['ridge_point']:.1f}")
-            L.append(f"- achieved {e['achieved_bw_bytes_s'] / 1e12:.3f} TB/s (hbm_util {_pct(e['hbm_util'], 1)}), "
-                     f"{e['achieved_flops'] / 1e12:.2f} TFLOP/s (compute_util {_pct(e['compute_util'], 1)}); "
-                     f"roofline {_pct(e['roofline_pct_raw'], 1)} vs target_eff {e['target_eff']:.2f}")
-            if e.get("bytes_measured") is not None:
-                L.append(f"- stage C: measured {e['bytes_measured'] / 1e6:.3f} MB vs model {e['bytes_model'] / 1e6:.3f} MB"
-                         + (f"; issued/useful FLOPs {e['padding_waste_ratio']:.2f}" if e.get("padding_waste_ratio") else ""))
-            for a in e.get("alternatives", []):
-                L.append(f"  - byte model `{a['model']}`: {a['bytes_est'] / 1e6:.1f} MB -> "
-                         f"{_pct(a['roofline_pct_raw'], 1)} ({'feasible' if a['feasible'] else 'INFEASIBLE'})")
-        if e.get("measured"):
-            ms = e["measured"]
-            L.append(f"- predicted vs measured: attainable {_x(e.get('attainable_speedup'))} predicted, "
-                     f"{_x(ms.get('measured_attainable_speedup'))} measured ({ms.get('verdict', '')})")
-        L.append(f"- route: {e.get('route_reason', '')}")
-        for lv in e.get("byte_reduction_levers", []):
-            L.append(f"  - lever: {lv}")
-        if e.get("notes"):
-            L.append(f"- notes: {e['notes']}")
-        L.append("")
+    return L
+
+
+def _md_entry(e: dict) -> list[str]:
+    """One entry's section: name, model figures, stage C, alternatives, route, levers, notes."""
+    L: list[str] = []
+    L.append(f"### {e.get('short_name')} ({e['pct_gpu_time']:.2f}% GPU)")
+    L.append("")
+    if e.get("short_name") and e["short_name"] != e["name"]:
+        # the demangled name can be pages long: fold it
+        L.append(f"- name: <details><summary>full name ({len(e['name'])} characters)</summary>\n\n"
+                 f"`{e['name']}`\n\n</details>\n")
+    else:
+        L.append(f"- name: `{e['name']}`")
+    if e.get("modeled"):
+        L.append(f"- {e['op_class']}, {e['regime']}, {e['t_ms'] * 1e3:.2f} us/launch x "
+                 f"{e.get('launches_per_logical_op', 1)} per logical op; bytes {e['bytes_est'] / 1e6:.3f} MB, "
+                 f"FLOPs {e['flops_est'] / 1e9:.3f} G, AI {e['arithmetic_intensity']:.2f} vs ridge "
+                 f"{e['ridge_point']:.1f}")
+        L.append(f"- achieved {e['achieved_bw_bytes_s'] / 1e12:.3f} TB/s (hbm_util {_pct(e['hbm_util'], 1)}), "
+                 f"{e['achieved_flops'] / 1e12:.2f} TFLOP/s (compute_util {_pct(e['compute_util'], 1)}); "
+                 f"roofline {_pct(e['roofline_pct_raw'], 1)} vs target_eff {e['target_eff']:.2f}")
+        if e.get("bytes_measured") is not None:
+            L.append(f"- stage C: measured {e['bytes_measured'] / 1e6:.3f} MB vs model {e['bytes_model'] / 1e6:.3f} MB"
+                     + (f"; issued/useful FLOPs {e['padding_waste_ratio']:.2f}" if e.get("padding_waste_ratio") else ""))
+        for a in e.get("alternatives", []):
+            L.append(f"  - byte model `{a['model']}`: {a['bytes_est'] / 1e6:.1f} MB -> "
+                     f"{_pct(a['roofline_pct_raw'], 1)} ({'feasible' if a['feasible'] else 'INFEASIBLE'})")
+    if e.get("measured"):
+        ms = e["measured"]
+        L.append(f"- predicted vs measured: attainable {_x(e.get('attainable_speedup'))} predicted, "
+                 f"{_x(ms.get('measured_attainable_speedup'))} measured ({ms.get('verdict', '')})")
+    L.append(f"- route: {e.get('route_reason', '')}")
+    for lv in e.get("byte_reduction_levers", []):
+        L.append(f"  - lever: {lv}")
+    if e.get("notes"):
+        L.append(f"- notes: {e['notes']}")
+    L.append("")
+    return L
+
+
+def _md_tail(art: dict, pk: dict) -> list[str]:
+    """Degraded entries, unmatched counter rows, skill errors, peak notes."""
+    L: list[str] = []
     L.append("## Degraded")
     L.append("")
     if art["degraded"]:
@@ -417,4 +444,4 @@ def to_markdown(art: dict) -> str:
         L += ["", "## Skill errors", ""] + [f"- {s['where']}: {s['error']}" for s in art["skill_errors"]]
     if pk.get("notes"):
         L += ["", "## Peak notes", ""] + [f"- {n}" for n in pk["notes"]]
-    return "\n".join(L) + "\n"
+    return L

@@ -116,6 +116,29 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
         "current_t_ms": current, "predicted_attainable_speedup": e.get("attainable_speedup"),
         "device": meas.get("device"), "time_utc": meas.get("time_utc"),
     }
+    speedup, basis = _measured_speedup(m, meas, current, lad, lib, library_in_run)
+    m["speedup_basis"] = basis
+    m["best"] = "ladder" if (lad and (not lib or lad < lib)) else "cublas"
+    verdict, contradiction = guard_verdict(speedup, e.get("attainable_speedup"))
+    if basis.startswith("ladder vs library") and speedup < 1.0 - NOISE_BAND_ISOLATED:
+        verdict = "no real gain: the ladder level is slower than the library kernel (like for like)"
+    m.update(measured_attainable_speedup=speedup, verdict=verdict, model_contradicted=contradiction)
+    if meas.get("counters"):
+        m["counters"] = meas["counters"]
+    e["measured"] = m
+    e["measured_attainable_speedup"] = speedup
+    if contradiction:
+        e["suspect_model"] = True
+    e["model_contradicted"] = bool(e.get("model_contradicted")) or contradiction   # the artifact-level flag
+    note = _rerun_note(m, lad, lib, speedup, basis, verdict, current)
+    e["notes"] = (e.get("notes", "") + "; " + note).lstrip("; ")
+    art["stage"] = "C"
+    return e
+
+
+def _measured_speedup(m: dict, meas: dict, current: float, lad, lib, library_in_run: bool) -> tuple[float, str]:
+    """The measured speedup and its basis; writes the like-for-like ratio, its spread and the
+    projected in-run time into m."""
     if lad and lib:
         m["isolation_ratio"] = lib / current
         ratio = lib / lad
@@ -133,18 +156,11 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     else:
         cands = {k: v for k, v in (("ladder", lad), ("cublas", lib)) if v}
         speedup, basis = current / min(cands.values()), "in-run vs isolated (no like-for-like pair)"
-    m["speedup_basis"] = basis
-    m["best"] = "ladder" if (lad and (not lib or lad < lib)) else "cublas"
-    verdict, contradiction = guard_verdict(speedup, e.get("attainable_speedup"))
-    if basis.startswith("ladder vs library") and speedup < 1.0 - NOISE_BAND_ISOLATED:
-        verdict = "no real gain: the ladder level is slower than the library kernel (like for like)"
-    m.update(measured_attainable_speedup=speedup, verdict=verdict, model_contradicted=contradiction)
-    if meas.get("counters"):
-        m["counters"] = meas["counters"]
-    e["measured"] = m
-    e["measured_attainable_speedup"] = speedup
-    if contradiction:
-        e["suspect_model"] = True
+    return speedup, basis
+
+
+def _rerun_note(m: dict, lad, lib, speedup: float, basis: str, verdict: str, current: float) -> str:
+    """The entry's note on one re-run: times, basis, spread, verdict, projection, isolation cost."""
     rng = m.get("ladder_vs_library_speedup_range")
     note = (f"stage C re-run ({m['l2_mode'] or 'cold'} L2): ladder L{m['ladder_level']} {lad:.4g} ms vs library "
             f"{lib:.4g} ms isolated -> {speedup:.3f}x {basis}" if (lad and lib) else
@@ -154,12 +170,9 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     note += f"; {verdict}"
     if "projected_in_run_t_ms" in m:
         note += f"; projected in-run {m['projected_in_run_t_ms']:.4g} ms (now {current:.4g} ms)"
-    e["model_contradicted"] = bool(e.get("model_contradicted")) or contradiction   # the artifact-level flag
     if "isolation_ratio" in m:
         note += f"; isolation costs the library {m['isolation_ratio']:.2f}x its in-run time (kept apart)"
-    e["notes"] = (e.get("notes", "") + "; " + note).lstrip("; ")
-    art["stage"] = "C"
-    return e
+    return note
 
 
 def counters_record(entry: dict, mix: dict):

@@ -22,28 +22,15 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     "playbook": path|None}. Raises RuntimeError with one line when the machine cannot do it.
     With counters, the measured work mix goes back through the stage-C merge of `analyze
     --counters` (rerun.restage): measured bytes on the memory axis, confidence high only there."""
-    from roofline import report, rerun
+    from roofline import rerun
 
     art = json.loads(artifact.read_text())
     table = json.loads(dispatch.read_text()) if dispatch else rerun.default_dispatch_table()
     arch = rerun.device_arch()
     if arch is None:
         raise RuntimeError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
-    heads = [e for e in art["entries"] if e.get("modeled") and e.get("op_class") in ("gemm", "moe")
-             and (not entries or e["name"] in entries or e.get("short_name") in entries)]
-    done, skipped = [], {}
-    work = []
-    for e in heads:
-        probs = rerun.gemm_problems(e)
-        if not probs:
-            skipped[e["name"]] = "no GEMM shape to re-run (stage A without N/K?)"
-            continue
-        lvl, why = (level, f"level {level} forced") if level else rerun.choose_level(
-            table, probs[0].M, probs[0].N, probs[0].K, probs[0].dtype, arch)
-        if lvl is None:
-            skipped[e["name"]] = why
-            continue
-        work.append((e, probs, lvl, why))
+    work, skipped = _plan(art, entries, table, arch, level)
+    done = []
     it = progress(work) if progress else work
     records = []
     for e, probs, lvl, why in it:
@@ -62,6 +49,38 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
                 records.append(rec)
         rerun.write_back(art, e["name"], meas)
         done.append(e["name"])
+    pb = _merge_and_write(art, artifact, records, done, playbook_dir)
+    return {"rerun": done, "skipped": skipped, "playbook": str(pb) if pb else None}
+
+
+def _plan(art: dict, entries, table: dict, arch, level: int | None) -> tuple[list, dict]:
+    """The GEMM / MoE heads to re-run with their problems and ladder level, and the ones skipped
+    (with why)."""
+    from roofline import rerun
+
+    heads = [e for e in art["entries"] if e.get("modeled") and e.get("op_class") in ("gemm", "moe")
+             and (not entries or e["name"] in entries or e.get("short_name") in entries)]
+    skipped = {}
+    work = []
+    for e in heads:
+        probs = rerun.gemm_problems(e)
+        if not probs:
+            skipped[e["name"]] = "no GEMM shape to re-run (stage A without N/K?)"
+            continue
+        lvl, why = (level, f"level {level} forced") if level else rerun.choose_level(
+            table, probs[0].M, probs[0].N, probs[0].K, probs[0].dtype, arch)
+        if lvl is None:
+            skipped[e["name"]] = why
+            continue
+        work.append((e, probs, lvl, why))
+    return work, skipped
+
+
+def _merge_and_write(art: dict, artifact: Path, records: list, done: list, playbook_dir):
+    """Counter records through the stage-C merge, the artifact pair rewritten, one playbook record
+    per re-run entry. Returns the playbook's path (None when nothing was written there)."""
+    from roofline import report, rerun
+
     pb = None
     if records:
         try:
@@ -77,4 +96,4 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
             for name in done:
                 ent = next(x for x in art["entries"] if x["name"] == name)
                 pb, _ = rerun.append_playbook(d, rerun.playbook_record(art, ent))
-    return {"rerun": done, "skipped": skipped, "playbook": str(pb) if pb else None}
+    return pb

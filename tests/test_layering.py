@@ -112,7 +112,8 @@ def test_the_peak_tables_import_only_themselves_and_the_errors(mod):
     assert not bad, f"{mod} imports {bad}"
 
 
-@pytest.mark.parametrize("start", ["roofline.hook", "roofline.analysis", "roofline.api", "roofline.rerun_run"])
+@pytest.mark.parametrize("start", ["roofline.hook", "roofline.analysis", "roofline.api", "roofline.rerun_run",
+                                   "roofline.procedure", "roofline.calc"])
 def test_the_pipeline_side_never_reaches_the_cli_layer(start):
     chains = {m: c for m, c in reach(G, start).items() if _under(m, CLI_LAYER)}
     assert not chains, " ; ".join(" -> ".join(c) for c in chains.values())

@@ -82,26 +82,42 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     """
     if analysis_skill == "none":
         return  # L0: emit nothing; the caller behaves as before this feature existed
-    from roofline import report
-    from roofline.api import analyze as api_analyze
+    topn, no_write = _topn_or_example(topn, out_dir, no_write)
+    art = _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file)
+    for se in art.get("skill_errors", []):
+        if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
+            click.echo(f"roofline analyze: warning: {se['error']}", err=True)
+    _warn_ignored(topn, counters, art)
+    _check_schema(art)
+    _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt)
 
+
+def _topn_or_example(topn, out_dir, no_write):
+    """The Top-N to analyse (the bundled example without one, then written nowhere), refused
+    (exit 2) when it is another kind of file."""
     if topn is None:
         if out_dir is not None:
             click.echo(f"roofline analyze: --out {out_dir} ignored: no TOPN given, so the bundled example is "
                        "analysed and nothing is written", err=True)
-        topn, no_write = EXAMPLE, True
         click.echo(f"(no TOPN given: analysing the bundled example "
                    f"{EXAMPLE.relative_to(EXAMPLE.parents[5]).as_posix()})", err=True)
-    else:
-        from roofline.filekinds import check
+        return EXAMPLE, True
+    from roofline.filekinds import check
 
-        wrong = check(topn, ("topn",), "a Top-N (profile_topN.json)")
-        if wrong:
-            click.echo(f"roofline analyze: {wrong}", err=True)
-            sys.exit(2)
+    wrong = check(topn, ("topn",), "a Top-N (profile_topN.json)")
+    if wrong:
+        click.echo(f"roofline analyze: {wrong}", err=True)
+        sys.exit(2)
+    return topn, no_write
+
+
+def _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file) -> dict:
+    """The API's artifact; an unusable input is one line on stderr and exit 2."""
+    from roofline.api import analyze as api_analyze
+
     try:
-        art = api_analyze(topn, env, config, stage=stage, counters=counters, head_threshold_pct=head_threshold,
-                          head_cap=head_cap, peaks_file=peaks_file)
+        return api_analyze(topn, env, config, stage=stage, counters=counters, head_threshold_pct=head_threshold,
+                           head_cap=head_cap, peaks_file=peaks_file)
     except InputError as exc:
         click.echo(f"roofline analyze: {exc}{_how_to_give(exc)}", err=True)
         sys.exit(2)
@@ -116,10 +132,9 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
             raise
         click.echo(f"roofline analyze: {exc}", err=True)
         sys.exit(2)
-    for se in art.get("skill_errors", []):
-        if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
-            click.echo(f"roofline analyze: warning: {se['error']}", err=True)
-    _warn_ignored(topn, counters, art)
+
+
+def _check_schema(art: dict) -> None:
     from roofline.schema import validate_artifact
 
     try:
@@ -129,8 +144,13 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
         click.echo(f"roofline analyze: internal error: the artifact breaks its schema at {where}: "
                    f"{' '.join(str(getattr(exc, 'message', exc)).split())[:200]} (a bug: please report it)", err=True)
         sys.exit(2)
-    if not no_write:
-        dest = out_dir or topn.parent
+
+
+def _write_and_print(art: dict, dest, fmt: str) -> None:
+    """Write the artifact pair into dest (None: nowhere), then print it in fmt on stdout."""
+    from roofline import report
+
+    if dest is not None:
         try:
             pj, pm = report.write_artifact(art, dest)
         except OSError as exc:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from roofline.errors import PeaksError
-from roofline.peaks import BF16_FP16_TOLERANCE, _norm_name, _pick, load_tables, peaks_dir
+from roofline.peaks import BF16_FP16_TOLERANCE, _pick, find_table as find, load_tables, peaks_dir  # noqa: F401  (find re-exported)
 from roofline.commands.peaks_measure import DEFAULT_SHAPES_TEXT
 from roofline.peaks.envelope import check_envelope_block
 
@@ -32,20 +32,6 @@ def _tables(directory):
         except Exception as exc:
             out.append((p, None, f"{exc.__class__.__name__}: {exc}".splitlines()[0]))
     return out
-
-
-def find(device: str, directory=None) -> tuple[str, dict] | None:
-    """A table by file stem (`h200`), device name or alias (`NVIDIA H200`), or gfx when unique."""
-    tables = load_tables(directory)
-    key = _norm_name(device)
-    for path, data in tables:
-        if Path(path).stem.lower() == device.lower().strip():
-            return path, data
-    for path, data in tables:
-        if key in [_norm_name(n) for n in [data.get("device", "")] + list(data.get("names", []))]:
-            return path, data
-    hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == device.lower().strip()]
-    return hits[0] if len(hits) == 1 else None
 
 
 def _fmt_fig(fig, scale, unit) -> str:
@@ -112,58 +98,66 @@ def validate_table(d) -> list[str]:
     if "names" in d and not (isinstance(d["names"], list) and d["names"]):
         errs.append("names: expected a non-empty list")
 
-    def fig_errs(where, fig):
-        if not isinstance(fig, dict) or not fig:
-            return [f"{where}: expected a mapping of figure kinds ({', '.join(FIGURE_KINDS)})"]
-        out = []
-        kinds = [k for k in fig if k in FIGURE_KINDS]
-        if not kinds:
-            out.append(f"{where}: no figure ({', '.join(FIGURE_KINDS)})")
-        for kind in kinds:
-            blk = fig[kind]
-            if not isinstance(blk, dict):
-                out.append(f"{where}.{kind}: expected {{value, source}}")
-                continue
-            v = blk.get("value")
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                out.append(f"{where}.{kind}.value: expected a positive number, got {v!r}")
-            if not (isinstance(blk.get("source"), str) and blk["source"].strip()):
-                out.append(f"{where}.{kind}.source: missing (every figure cites where it came from)")
-            if kind == "measured":
-                sp = blk.get("spread")
-                if sp is not None:
-                    if not (isinstance(sp, dict) and all(isinstance(sp.get(q), (int, float)) and sp[q] > 0
-                                                         for q in ("p20", "p80"))):
-                        out.append(f"{where}.{kind}.spread: expected {{p20, p80}} positive numbers")
-                    elif isinstance(v, (int, float)) and not sp["p20"] <= v <= sp["p80"]:
-                        out.append(f"{where}.{kind}: value {v} outside its spread [{sp['p20']}, {sp['p80']}]")
-                out += check_envelope_block(f"{where}.{kind}", blk)
-        return out
-
     if "hbm_bw_bytes_s" in d:
-        errs += fig_errs("hbm_bw_bytes_s", d["hbm_bw_bytes_s"])
+        errs += _fig_errs("hbm_bw_bytes_s", d["hbm_bw_bytes_s"])
     fl = d.get("flops")
     if "flops" in d:
         if not isinstance(fl, dict) or not fl:
             errs.append("flops: expected a mapping dtype -> figures")
         else:
             for dt, fig in fl.items():
-                errs += fig_errs(f"flops.{dt}", fig)
-            # seed 002 section 8: bf16 and fp16 tensor rates are equal; measured peaks >5% apart mean
-            # the microbench is mis-calibrated
-            for kind in ("measured", "validated"):
-                def val(dt):
-                    blk = fl.get(dt)
-                    blk = blk.get(kind) if isinstance(blk, dict) else None
-                    return blk.get("value") if isinstance(blk, dict) else None
+                errs += _fig_errs(f"flops.{dt}", fig)
+            errs += _bf16_fp16_errs(fl)
+    return errs
 
-                b, h = val("bf16"), val("fp16")
-                if isinstance(b, (int, float)) and isinstance(h, (int, float)) and b > 0 and h > 0:
-                    rel = abs(b - h) / max(b, h)
-                    if rel > BF16_FP16_TOLERANCE:
-                        errs.append(f"flops: {kind} bf16 {b:.4g} and fp16 {h:.4g} differ by {rel:.1%} > "
-                                    f"{BF16_FP16_TOLERANCE:.0%} (seed 002 section 8: equal rates; the "
-                                    "microbench is mis-calibrated)")
+
+def _fig_errs(where: str, fig) -> list[str]:
+    """Problems with one figure: {kind: {value, source[, spread, envelope]}}."""
+    if not isinstance(fig, dict) or not fig:
+        return [f"{where}: expected a mapping of figure kinds ({', '.join(FIGURE_KINDS)})"]
+    out = []
+    kinds = [k for k in fig if k in FIGURE_KINDS]
+    if not kinds:
+        out.append(f"{where}: no figure ({', '.join(FIGURE_KINDS)})")
+    for kind in kinds:
+        blk = fig[kind]
+        if not isinstance(blk, dict):
+            out.append(f"{where}.{kind}: expected {{value, source}}")
+            continue
+        v = blk.get("value")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            out.append(f"{where}.{kind}.value: expected a positive number, got {v!r}")
+        if not (isinstance(blk.get("source"), str) and blk["source"].strip()):
+            out.append(f"{where}.{kind}.source: missing (every figure cites where it came from)")
+        if kind == "measured":
+            sp = blk.get("spread")
+            if sp is not None:
+                if not (isinstance(sp, dict) and all(isinstance(sp.get(q), (int, float)) and sp[q] > 0
+                                                     for q in ("p20", "p80"))):
+                    out.append(f"{where}.{kind}.spread: expected {{p20, p80}} positive numbers")
+                elif isinstance(v, (int, float)) and not sp["p20"] <= v <= sp["p80"]:
+                    out.append(f"{where}.{kind}: value {v} outside its spread [{sp['p20']}, {sp['p80']}]")
+            out += check_envelope_block(f"{where}.{kind}", blk)
+    return out
+
+
+def _bf16_fp16_errs(fl: dict) -> list[str]:
+    """Seed 002 section 8: bf16 and fp16 tensor rates are equal; measured peaks more than
+    BF16_FP16_TOLERANCE apart mean the microbench is mis-calibrated."""
+    errs = []
+    for kind in ("measured", "validated"):
+        def val(dt):
+            blk = fl.get(dt)
+            blk = blk.get(kind) if isinstance(blk, dict) else None
+            return blk.get("value") if isinstance(blk, dict) else None
+
+        b, h = val("bf16"), val("fp16")
+        if isinstance(b, (int, float)) and isinstance(h, (int, float)) and b > 0 and h > 0:
+            rel = abs(b - h) / max(b, h)
+            if rel > BF16_FP16_TOLERANCE:
+                errs.append(f"flops: {kind} bf16 {b:.4g} and fp16 {h:.4g} differ by {rel:.1%} > "
+                            f"{BF16_FP16_TOLERANCE:.0%} (seed 002 section 8: equal rates; the "
+                            "microbench is mis-calibrated)")
     return errs
 
 
@@ -240,6 +234,40 @@ def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, rep
         click.echo(text, nl=False)
 
 
+def _envelope_fail(msg):
+    click.echo(f"roofline peaks envelope: {msg}", err=True)
+    sys.exit(2)
+
+
+def _read_table(p, what) -> dict:
+    """A peak table given to `peaks envelope` (--merge / --base); one line and exit 2 when it is not one."""
+    import yaml
+
+    try:
+        with open(p, encoding="utf-8") as fh:
+            t = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        _envelope_fail(f"{what} {p}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
+    if not isinstance(t, dict) or "device" not in t:
+        _envelope_fail(f"{what} {p}: not a peak table (needs a 'device' key)")
+    return t
+
+
+def _base_table(base, mt, runs) -> dict:
+    """The table giving the device block: --base, else --merge, else the bundled table of the runs' GPU."""
+    if base:
+        bt = _read_table(base, "--base")
+    elif mt is not None:
+        bt = mt
+    else:
+        gpu = next((r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")), None)
+        hit = find(gpu) if gpu else None
+        if hit is None:
+            _envelope_fail(f"no bundled peak table for GPU {gpu!r} of the raw runs: pass --base TABLE")
+        bt = hit[1]
+    return bt
+
+
 @peaks.command("envelope")
 @click.argument("raw_runs", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--merge", "merge", type=click.Path(dir_okay=False), default=None,
@@ -252,58 +280,33 @@ def envelope_cmd(raw_runs, merge, base, out):
     """Build a peak table whose measured figures are envelopes over RAW_RUNS (`peaks measure`
     raw.json files, one per machine start) and, with --merge, over the runs a table records:
     per dtype the highest median over runs and shapes, its spread and clock, every run beside it."""
-    import yaml
-
     from roofline.peaks import envelope as pe
     from roofline.commands import peaks_measure as pm
 
-    def fail(msg):
-        click.echo(f"roofline peaks envelope: {msg}", err=True)
-        sys.exit(2)
-
-    def read_table(p, what):
-        try:
-            with open(p, encoding="utf-8") as fh:
-                t = yaml.safe_load(fh)
-        except (OSError, yaml.YAMLError) as exc:
-            fail(f"{what} {p}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
-        if not isinstance(t, dict) or "device" not in t:
-            fail(f"{what} {p}: not a peak table (needs a 'device' key)")
-        return t
-
     if not raw_runs and not merge:
-        fail("give raw runs (RUN.raw.json ...) and/or --merge TABLE")
+        _envelope_fail("give raw runs (RUN.raw.json ...) and/or --merge TABLE")
     try:
         runs = pe.load_raw_runs(raw_runs)
     except PeaksError as exc:
-        fail(str(exc))
-    mt = read_table(merge, "--merge") if merge else None
+        _envelope_fail(str(exc))
+    mt = _read_table(merge, "--merge") if merge else None
     if mt is not None:
         try:
             runs = pe.merge_runs(pe.runs_of_table(mt), runs)
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            fail(f"--merge {merge}: malformed run records ({exc.__class__.__name__}: {exc})")
+            _envelope_fail(f"--merge {merge}: malformed run records ({exc.__class__.__name__}: {exc})")
     if not runs:
-        fail(f"--merge {merge}: the table records no runs and no raw run was given")
-    if base:
-        bt = read_table(base, "--base")
-    elif mt is not None:
-        bt = mt
-    else:
-        gpu = next((r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")), None)
-        hit = find(gpu) if gpu else None
-        if hit is None:
-            fail(f"no bundled peak table for GPU {gpu!r} of the raw runs: pass --base TABLE")
-        bt = hit[1]
+        _envelope_fail(f"--merge {merge}: the table records no runs and no raw run was given")
+    bt = _base_table(base, mt, runs)
     gpus = {r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")}
     if len(gpus) > 1:
-        fail(f"the runs come from different GPUs ({', '.join(sorted(gpus))}): one envelope per device")
+        _envelope_fail(f"the runs come from different GPUs ({', '.join(sorted(gpus))}): one envelope per device")
     table = pm.build_envelope(bt, bt.get("device", "?"), runs)
     # a bf16/fp16 gap over 5% is a finding the table carries (the resolver flags that axis), not a
     # broken table: it is printed by the checks below; anything else wrong stops here
     errs = [e for e in validate_table(table) if "differ by" not in e]
     if errs:
-        fail(f"the envelope table is not valid: {errs[0]}")
+        _envelope_fail(f"the envelope table is not valid: {errs[0]}")
     text = pm.envelope_text(table)
     for line in pm.envelope_lines(table):
         click.echo(line, err=True)

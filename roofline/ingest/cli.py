@@ -37,6 +37,74 @@ def _write_atomic(path: str, doc: dict) -> None:
     atomic_write(path, text)
 
 
+def _config_or_exit(config_file):
+    """The model config given with --config (None without); a bad one is one line and exit 2."""
+    if config_file is None:
+        return None
+    from roofline.errors import InputError
+    from roofline.inputs import load_config
+    try:
+        return load_config(config_file)
+    except InputError as exc:
+        click.echo(f"roofline topn: {exc}", err=True)
+        sys.exit(2)
+
+
+def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, prefill_range, workers, top, min_pct,
+                   round_no) -> dict:
+    """The Top-N of a PyTorch profiler trace (steps, shapes, CUDA-graph replays, device record)."""
+    from roofline.ingest.topn import StepPlan, aggregate_trace, build_topn
+    from roofline.ingest.torch_trace import TraceError, parse_trace
+
+    plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
+    try:
+        pt = parse_trace(source, range_regex=[decode_range, prefill_range], workers=workers)
+        aggs, steps, notes = aggregate_trace(pt, plan)
+    except TraceError as exc:
+        _fail(source, str(exc))
+    src = {"kind": "torch_trace", "path": os.path.basename(source), "kernel_launches": pt.n_kernels,
+           "events": pt.n_events, "parser": pt.engine}
+    if pt.engine.startswith("ijson") and "yajl2_c" not in pt.engine:
+        notes.append(f"parsed with {pt.engine}: install ijson's C backend (yajl2_c) for speed")
+    if pt.device_names:
+        src["devices"] = sorted(set(pt.device_names))
+    graph = _graph_replays(source, pt, notes)
+    if graph:
+        src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
+    doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
+                     round_no=round_no, source=src)
+    if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
+        doc["device_properties"] = pt.device_properties
+    if graph:
+        only = set(graph["replayed_only"])
+        for e in doc["entries"]:
+            if e["name"] in only and not e.get("shapes"):
+                e["cuda_graph_replayed"] = True
+    return doc
+
+
+def _topn_of_ncu(source, kind, decode_steps, prefill_steps, regime, top, min_pct, round_no) -> dict:
+    """The Top-N of an Nsight Compute report or its raw CSV (one regime, steps given or one)."""
+    from roofline.ingest.ncu import NcuError, ncu_steps, read_ncu
+    from roofline.ingest.topn import build_topn
+
+    reg = "prefill" if (prefill_steps is not None and decode_steps is None) else regime
+    if decode_steps is not None and prefill_steps is not None:
+        _fail(source, "an ncu report has no step ranges: give --decode-steps or --prefill-steps, not both")
+    n_steps = decode_steps if reg == "decode" else prefill_steps
+    try:
+        aggs, bad = read_ncu(source, reg)
+    except NcuError as exc:
+        _fail(source, str(exc))
+    steps, notes = ncu_steps(aggs, reg, n_steps)
+    if bad:
+        notes.append(f"{bad} CSV rows without a usable duration skipped")
+    src = {"kind": kind, "path": os.path.basename(source),
+           "kernel_launches": sum(a.all_count for a in aggs)}
+    doc = build_topn(aggs, steps, notes, top=top, min_pct=min_pct, round_no=round_no, source=src)
+    return doc
+
+
 @click.command(name="topn")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", "out_path", default="profile_topN.json", show_default=True,
@@ -95,7 +163,7 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
     can run next; an existing env report is kept unless --force. CUDA-graph replays are detected
     and reported (replayed kernels carry no shapes).
     """
-    from roofline.ingest.topn import StepPlan, TopNError, aggregate_trace, build_topn
+    from roofline.ingest.topn import TopNError
 
     for rx in (decode_range, prefill_range):
         try:
@@ -104,62 +172,17 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
             _fail(source, f"bad range regex {rx!r}: {exc}")
     if not os.path.isfile(source):
         _fail(source, "no such file")
-    config = None
-    if config_file is not None:
-        from roofline.errors import InputError
-        from roofline.inputs import load_config
-        try:
-            config = load_config(config_file)
-        except InputError as exc:
-            click.echo(f"roofline topn: {exc}", err=True)
-            sys.exit(2)
+    config = _config_or_exit(config_file)
     if round_no is None:
         m = _ROUND_RE.search(os.path.abspath(out_path))
         round_no = int(m.group(1)) if m else 0
     kind = _kind(source)
     try:
         if kind == "trace":
-            from roofline.ingest.torch_trace import TraceError, parse_trace
-            plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
-            try:
-                pt = parse_trace(source, range_regex=[decode_range, prefill_range], workers=workers)
-                aggs, steps, notes = aggregate_trace(pt, plan)
-            except TraceError as exc:
-                _fail(source, str(exc))
-            src = {"kind": "torch_trace", "path": os.path.basename(source), "kernel_launches": pt.n_kernels,
-                   "events": pt.n_events, "parser": pt.engine}
-            if pt.engine.startswith("ijson") and "yajl2_c" not in pt.engine:
-                notes.append(f"parsed with {pt.engine}: install ijson's C backend (yajl2_c) for speed")
-            if pt.device_names:
-                src["devices"] = sorted(set(pt.device_names))
-            graph = _graph_replays(source, pt, notes)
-            if graph:
-                src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
-            doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
-                             round_no=round_no, source=src)
-            if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
-                doc["device_properties"] = pt.device_properties
-            if graph:
-                only = set(graph["replayed_only"])
-                for e in doc["entries"]:
-                    if e["name"] in only and not e.get("shapes"):
-                        e["cuda_graph_replayed"] = True
+            doc = _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, prefill_range,
+                                 workers, top, min_pct, round_no)
         else:
-            from roofline.ingest.ncu import NcuError, ncu_steps, read_ncu
-            reg = "prefill" if (prefill_steps is not None and decode_steps is None) else regime
-            if decode_steps is not None and prefill_steps is not None:
-                _fail(source, "an ncu report has no step ranges: give --decode-steps or --prefill-steps, not both")
-            n_steps = decode_steps if reg == "decode" else prefill_steps
-            try:
-                aggs, bad = read_ncu(source, reg)
-            except NcuError as exc:
-                _fail(source, str(exc))
-            steps, notes = ncu_steps(aggs, reg, n_steps)
-            if bad:
-                notes.append(f"{bad} CSV rows without a usable duration skipped")
-            src = {"kind": kind, "path": os.path.basename(source),
-                   "kernel_launches": sum(a.all_count for a in aggs)}
-            doc = build_topn(aggs, steps, notes, top=top, min_pct=min_pct, round_no=round_no, source=src)
+            doc = _topn_of_ncu(source, kind, decode_steps, prefill_steps, regime, top, min_pct, round_no)
     except TopNError as exc:
         _fail(source, str(exc))
     try:

@@ -115,6 +115,27 @@ def _rep_dims(act, prefix: str):
     return (int(m.as_uint64()),) if m is not None else None
 
 
+def _gunzip_to_temp(path: str, size: int) -> str:
+    """A gzipped report, inflated (bounded: ROOFLINE_MAX_COUNTER_BYTES) into a temporary .ncu-rep
+    the caller removes; a failure removes it here."""
+    from roofline import safeio
+
+    fd, tmp = tempfile.mkstemp(suffix=".ncu-rep")
+    try:
+        with os.fdopen(fd, "wb") as fo, safeio.open_regular(path) as raw:
+            fi = safeio.GzipLimited(raw, path, size, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
+            try:
+                shutil.copyfileobj(fi, fo)
+            except safeio.UnsafeInput as exc:
+                raise NcuError(exc.problem) from None
+            except zlib.error as exc:
+                raise NcuError(f"gzip data is corrupt ({exc})") from None
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
 def read_ncu_rep(path: str, regime: str):
     try:
         import ncu_report
@@ -131,15 +152,7 @@ def read_ncu_rep(path: str, regime: str):
         except safeio.UnsafeInput as exc:
             raise NcuError(exc.problem) from None
         if gz:
-            fd, tmp = tempfile.mkstemp(suffix=".ncu-rep")
-            with os.fdopen(fd, "wb") as fo, safeio.open_regular(path) as raw:
-                fi = safeio.GzipLimited(raw, path, size, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
-                try:
-                    shutil.copyfileobj(fi, fo)
-                except safeio.UnsafeInput as exc:
-                    raise NcuError(exc.problem) from None
-                except zlib.error as exc:
-                    raise NcuError(f"gzip data is corrupt ({exc})") from None
+            tmp = _gunzip_to_temp(path, size)
         try:
             with safeio.native_stderr_captured():  # its C++ log lines stay off the terminal
                 ctx = ncu_report.load_report(tmp or path)

@@ -319,40 +319,46 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
         e["timing_note"] = ("split-K: each launch's time includes its reduce kernel (folded_kernels): "
                             "one logical op")
     if a.sigs and sigs is not None:
-        ops = Counter()
-        # (shape, dtypes) -> [shape, launches, regimes, summed us, dtypes]
-        shapes: dict[tuple, list] = {}
-        unshaped = Counter()
-        for (s, reg), c in a.sigs.most_common():
-            sig = sigs[s]
-            ops[sig.name] += c
-            r = shape_for(cls, sig)
-            if r is None:
-                unshaped[sig.name] += c
-                continue
-            shp, dt = r
-            key = (tuple(sorted(shp.items())), tuple(sorted(dt.items())))
-            if key not in shapes:
-                shapes[key] = [shp, 0, set(), 0.0, dt]
-            shapes[key][1] += c
-            shapes[key][2].add(reg)
-            shapes[key][3] += a.sig_us[(s, reg)]
-        e["aten_ops"] = dict(ops.most_common())
-        if shapes:
-            lst = sorted(shapes.values(), key=lambda x: -x[1])
-            e["shapes"] = [x[0] for x in lst]
-            e["shape_launches"] = [x[1] for x in lst]
-            # NB: mean time of the linked launches of each shape; launches with no linked op (CUDA
-            # graph replays) carry no shape and are not in it
-            e["shape_base_latency_ms"] = [x[3] / x[1] / 1000.0 for x in lst]
-            if len(steps) > 1:
-                e["shape_regimes"] = ["+".join(sorted(x[2])) for x in lst]
-            dts = [x[4] for x in lst]
-            if any(dts):
-                e["dtypes"] = next(d for d in dts if d)     # the most launched shape's
-                if any(d != dts[0] for d in dts):
-                    e["shape_dtypes"] = dts
-        if unshaped and not shapes:
-            e["shape_unknown"] = ("no shape rule for " + ", ".join(sorted(unshaped))
-                                  + f" (op class {cls}): the kernel's bytes cannot be counted from the trace")
+        _shapes_of(e, a, cls, steps, sigs)
     return e
+
+
+def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
+    """The aten ops linked to the kernel's launches and the shapes they give (most launched first:
+    shapes, launches, mean time, regimes, dtypes), or why no shape can be counted."""
+    ops = Counter()
+    # (shape, dtypes) -> [shape, launches, regimes, summed us, dtypes]
+    shapes: dict[tuple, list] = {}
+    unshaped = Counter()
+    for (s, reg), c in a.sigs.most_common():
+        sig = sigs[s]
+        ops[sig.name] += c
+        r = shape_for(cls, sig)
+        if r is None:
+            unshaped[sig.name] += c
+            continue
+        shp, dt = r
+        key = (tuple(sorted(shp.items())), tuple(sorted(dt.items())))
+        if key not in shapes:
+            shapes[key] = [shp, 0, set(), 0.0, dt]
+        shapes[key][1] += c
+        shapes[key][2].add(reg)
+        shapes[key][3] += a.sig_us[(s, reg)]
+    e["aten_ops"] = dict(ops.most_common())
+    if shapes:
+        lst = sorted(shapes.values(), key=lambda x: -x[1])
+        e["shapes"] = [x[0] for x in lst]
+        e["shape_launches"] = [x[1] for x in lst]
+        # NB: mean time of the linked launches of each shape; launches with no linked op (CUDA
+        # graph replays) carry no shape and are not in it
+        e["shape_base_latency_ms"] = [x[3] / x[1] / 1000.0 for x in lst]
+        if len(steps) > 1:
+            e["shape_regimes"] = ["+".join(sorted(x[2])) for x in lst]
+        dts = [x[4] for x in lst]
+        if any(dts):
+            e["dtypes"] = next(d for d in dts if d)     # the most launched shape's
+            if any(d != dts[0] for d in dts):
+                e["shape_dtypes"] = dts
+    if unshaped and not shapes:
+        e["shape_unknown"] = ("no shape rule for " + ", ".join(sorted(unshaped))
+                              + f" (op class {cls}): the kernel's bytes cannot be counted from the trace")

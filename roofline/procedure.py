@@ -1,0 +1,485 @@
+"""One head entry through the procedure of seed 002 section 3, as named steps a reader can test
+one by one (roofline.analysis runs them over the heads and assembles the artifact):
+
+  entry_head -> place_regime -> check_modelable -> model_work -> logical_time -> compute_roof
+  -> choose_byte_model -> apply_stage_c -> cap_confidence -> record_figures -> record_target
+  -> at_compute_wall -> verdict_flags -> record_headroom -> route_and_levers
+
+Each step writes its fields into the artifact entry `out` (in the artifact's key order) and its
+notes into `notes` (in the order a reader reads them). Pure: nothing printed or written.
+Units: times in ms (per launch unless named *_logical_*), bytes, FLOPs, bytes/s, FLOP/s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roofline import contract, routing
+from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
+from roofline.errors import EntryError
+from roofline.inputs import Entry, Env, TopN
+from roofline.models import MODELS, ModelResult
+from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
+from roofline.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_conf  # noqa: F401  (_finite re-exported)
+from roofline.shapes import work_mix
+
+DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
+LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
+SUSPECT_LOW = 0.001            # roofline_pct under this is as impossible as one above 1.0
+BOUND_TYPES = ("memory", "compute", "latency", "unknown")   # CLOSED set
+HEADROOM_CLASSES = ("underperforming", "moderate", "saturated", "unknown")
+
+
+def pick_regime(e: Entry, topn: TopN) -> tuple[str, str]:
+    """The e2e-critical regime: the one carrying the launches over the run."""
+    if len(e.regimes) == 1:
+        r = next(iter(e.regimes))
+        other = "prefill" if r == "decode" else "decode"
+        if (topn.n_prefill_steps if other == "prefill" else topn.n_decode_steps):
+            return r, f"this kernel ran only in the {r} regime (the trace also has {other} steps)"
+        return r, f"only the {r} regime is profiled"
+    nd, npf = topn.n_decode_steps, topn.n_prefill_steps
+    if nd is None or npf is None:
+        return "decode", "serving step counts absent: decode assumed e2e-critical"
+    dec = nd * e.regimes["decode"].launches_per_step
+    pre = npf * e.regimes["prefill"].launches_per_step
+    r = "decode" if dec >= pre else "prefill"
+    return r, f"{r} carries the launches ({dec:g} decode vs {pre:g} prefill launches in the run)"
+
+
+def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
+    md = norm_dtype(env.model_dtype)
+    act = norm_dtype(e.dtypes.get("act")) or md
+    weight = norm_dtype(e.dtypes.get("weight")) or md
+    # NB: an 8-bit (or narrower) activation model still writes 16-bit outputs (bf16) by default.
+    out = norm_dtype(e.dtypes.get("out")) or (act if DTYPE_BYTES.get(act, 2) >= 2 else "bf16")
+    kv = norm_dtype(e.dtypes.get("kv")) or norm_dtype(env.kv_cache_dtype) or act
+    dt = {"act": act, "weight": weight, "out": out, "kv": kv}
+    for k in list(dt):
+        if dt[k] not in DTYPE_BYTES:
+            raise EntryError(f"unknown {k} dtype {dt[k]!r}")
+        dt[f"{k}_bytes"] = DTYPE_BYTES[dt[k]]
+    return dt
+
+
+def _shape_dtypes(dt: dict, override: dict) -> dict:
+    """The entry's dtypes with one shape's own act/out (a mixed-dtype copy) put in."""
+    if not override:
+        return dt
+    out = dict(dt)
+    for k in ("act", "weight", "out", "kv"):
+        v = norm_dtype(override.get(k))
+        if v in DTYPE_BYTES:
+            out[k], out[f"{k}_bytes"] = v, DTYPE_BYTES[v]
+    return out
+
+
+def entry_head(e: Entry) -> tuple[dict, str]:
+    """The fields every entry has, modelled or not; and the finer op kind that picks the model."""
+    # op_class is the seed's closed set in the artifact; the finer kind (norm, quant, comm) picks
+    # the model and the prior here and is kept as op_kind
+    op_class = classify(e.name, e.classification)
+    sname = e.short_name or _short_name(e.name)
+    out: dict[str, Any] = {"name": e.name, "short_name": sname, "pct_gpu_time": _verbatim_pct(e),
+                           "op_class": contract.seed_op_class(op_class), "op_kind": op_class,
+                           "editable": e.editable, "modeled": False}
+    return out, op_class
+
+
+def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str]):
+    """The e2e-critical regime and its timing fields; returns (regime name, its Regime record)."""
+    regime, why = pick_regime(e, topn)
+    reg = e.regimes[regime]
+    out.update(regime=regime, t_ms=reg.base_latency_ms, launches_per_step=_verbatim_lps(e, regime, reg),
+               launches_per_logical_op=e.launches_per_logical_op)
+    notes.append(why)
+    return regime, reg
+
+
+def check_modelable(e: Entry, op_class: str, peaks: Peaks) -> None:
+    """Raise EntryError (L2) for an entry no model may be put on."""
+    if op_class == "comm":
+        raise EntryError("communication kernels are not modelled: their roof is the interconnect, not HBM")
+    if op_class not in MODELS:
+        raise EntryError(f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
+                         "classification hint): no guess is made")
+    if peaks.hbm_bw_bytes_s is None:
+        raise EntryError(f"no memory peak for {peaks.device}")
+    if is_splitk_reduce(e.name):
+        raise EntryError("split-K reduce kernel: it sums the partial results of a GEMM launched just before it, so "
+                         "it is half of that GEMM's logical op, not a GEMM of its own; analyse the pair as one "
+                         "op (roofline topn folds the reduce into its GEMM's time)")
+
+
+@dataclass
+class Work:
+    """The work mix of one entry: its shapes (launch weights, own dtypes, own times) and the
+    class model's result per shape; `res` is the launch-weighted result of one launch."""
+    dt: dict
+    shapes: list
+    weights: list
+    shape_dts: list
+    shape_t_ms: list
+    shape_source: str
+    dts: list
+    results: list
+    res: ModelResult
+
+
+def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: str, notes: list[str]) -> Work:
+    """Dtypes, shapes (captured or stage-A) and the class model's candidates on them."""
+    dt = resolve_dtypes(e, env)
+    shapes, weights, shape_dts, shape_t_ms, shape_source, assumed, mix_notes = work_mix(
+        op_class, e, env, config, regime)
+    notes += mix_notes
+    dts = [_shape_dtypes(dt, o) for o in shape_dts]
+    results: list[ModelResult] = [MODELS[op_class](s, d) for s, d in zip(shapes, dts)]
+    res = results[0]
+    if len(results) > 1:
+        # several shapes under one kernel name: the launch-weighted work of one launch
+        res = ModelResult([type(c)(c.label, sum(w * r.candidates[i].bytes_est for w, r in zip(weights, results)),
+                                   sum(w * r.candidates[i].flops_est for w, r in zip(weights, results)), c.note)
+                           for i, c in enumerate(res.candidates)], res.compute_dtype, res.assumptions,
+                          res.primary, res.info)
+    if any(shape_dts):
+        notes.append("per-shape dtypes from the Top-N (shape_dtypes): " + ", ".join(
+            f"{d['act']}->{d['out']}" for d in dts))
+    if assumed:
+        notes.append("assumed " + "; ".join(assumed))
+    return Work(dt, shapes, weights, shape_dts, shape_t_ms, shape_source, dts, results, res)
+
+
+def logical_time(e: Entry, reg, out: dict, notes: list[str]) -> tuple[float, int]:
+    """Per-launch vs per-logical-op: the model counts one logical op; it is compared with the
+    summed time of the launches forming it. Returns (t_s of one logical op, launches in it)."""
+    n_l = e.launches_per_logical_op
+    t_logical_ms = reg.base_latency_ms * n_l
+    out["t_logical_op_ms"] = t_logical_ms
+    notes.append(f"unit: one logical op = {n_l} launch(es), {t_logical_ms:.6g} ms"
+                 if n_l > 1 else f"unit: one launch, {t_logical_ms:.6g} ms")
+    return t_logical_ms / 1e3, n_l
+
+
+def compute_roof(peaks: Peaks, dtype: str, shape_source: str, notes: list[str]) -> tuple[float | None, str, float]:
+    """(compute peak FLOP/s, its dtype, the roof's run-to-run spread used as feasibility slack)."""
+    peak_flops, cdtype, pnotes = _compute_peak(peaks, dtype)
+    notes += pnotes
+    # the compute roof's own run-to-run spread, where the FLOP count is exact (captured shapes)
+    tol_c = peaks.compute_roof_spread(cdtype) if shape_source == "captured" else 0.0
+    return peak_flops, cdtype, tol_c
+
+
+def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: float, peak_flops: float | None,
+                      tol_c: float, notes: list[str]) -> tuple[list[dict], dict]:
+    """Evaluate every candidate byte model; feasibility rule: the largest feasible one
+    (attention: the mean context). Returns (alternatives, the chosen one)."""
+    alts = []
+    for c in res.candidates:
+        m = _metrics(c.bytes_est, c.flops_est, t_s, peak_bw, peak_flops)
+        alts.append({"model": c.label, "bytes_est": c.bytes_est, "flops_est": c.flops_est,
+                     "roofline_pct_raw": m["roofline_pct_raw"], "hbm_util": m["hbm_util"],
+                     "feasible": _feasible(m, tol_c), "note": c.note, "_m": m})
+    feasible = [a for a in alts if a["feasible"]]
+    chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
+    mean_ctx = next((a for a in alts if a["model"] == "mean_context"), None)
+    if op_class == "attn" and mean_ctx is not None:
+        # Seed section 4: attention's seq_len is the CURRENT average context (isl + osl/2), not the
+        # max. The max context is no second byte model for the feasibility rule: it is only the
+        # upper end of the displayed range.
+        chosen = mean_ctx
+        notes.append("attention point estimate at the mean context "
+                     f"({mean_ctx['note']}, isl + osl/2); the max context "
+                     + ", ".join(a["note"] for a in alts if a["model"] == "max_context")
+                     + " (isl + osl) is only the upper end of the displayed range")
+        for a in alts:
+            if not a["feasible"]:
+                notes.append(f"{a['model']} ({a['note']}) implies {a['roofline_pct_raw']:.0%} of the roof: infeasible, "
+                             "left out of the range")
+    elif len(alts) > 1:
+        if feasible:
+            notes.append(f"byte model: {chosen['model']} (largest feasible of {', '.join(a['model'] for a in alts)})")
+        else:
+            notes.append("every candidate byte model is infeasible: the class model is wrong here")
+        for a in alts:
+            if not a["feasible"]:
+                notes.append(f"{a['model']} model implies {a['roofline_pct_raw']:.0%} of the roof: infeasible "
+                             "(L3 case; stage-C counters decide)")
+    return alts, chosen
+
+
+def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
+                  peak_flops: float | None, t_s: float, peak_bw: float, n_l: int, notes: list[str]):
+    """The chosen model's metrics, replaced by the measured ones where stage-C counters match
+    (measured bytes on the memory axis, useful FLOPs on the compute axis).
+    Returns (metrics, bytes on the memory axis, confidence, compute dtype, compute peak)."""
+    m = dict(chosen["_m"])
+    bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
+    confidence = "medium" if shape_source == "captured" else "low"
+    if shape_source != "captured":
+        notes.append("stage A shapes (estimated): display only, do not rank on it")
+    if counters is not None:
+        tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
+        if tdt:
+            measured_dt = max(tdt, key=tdt.get)
+            if measured_dt != cdtype and peaks.compute_peak(measured_dt):
+                notes.append(f"stage C: the tensor cores ran {measured_dt} (counters), not {cdtype}: the "
+                             f"{measured_dt} compute roof is used")
+                cdtype, peak_flops = measured_dt, peaks.compute_peak(measured_dt)
+        m, bytes_est, confidence = _apply_counters(out, counters, m, bytes_est, flops_est, t_s, peak_bw,
+                                                   peak_flops, n_l, confidence, notes)
+    return m, bytes_est, confidence, cdtype, peak_flops
+
+
+def cap_confidence(peaks: Peaks, roof_axis: str, cdtype: str, confidence: str, notes: list[str]) -> str:
+    """Confidence caps from the peaks: a low-confidence table, an unvalidated compute roof."""
+    if peaks.confidence == "low":
+        confidence = "low"
+        notes.append("peaks are low-confidence (L1 / ambiguous device): display only")
+    if roof_axis == "compute":
+        cc = peaks.compute_confidence(cdtype)
+        if cc == "low":
+            notes.append(f"the {cdtype} compute peak is not validated (seed 002 section 8): the compute-axis "
+                         "ratio is not usable for ranking")
+        confidence = _min_conf(confidence, "high" if cc == "high" else cc)
+    return confidence
+
+
+def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float, chosen: dict, alts: list[dict],
+                   cdtype: str, e: Entry, regime: str, peak_bw: float, peaks: Peaks, notes: list[str]) -> float:
+    """The model's figures into the entry: bytes/FLOPs, utilizations, roof axis, dtypes, shapes
+    (per shape where several), byte model and its alternatives. Returns roofline_pct_raw.
+    `m` is consumed (its roofline_pct_raw and roof_axis are taken out)."""
+    pct_raw = m.pop("roofline_pct_raw")
+    roof_axis = m.pop("roof_axis")
+    out.update(modeled=True, bytes_est=bytes_est, flops_est=chosen["flops_est"], **m)
+    out["roof_axis"] = roof_axis
+    out["compute_dtype"] = cdtype
+    out["dtypes"] = {k: w.dt[k] for k in ("act", "weight", "out", "kv")}
+    out["shape"] = {k: v for k, v in w.shapes[0].items() if k not in ("seq_len_candidates",)}
+    if len(w.shapes) > 1:
+        out["shapes_used"] = [{"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"},
+                               "weight": wt, **({"dtypes": {k: d[k] for k in ("act", "out")}} if w.shape_dts[i] else {})}
+                              for i, (sh, wt, d) in enumerate(zip(w.shapes, w.weights, w.dts))]
+        if w.shape_t_ms:
+            out["per_shape"] = _per_shape(w.shapes, w.weights, w.results, w.shape_t_ms, e, regime,
+                                          [a["model"] for a in alts].index(chosen["model"]), peak_bw, peaks)
+    out["shape_source"] = w.shape_source
+    out["byte_model"] = chosen["model"]
+    if len(alts) > 1:
+        out["alternatives"] = [{k: v for k, v in a.items() if k != "_m"} for a in alts]
+        if op_class == "moe":
+            allx = next(a for a in alts if a["model"] == "all_experts")
+            notes.append(f"all-expert model: {allx['bytes_est'] / 1e6:.1f} MB -> {allx['roofline_pct_raw']:.1%}")
+    return pct_raw
+
+
+def record_target(out: dict, op_class: str, regime: str, alts: list[dict], pct_raw: float) -> float | None:
+    """The class prior (target efficiency), the range over the feasible byte models and the
+    reported ratio (clamped into [0, 1], the raw one kept). Returns the target."""
+    tgt = routing.target_eff_for(op_class, regime)
+    out["target_eff"] = tgt
+    feas_pcts = [a["roofline_pct_raw"] for a in alts if a["feasible"]]
+    if len(feas_pcts) > 1 and "bytes_measured" not in out:
+        lo, hi = min(feas_pcts), max(feas_pcts)
+        out["roofline_pct_range"] = [lo, hi]
+        if tgt:
+            out["attainable_speedup_range"] = [max(1.0, tgt / hi), max(1.0, tgt / lo)]
+    out["roofline_pct_raw"] = pct_raw
+    out["roofline_pct"] = min(max(pct_raw, 0.0), 1.0)
+    return tgt
+
+
+def at_compute_wall(out: dict, pct_raw: float, tol_c: float, hbm_util: float, cdtype: str,
+                    notes: list[str]) -> float:
+    """At the compute wall: the FLOPs are exact (captured shapes) and the excess over the roof is
+    inside the roof's own measured run-to-run spread, so it is the denominator's uncertainty,
+    not a wrong model: read as 100% of the roof (a verdict), raw ratio kept. Returns the ratio read."""
+    if out["roof_axis"] == "compute" and 1.0 < pct_raw <= 1.0 / (1.0 - tol_c) and hbm_util <= 1.0:
+        out["at_compute_wall"] = True
+        notes.append(f"at the compute wall: {pct_raw:.1%} of the {cdtype} envelope roof, inside the roof's "
+                     f"measured run-to-run spread ({tol_c:.1%}: lowest recorded run vs the envelope): read as 100%")
+        pct_raw = 1.0
+    return pct_raw
+
+
+def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: float, peak_bw: float, t_s: float,
+                  notes: list[str]) -> bool:
+    """Bound type and the no-verdict cases (dispatch floor, L3 suspect). Returns whether a
+    verdict may be given."""
+    out["suspect"] = False
+    out["dispatch_bound"] = False
+    out["stage_c_candidate"] = False
+    bound = "latency" if (m["hbm_util"] < LATENCY_UTIL and m["compute_util"] < LATENCY_UTIL) else out["roof_axis"]
+    verdict = True
+    if t_ms <= DISPATCH_FLOOR_MS:
+        # No verdict: the launch is timed by dispatch, not by its transfer or math.
+        out["dispatch_bound"] = True
+        bound = "latency"
+        verdict = False
+        notes.append(f"dispatch-bound: {t_ms * 1e3:.2f} us per launch is within launch-overhead "
+                     "scale (~5 us): no verdict; the lever is fusion / graph capture")
+    if not (SUSPECT_LOW <= pct_raw <= 1.0) or bytes_est <= 0:
+        # L3: an impossible ratio is the model being wrong, never a verdict.
+        out["suspect"] = True
+        out["stage_c_candidate"] = True
+        out["bytes_upper_bound"] = peak_bw * t_s
+        verdict = False
+        notes.append(f"L3 suspect: roofline_pct_raw {pct_raw:.3g} is outside [{SUSPECT_LOW}, 1]; shown clamped, "
+                     f"no verdict; the model's bytes may not exceed {peak_bw * t_s:.4g} (peak_bw x t); "
+                     "stage-C counter measurement candidate")
+    out["bound_type"] = bound if bound in BOUND_TYPES else "unknown"
+    return verdict
+
+
+def attainable_speedup(out: dict, tgt: float | None, pct_raw: float, t_ms: float, notes: list[str]) -> float | None:
+    """target / achieved (at least 1x), capped at the dispatch floor: no launch gets faster than the
+    same ~5 us that makes a launch dispatch-bound (continuous at the floor: no cliff)."""
+    attain = max(1.0, tgt / pct_raw) if (tgt and pct_raw > 0) else None
+    if attain is not None:
+        floor_cap = max(1.0, t_ms / DISPATCH_FLOOR_MS)
+        if attain > floor_cap:
+            notes.append(f"attainable speedup capped at the dispatch floor: {t_ms * 1e3:.2f} us / "
+                         f"{DISPATCH_FLOOR_MS * 1e3:g} us = {floor_cap:.3g}x (the roofline alone says {attain:.3g}x)")
+            out["attainable_speedup_uncapped"] = attain
+            attain = floor_cap
+    return attain
+
+
+def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, attain: float | None, verdict: bool,
+                    confidence: str) -> None:
+    """Headroom class, speedup and e2e gain: a verdict only when allowed and not low-confidence
+    (else provisional)."""
+    gain = e.pct_gpu_time * (1.0 - 1.0 / attain) if attain else None
+    band = routing.headroom_class(pct_raw, tgt) if tgt else "unknown"
+    if verdict and confidence != "low":
+        out["headroom_class"] = band
+        out["attainable_speedup"], out["expected_e2e_gain_pct"] = attain, gain
+    else:
+        out["headroom_class"] = "unknown"
+        out["attainable_speedup"] = attain if verdict else None
+        out["expected_e2e_gain_pct"] = gain if verdict else None
+        if verdict:
+            out["provisional_headroom_class"] = band
+    out["confidence"] = confidence
+
+
+def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict) -> None:
+    """Route (seed section 5) and levers. Seed section 2: byte_reduction_levers only on saturated
+    heads; every other lever (latency: occupancy, fusion, split-K; the evidence-based stop-reading
+    lever of an unsaturated MoE) goes to other_levers."""
+    out["route"] = routing.route(out)
+    out["route_reason"] = routing.ROUTES[out["route"]]
+    out["byte_reduction_levers"] = (routing.byte_reduction_levers(out, all_light, info, dt)
+                                    if out["headroom_class"] == "saturated" else [])
+    out["other_levers"] = routing.other_levers(out)
+    if (op_class == "moe" and out["headroom_class"] != "saturated"
+            and any(not a["feasible"] for a in out.get("alternatives", []))):
+        # the all-expert model being infeasible is itself evidence for the stop-reading lever
+        out["other_levers"] += [lv for lv in routing.byte_reduction_levers(out, [], info, dt)
+                                if lv.startswith("stop reading")]
+
+
+def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
+                  counters: Any | None, all_light: list[dict]) -> tuple[dict, dict]:
+    """One head entry -> (artifact entry, model info). Raises EntryError to degrade it (L2)."""
+    notes: list[str] = []
+    out, op_class = entry_head(e)
+    if e.problems:
+        raise EntryError("; ".join(e.problems))
+    regime, reg = place_regime(e, topn, out, notes)
+    check_modelable(e, op_class, peaks)
+    w = model_work(op_class, e, env, config, regime, notes)
+    t_s, n_l = logical_time(e, reg, out, notes)
+    peak_bw = peaks.hbm_bw_bytes_s
+    peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
+    alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
+    m, bytes_est, confidence, cdtype, peak_flops = apply_stage_c(out, chosen, w.shape_source, counters, peaks,
+                                                                 cdtype, peak_flops, t_s, peak_bw, n_l, notes)
+    confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
+    pct_raw = record_figures(out, op_class, w, m, bytes_est, chosen, alts, cdtype, e, regime, peak_bw, peaks, notes)
+    tgt = record_target(out, op_class, regime, alts, pct_raw)
+    pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
+    verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes)
+    attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
+    record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
+    route_and_levers(out, op_class, all_light, w.res.info, w.dt)
+    out["notes"] = "; ".join(notes)
+    return out, w.res.info
+
+
+def _per_shape(shapes, weights, results, shape_t_ms, e, regime, cand_i, peak_bw, peaks) -> list[dict]:
+    """One row per captured shape of a multi-shape kernel name: its launches, mean time and
+    figures on the byte model the entry uses, so a reader sees which shape is slow."""
+    raw_l = e.raw.get("shape_launches") if isinstance(e.raw, dict) else None
+    rows = []
+    for sh, w, r, t_ms in zip(shapes, weights, results, shape_t_ms):
+        c = r.candidates[min(cand_i, len(r.candidates) - 1)]
+        pf, _, _ = _compute_peak(peaks, r.compute_dtype)
+        row = {"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"}, "weight": w, "t_ms": t_ms,
+               "bytes_est": c.bytes_est, "flops_est": c.flops_est}
+        if t_ms > 0:
+            m = _metrics(c.bytes_est, c.flops_est, t_ms / 1e3, peak_bw, pf)
+            row.update(achieved_flops=m["achieved_flops"], achieved_bw_bytes_s=m["achieved_bw_bytes_s"],
+                       hbm_util=m["hbm_util"], compute_util=m["compute_util"], roof_axis=m["roof_axis"],
+                       roofline_pct=m["roofline_pct_raw"])
+        rows.append(row)
+    if isinstance(raw_l, list) and len(raw_l) >= len(rows):
+        # launches in the order of the Top-N's shapes (work_mix keeps that order within a regime)
+        by_key = {}
+        for sh, n in zip(e.shapes or [], raw_l):
+            by_key.setdefault(tuple(sorted((k, v) for k, v in sh.items())), n)
+        for row, sh in zip(rows, shapes):
+            key = tuple(sorted((k, v) for k, v in sh.items() if k not in ("seq_len_candidates", "regime")))
+            if key in by_key:
+                row["launches"] = by_key[key]
+    return rows
+
+
+def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
+    """Stage C: merge one isolated-op counter record. L4 on missing/unstable counters."""
+    out["counters"] = {
+        "source": kc.source, "launches": kc.launches, "t_ms": kc.t_ms, "dram_bytes": kc.dram_bytes,
+        "flops_issued": kc.flops_issued, "tensor_flops_by_dtype": dict(kc.tensor_flops_by_dtype),
+        "cuda_core_flops": kc.cuda_core_flops, "l2_bytes": kc.l2_bytes, "l1_bytes": kc.l1_bytes,
+        "unstable": kc.unstable, **({"extra": dict(kc.extra)} if kc.extra else {}),
+        **({"derived_from_rate": list(kc.derived_from_rate)} if getattr(kc, "derived_from_rate", None) else {}),
+    }
+    if kc.dram_bytes is None or kc.dram_bytes <= 0 or kc.unstable:
+        why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
+        notes.append(f"L4: counters matched but {why}: stage A/B analytic result kept, confidence not raised")
+        return m, bytes_est, confidence
+    measured_bytes = kc.dram_bytes * n_l
+    out["bytes_model"] = bytes_est
+    out["bytes_measured"] = measured_bytes
+    out["flops_useful"] = flops_est
+    if kc.flops_issued:
+        out["flops_issued"] = kc.flops_issued * n_l
+        out["padding_waste_ratio"] = out["flops_issued"] / flops_est if flops_est > 0 else None
+    out["bytes_measured_over_model"] = measured_bytes / bytes_est if bytes_est > 0 else None
+    mm = _metrics(measured_bytes, flops_est, t_s, peak_bw, peak_flops)
+    notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
+                 f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
+                 f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
+    from roofline.counters.ncu import rate_notes
+    notes.extend(rate_notes(kc))
+    return mm, measured_bytes, "high"
+
+
+def _verbatim_pct(e: Entry):
+    """pct_gpu_time exactly as the Top-N wrote it (40 stays 40, not 40.0)."""
+    raw = e.raw.get("pct_gpu_time") if isinstance(e.raw, dict) else None
+    return raw if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw == e.pct_gpu_time else e.pct_gpu_time
+
+
+def _verbatim_lps(e: Entry, regime: str | None, reg):
+    """launches_per_step as the Top-N wrote it: a count stays an integer."""
+    if reg is None:
+        return None
+    try:
+        raw = e.raw["regimes"][regime]["launches_per_step"]
+    except (KeyError, TypeError):
+        raw = None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw == reg.launches_per_step:
+        return raw
+    v = reg.launches_per_step
+    return int(v) if float(v).is_integer() else v

@@ -1,0 +1,105 @@
+"""The named steps of one head entry (roofline.procedure), one by one, on a real H200 decode
+Top-N (fixtures/rerun_real/decode: Llama-3-8B-shaped decode at batch 64, traced on an H200)."""
+from pathlib import Path
+
+import pytest
+
+from roofline import procedure as P
+from roofline.errors import EntryError
+from roofline.inputs import load_config, load_env, load_topn
+from roofline.peaks import resolve
+
+D = Path(__file__).resolve().parent.parent / "fixtures" / "rerun_real" / "decode"
+
+
+@pytest.fixture(scope="module")
+def real():
+    t = load_topn(D / "profile" / "round_1" / "profile_topN.json")
+    return t, load_env(D / "env_report.json"), load_config(D / "config.json"), resolve("NVIDIA H200", "sm_90")
+
+
+def _gemm(t, N, K):
+    return next(e for e in t.entries if e.shapes and e.shapes[0].get("N") == N and e.shapes[0].get("K") == K
+                and "splitK" not in e.name)
+
+
+def test_regime_and_logical_time_come_from_the_entry(real):
+    t, env, cfg, pk = real
+    e = _gemm(t, 14336, 4096)
+    out, notes = {}, []
+    regime, reg = P.place_regime(e, t, out, notes)
+    assert regime == "decode" and out["t_ms"] == e.regimes["decode"].base_latency_ms
+    assert "decode" in notes[0]
+    t_s, n_l = P.logical_time(e, reg, out, notes)
+    assert n_l == e.launches_per_logical_op and t_s == pytest.approx(reg.base_latency_ms * n_l / 1e3)
+
+
+def test_work_of_a_captured_gemm_is_2mnk(real):
+    t, env, cfg, pk = real
+    e = _gemm(t, 14336, 4096)
+    w = P.model_work("gemm", e, env, cfg, "decode", [])
+    M, N, K = (e.shapes[0][k] for k in "MNK")
+    assert w.shape_source == "captured"
+    assert {c.flops_est for c in w.res.candidates} == {2 * M * N * K}
+    # the weights alone (N x K at the weight dtype's width) are a floor on every byte model
+    assert all(c.bytes_est >= N * K * w.dt["weight_bytes"] for c in w.res.candidates)
+
+
+def test_byte_model_choice_is_the_largest_feasible_else_flags_all_infeasible(real):
+    t, env, cfg, pk = real
+    e = _gemm(t, 14336, 4096)
+    w = P.model_work("gemm", e, env, cfg, "decode", [])
+    pf, cdt, tol = P.compute_roof(pk, w.res.compute_dtype, w.shape_source, [])
+    t_s = e.regimes["decode"].base_latency_ms / 1e3
+    alts, chosen = P.choose_byte_model("gemm", w.res, t_s, pk.hbm_bw_bytes_s, pf, tol, [])
+    feas = [a for a in alts if a["feasible"]]
+    assert feas and chosen["bytes_est"] == max(a["bytes_est"] for a in feas)
+    # a thousand times faster than measured: every model implies more than the HBM peak
+    notes = []
+    alts, chosen = P.choose_byte_model("gemm", w.res, t_s / 1000, pk.hbm_bw_bytes_s, pf, tol, notes)
+    assert not any(a["feasible"] for a in alts)
+    assert chosen["bytes_est"] == min(a["bytes_est"] for a in alts)
+    if len(alts) > 1:
+        assert any("every candidate byte model is infeasible" in n for n in notes)
+
+
+def test_verdict_flags_dispatch_floor_and_l3(real):
+    m = {"hbm_util": 0.9, "compute_util": 0.1}
+    out, notes = {"roof_axis": "memory"}, []
+    assert P.verdict_flags(out, m, 0.5, 0.9, 1e6, 4.8e12, 5e-4, notes) is True
+    assert out["bound_type"] == "memory" and not out["dispatch_bound"] and not out["suspect"]
+    out, notes = {"roof_axis": "memory"}, []
+    assert P.verdict_flags(out, m, P.DISPATCH_FLOOR_MS * 0.8, 0.9, 1e6, 4.8e12, 4e-6, notes) is False
+    assert out["dispatch_bound"] and out["bound_type"] == "latency"
+    out, notes = {"roof_axis": "memory"}, []
+    assert P.verdict_flags(out, m, 0.5, 1.5, 1e6, 4.8e12, 5e-4, notes) is False     # impossible ratio
+    assert out["suspect"] and out["bytes_upper_bound"] == pytest.approx(4.8e12 * 5e-4)
+
+
+def test_attainable_speedup_is_capped_at_the_dispatch_floor():
+    out, notes = {}, []
+    t_ms = 2 * P.DISPATCH_FLOOR_MS
+    assert P.attainable_speedup(out, 0.8, 0.1, t_ms, notes) == pytest.approx(2.0)
+    assert out["attainable_speedup_uncapped"] == pytest.approx(8.0)
+    assert P.attainable_speedup({}, 0.8, 0.4, 1.0, []) == pytest.approx(2.0)   # far above the floor: target / achieved
+    assert P.attainable_speedup({}, None, 0.4, 1.0, []) is None
+
+
+def test_unmodellable_entries_are_refused(real):
+    t, env, cfg, pk = real
+    e = _gemm(t, 14336, 4096)
+    with pytest.raises(EntryError, match="communication"):
+        P.check_modelable(e, "comm", pk)
+    with pytest.raises(EntryError, match="cannot be modelled"):
+        P.check_modelable(e, "no_such_class", pk)
+    P.check_modelable(e, "gemm", pk)   # a GEMM on H200 peaks is modellable
+
+
+def test_analyze_entry_is_the_steps_composed(real):
+    t, env, cfg, pk = real
+    e = _gemm(t, 14336, 4096)
+    out, info = P.analyze_entry(e, t, env, cfg, pk, "B", None, [])
+    assert out["modeled"] and out["regime"] == "decode" and out["shape_source"] == "captured"
+    assert out["flops_est"] == 2 * 64 * 14336 * 4096
+    assert out["roofline_pct_raw"] == pytest.approx(
+        out["hbm_util"] if out["roof_axis"] == "memory" else out["compute_util"])
