@@ -120,6 +120,7 @@ class Work:
     weights: list
     shape_dts: list
     shape_t_ms: list
+    shape_launches: list | None
     shape_source: str
     dts: list
     results: list
@@ -129,7 +130,7 @@ class Work:
 def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: str, notes: list[str]) -> Work:
     """Dtypes, shapes (captured or stage-A) and the class model's candidates on them."""
     dt = resolve_dtypes(e, env)
-    shapes, weights, shape_dts, shape_t_ms, shape_source, assumed, mix_notes = work_mix(
+    shapes, weights, shape_dts, shape_t_ms, shape_launches, shape_source, assumed, mix_notes = work_mix(
         op_class, e, env, config, regime)
     notes += mix_notes
     dts = [_shape_dtypes(dt, o) for o in shape_dts]
@@ -146,7 +147,7 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
             f"{d['act']}->{d['out']}" for d in dts))
     if assumed:
         notes.append("assumed " + "; ".join(assumed))
-    return Work(dt, shapes, weights, shape_dts, shape_t_ms, shape_source, dts, results, res)
+    return Work(dt, shapes, weights, shape_dts, shape_t_ms, shape_launches, shape_source, dts, results, res)
 
 
 def logical_time(e: Entry, reg, out: dict, notes: list[str]) -> tuple[float, int]:
@@ -261,8 +262,7 @@ def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float,
                                "weight": wt, **({"dtypes": {k: d[k] for k in ("act", "out")}} if w.shape_dts[i] else {})}
                               for i, (sh, wt, d) in enumerate(zip(w.shapes, w.weights, w.dts))]
         if w.shape_t_ms:
-            out["per_shape"] = _per_shape(w.shapes, w.weights, w.results, w.shape_t_ms, e, regime,
-                                          [a["model"] for a in alts].index(chosen["model"]), peak_bw, peaks)
+            out["per_shape"] = _per_shape(w, e, [a["model"] for a in alts].index(chosen["model"]), peak_bw, peaks)
     out["shape_source"] = w.shape_source
     out["byte_model"] = chosen["model"]
     if len(alts) > 1:
@@ -407,31 +407,24 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     return out, w.res.info
 
 
-def _per_shape(shapes, weights, results, shape_t_ms, e, regime, cand_i, peak_bw, peaks) -> list[dict]:
+def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
     """One row per captured shape of a multi-shape kernel name: its launches, mean time and
     figures on the byte model the entry uses, so a reader sees which shape is slow."""
-    raw_l = e.raw.get("shape_launches") if isinstance(e.raw, dict) else None
     rows = []
-    for sh, w, r, t_ms in zip(shapes, weights, results, shape_t_ms):
+    launches = w.shape_launches or [None] * len(w.shapes)
+    for sh, wt, r, t_ms, n in zip(w.shapes, w.weights, w.results, w.shape_t_ms, launches):
         c = r.candidates[min(cand_i, len(r.candidates) - 1)]
         pf, _, _ = _compute_peak(peaks, r.compute_dtype)
-        row = {"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"}, "weight": w, "t_ms": t_ms,
+        row = {"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"}, "weight": wt, "t_ms": t_ms,
                "bytes_est": c.bytes_est, "flops_est": c.flops_est}
+        if n is not None:
+            row["launches"] = int(n) if float(n).is_integer() else n
         if t_ms > 0:
             m = _metrics(c.bytes_est, c.flops_est, t_ms / 1e3, peak_bw, pf)
             row.update(achieved_flops=m["achieved_flops"], achieved_bw_bytes_s=m["achieved_bw_bytes_s"],
                        hbm_util=m["hbm_util"], compute_util=m["compute_util"], roof_axis=m["roof_axis"],
                        roofline_pct=m["roofline_pct_raw"])
         rows.append(row)
-    if isinstance(raw_l, list) and len(raw_l) >= len(rows):
-        # launches in the order of the Top-N's shapes (work_mix keeps that order within a regime)
-        by_key = {}
-        for sh, n in zip(e.shapes or [], raw_l):
-            by_key.setdefault(tuple(sorted((k, v) for k, v in sh.items())), n)
-        for row, sh in zip(rows, shapes):
-            key = tuple(sorted((k, v) for k, v in sh.items() if k not in ("seq_len_candidates", "regime")))
-            if key in by_key:
-                row["launches"] = by_key[key]
     return rows
 
 

@@ -483,28 +483,10 @@ def _collect_ncu_cli(problem: Problem, level_id: int, ncu: str | None = None) ->
     ncu = ncu or shutil.which("ncu")
     if not ncu:
         return None
-    from roofline.counters import load
-
-    with tempfile.TemporaryDirectory() as td:
-        rep = Path(td) / "rerun"
-        cmd = [ncu, "--clock-control", "none", "--metrics", ",".join(NCU_METRICS), "-k", f"regex:gemm_l{level_id:02d}",
-               "-c", "1", "-f", "-o", str(rep), sys.executable, "-m", "roofline.rerun", "--one-launch",
-               str(level_id), str(problem.M), str(problem.N), str(problem.K)]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_child_env())
-        path = rep.with_suffix(".ncu-rep")
-        if res.returncode != 0 or not path.exists():
-            return {"error": ((res.stderr or res.stdout).strip().splitlines() or ["ncu failed"])[-1]}
-        # the raw-page CSV needs nothing beyond ncu itself (the ncu-report module may be absent)
-        csv = Path(td) / "rerun.csv"
-        with open(csv, "w") as fh:
-            exp = subprocess.run([ncu, "--import", str(path), "--csv", "--page", "raw", "--print-units", "base"],
-                                 stdout=fh, stderr=subprocess.PIPE, text=True, timeout=120)
-        if exp.returncode != 0:
-            return {"error": (exp.stderr.strip().splitlines() or ["ncu --import failed"])[-1]}
-        try:
-            kcs = load(csv)
-        except ValueError as exc:  # CounterReadError: L4, keep the analytic result
-            return {"error": str(exc)}
+    kcs = _ncu_counters(ncu, ["--metrics", ",".join(NCU_METRICS), "-k", f"regex:gemm_l{level_id:02d}", "-c", "1"],
+                        ["--one-launch", str(level_id), str(problem.M), str(problem.N), str(problem.K)])
+    if isinstance(kcs, dict):
+        return kcs
     if not kcs:
         return None
     k = kcs[0]
@@ -540,15 +522,16 @@ def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "
     return mix
 
 
-def _collect_ncu_range(problem: Problem, level_id: int, target: str, l2: str, ncu: str) -> dict | None:
+def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str]):
+    """Run `python -m roofline.rerun TARGET_ARGS` under the ncu CLI with NCU_ARGS, export the raw
+    page as CSV (needs nothing beyond ncu itself: the ncu-report module may be absent) and read it
+    with the stage-C reader. -> list of KernelCounters, or {"error": one line} (L4)."""
     from roofline.counters import load
 
     with tempfile.TemporaryDirectory() as td:
         rep = Path(td) / "rerun"
-        cmd = [ncu, "--clock-control", "none", "--cache-control", "none" if l2 == "warm" else "all",
-               "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(NCU_METRICS), "-f", "-o", str(rep),
-               sys.executable, "-m", "roofline.rerun", "--one-launch-range", target, str(level_id),
-               str(problem.M), str(problem.N), str(problem.K)]
+        cmd = [ncu, "--clock-control", "none", *ncu_args, "-f", "-o", str(rep),
+               sys.executable, "-m", "roofline.rerun", *target_args]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_child_env())
         path = rep.with_suffix(".ncu-rep")
         if res.returncode != 0 or not path.exists():
@@ -560,9 +543,17 @@ def _collect_ncu_range(problem: Problem, level_id: int, target: str, l2: str, nc
         if exp.returncode != 0:
             return {"error": (exp.stderr.strip().splitlines() or ["ncu --import failed"])[-1]}
         try:
-            kcs = load(csv)
-        except ValueError as exc:  # CounterReadError: L4
+            return load(csv)
+        except ValueError as exc:  # CounterReadError: L4, keep the analytic result
             return {"error": str(exc)}
+
+
+def _collect_ncu_range(problem: Problem, level_id: int, target: str, l2: str, ncu: str) -> dict | None:
+    kcs = _ncu_counters(ncu, ["--cache-control", "none" if l2 == "warm" else "all", "--nvtx", "--nvtx-include",
+                              f"{RANGE}/", "--metrics", ",".join(NCU_METRICS)],
+                        ["--one-launch-range", target, str(level_id), str(problem.M), str(problem.N), str(problem.K)])
+    if isinstance(kcs, dict):
+        return kcs
     if not kcs:
         return None
 

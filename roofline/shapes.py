@@ -140,15 +140,16 @@ def _num_list(v, n: int) -> list[float] | None:
 
 
 def work_mix(op_class: str, e: Entry, env: Env, config: dict | None, regime: str
-             ) -> tuple[list[dict], list[float], list[dict], list[float] | None, str, list[str], list[str]]:
+             ) -> tuple[list[dict], list[float], list[dict], list[float] | None, list[float] | None, str,
+                        list[str], list[str]]:
     """THE one place an entry's shapes become its per-launch work, used by the analysis and by the
     stage-C re-run (timing and counters) alike.
 
-    -> (shapes, weights, shape_dtypes, shape_t_ms, source, assumed, notes): the shapes of the
+    -> (shapes, weights, shape_dtypes, shape_t_ms, shape_launches, source, assumed, notes): the shapes of the
     analysed regime; their weights, each shape's share of the launches (they sum to 1; from
     `shape_launches` whenever the Top-N gives it, equal shares otherwise, and the notes say which);
     per-shape dtype overrides (`shape_dtypes`, else {}); per-shape mean launch time
-    (`shape_base_latency_ms`, else None).
+    (`shape_base_latency_ms`, else None); per-shape launch counts (`shape_launches`, else None).
     NB: the per-launch FLOPs / bytes of a mix are sum(w_i * x_i): the launch-weighted mean, which
     times the launch count gives the kernel's total work exactly."""
     shapes, source, assumed = resolve_shapes(op_class, e, env, config, regime)
@@ -177,4 +178,5 @@ def work_mix(op_class: str, e: Entry, env: Env, config: dict | None, regime: str
     dts = [dict(sdt[i]) if isinstance(sdt, list) and len(sdt) == n and isinstance(sdt[i], dict) else {}
            for i in idx]
     lat = _num_list(raw.get("shape_base_latency_ms"), n) if source == "captured" else None
-    return ([shapes[i] for i in idx], weights, dts, [lat[i] for i in idx] if lat else None, source, assumed, notes)
+    return ([shapes[i] for i in idx], weights, dts, [lat[i] for i in idx] if lat else None,
+            [launches[i] for i in idx] if launches else None, source, assumed, notes)

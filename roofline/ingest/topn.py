@@ -152,7 +152,8 @@ def aggregate_trace(pt, plan: StepPlan):
 
     # ---- split-K: a reduce launch is the second half of the GEMM launch just before it
     fold_arr, extra_arr = _pair_splitk(pt)
-    fold_into = extra_us = {}
+    fold_into: dict[int, int] = {}
+    extra_us: dict[int, float] = {}
     if fold_arr is not None:
         import numpy as np
 
@@ -204,7 +205,7 @@ def aggregate_trace(pt, plan: StepPlan):
         notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
                      "profile with record_shapes=True (vLLM: VLLM_TORCH_PROFILER_RECORD_SHAPES=1)")
     else:
-        notes.append(f"{linked} of {n} kernel launches linked to the aten op that launched them (External id)")
+        notes.append(f"{linked} of {n - len(fold_into)} kernel launches linked to the aten op that launched them (External id)")
     if pt.mem:
         mem_ms = sum(pt.mem.values()) / 1000
         notes.append(f"memcpy/memset activity ({sum(pt.mem_count.values())} events, {mem_ms:.3f} ms) is not a kernel: "
