@@ -132,6 +132,10 @@ def edge_shapes(level: Level) -> list[tuple[int, int, int]]:
         # decode and K-heavy shapes: split-K (level 10) splits these; odd cluster-tile counts
         cands += [(16, 4096, 4096), (64, 1024, 14336), (256, 2048, 4096), (130, 700, 3000),
                   (1, 300, 5000), (383, 1531, 263)]
+    if level.splitk == -2:
+        # stream-K tail: whole waves + a split tail (128x256: 140 and 306 tiles; 64x128: 160),
+        # every tile split (72 tiles of 16 K tiles), a tail whose ranges straddle tile edges
+        cands += [(1792, 2560, 1024), (2304, 4352, 2048), (512, 2560, 1024), (1152, 2048, 1024), (1000, 3000, 2000)]
     return [s for s in cands if level.supports(*s)]
 
 

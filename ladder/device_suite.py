@@ -142,6 +142,8 @@ def do_sanitize() -> bool:
         shapes = [(128, 128, 64), (100, 37, 40), (129, 130, 200)]
         if lv.kind in ("persistent", "ws"):
             shapes.append((1600, 4400, 72))
+        if lv.splitk == -2:
+            shapes += [(1792, 2560, 1024), (512, 2560, 1024)]   # stream-K: whole waves + split tail, all split
         if lv.splitk:
             shapes.append((64, 512, 2048))   # split-K: 8 tiles, several splits, the reduction   # 13 x 18 = 234 tiles > 132 CTAs: ledger crosses tiles
         for s in shapes:

@@ -198,18 +198,31 @@ def cublas_tn(a, b, c) -> None:
 
 
 # ------------------------------------------------------------------ warp-specialized levels (7+)
-SPLITK_UNIT_COST_KTILES = 2   # fixed cost of a work unit (fill, epilogue, reduction) in K-tile steps
+SPLITK_UNIT_COST_KTILES = 2   # fixed cost of a work unit (fill, epilogue) in K-tile steps
+SPLITK_MIN_GAIN = 0.03       # a split-K plan replaces a plan with fewer splits only if its estimate is 3 % lower
+STREAMK_MAX_TAIL_FILL = 0.85  # stream-K only when the last wave leaves >= 15 % of the CTAs idle
+STREAMK_MIN_ITERS = 8         # a tail CTA's range is at least this many K tiles (fill must amortise)
+
+
+def _partial_cost_ktiles(bm: int, bn: int, bk: int) -> float:
+    """The fp32 partial of one split (written once, read once by the reducing split) in K-tile
+    steps of load traffic: 2 * bm*bn*4 bytes over the (bm + bn)*bk*2 bytes one K step loads."""
+    return 2 * bm * bn * 4 / ((bm + bn) * bk * 2)
 
 
 def splitk_plan(level: Level, m: int, n: int, k: int, sms: int) -> tuple[int, int]:
-    """-> (S, ks): the number of K splits and K tiles per split for a "ws" level.
+    """-> (S, ks): the kernel's two work-list arguments for a "ws" level.
 
-    splitk 0 or 1: no split. splitk n > 1: n splits (fewer if K is short). splitk -1 (auto): the
-    S in 1..16 that minimises the estimated time ceil(units / CTAs) * (ks + 2) in K-tile steps,
-    units = tiles * S (2 K-tile steps of fixed cost per unit: fill, epilogue, the reduction),
-    with at most one split per 4 K tiles (a split must amortise its fp32 partial)."""
+    splitk 0 or 1: no split (S = 1, ks = all K tiles). splitk n > 1: n splits (fewer if K is
+    short). splitk -1 (auto): the S in 1..16 that minimises the estimated time
+    ceil(units / CTAs) * (ks + 2 + partial) in K-tile steps, units = tiles * S, 2 K-tile steps of
+    fixed cost per unit, `partial` (S > 1 only) the fp32 partial's write + read in K-tile steps of
+    traffic (so a shape whose tiles already fill the SMs is not split), at most one split per 4 K
+    tiles, and more splits only when the estimate drops by SPLITK_MIN_GAIN. splitk -2 (stream-K tail): see streamk_plan; returns (tail CTAs, data-parallel tiles)."""
     bm, bn, bk = level.tile_mnk
     nkt = (k + bk - 1) // bk
+    if level.splitk == -2:
+        return streamk_plan(level, m, n, k, sms)
     if level.splitk in (0, 1):
         return 1, nkt
     tiles = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
@@ -217,15 +230,80 @@ def splitk_plan(level: Level, m: int, n: int, k: int, sms: int) -> tuple[int, in
         cands = [level.splitk]
     else:
         cands = [s for s in range(1, 17) if s == 1 or nkt >= 4 * s]
+    partial = _partial_cost_ktiles(bm, bn, bk)
     best = None
     for s in cands:
         ks = -(-nkt // s)
         s_eff = -(-nkt // ks)               # no empty split
         units = tiles * s_eff
-        est = -(-units // sms) * (ks + SPLITK_UNIT_COST_KTILES)
-        if best is None or est < best[0]:
+        est = -(-units // sms) * (ks + SPLITK_UNIT_COST_KTILES + (partial if s_eff > 1 else 0.0))
+        # a split must win by SPLITK_MIN_GAIN: the model is coarse and a split costs a workspace
+        if best is None or est < best[0] * (1 - SPLITK_MIN_GAIN):
             best = (est, s_eff, ks)
     return best[1], best[2]
+
+
+def streamk_plan(level: Level, m: int, n: int, k: int, ctas: int) -> tuple[int, int]:
+    """-> (S, dp) for a stream-K-tail build (ws.cuh SPLITK = 2): the first dp tiles (whole waves,
+    a multiple of `ctas`) run whole; the K iterations of the other tiles are spread over S CTAs.
+    (0, tiles) = no tail split: the last wave fills the CTAs well enough (>= 85 %), or spreading
+    it would give a CTA fewer than STREAMK_MIN_ITERS K tiles, or no more CTAs than tiles."""
+    bm, bn, bk = level.tile_mnk
+    nkt = (k + bk - 1) // bk
+    tiles = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+    full = tiles // ctas
+    tail = tiles - full * ctas
+    if tail == 0 or tail > STREAMK_MAX_TAIL_FILL * ctas:
+        return 0, tiles
+    s = min(ctas, (tail * nkt) // STREAMK_MIN_ITERS)
+    if s <= tail:
+        return 0, tiles
+    return s, full * ctas
+
+
+def streamk_slots(level: Level, m: int, n: int, k: int, s: int, dp: int) -> int:
+    """Workspace slots (one fp32 tile each) the stream-K tail needs: S CTAs x the most tiles one
+    CTA's range touches (ws.cuh WsWork.lmax, the same arithmetic)."""
+    if s == 0:
+        return 0
+    bm, bn, bk = level.tile_mnk
+    nkt = (k + bk - 1) // bk
+    tiles = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+    iters = (tiles - dp) * nkt
+    span = -(-iters // s)
+    return s * (-(-span // nkt) + 1)
+
+
+def streamk_work(tiles: int, nkt: int, ctas: int, s: int, dp: int) -> list[list[tuple]]:
+    """ws.cuh's WsWork (SPLITK = 2) in Python, CTA by CTA: for CTA p the list of its units
+    (tile, kt0, kt1, nseg, own, slot, [slots of the tile's other segments]). The same integer
+    arithmetic as the kernel, so tests can check on a CPU that the units cover every tile's K
+    tiles exactly once and that the segments of a tile agree on their count and slots."""
+    iters = (tiles - dp) * nkt
+    span = -(-iters // s) if s else 0
+    lmax = -(-span // nkt) + 1 if s else 0
+    start = (lambda p: (p * iters) // s)
+    owner = (lambda x: ((x + 1) * s + iters - 1) // iters - 1)
+
+    def seg_slot(t, o):
+        p = owner((t - dp) * nkt) + o
+        return p * lmax + (t - dp) - start(p) // nkt
+
+    out = []
+    for cid in range(ctas):
+        units = [(t, 0, nkt, 1, 0, 0, []) for t in range(cid, dp, ctas)]
+        if s and cid < s and start(cid + 1) > start(cid):
+            x0, x1 = start(cid), start(cid + 1)
+            for li, j in enumerate(range(x0 // nkt, (x1 - 1) // nkt + 1)):
+                a = j * nkt
+                pf = owner(a)
+                nseg = owner(a + nkt - 1) - pf + 1
+                own = cid - pf
+                t = dp + j
+                units.append((t, max(x0, a) - a, min(x1, a + nkt) - a, nseg, own, cid * lmax + li,
+                              [seg_slot(t, o) for o in range(nseg) if o != own]))
+        out.append(units)
+    return out
 
 
 _ws_cache: dict = {}
@@ -295,11 +373,15 @@ def _launch_ws(level: Level, kern, a, b, c, m: int, n: int, k: int, ka: int, kb:
     slots = sms // cl
     if cl > 1:
         slots = min(slots, max_active_clusters(level, kern) or slots)
-    grid = cl * min(units, slots)
-    if s > 1:
-        ws, cnt = _ws_buffers(units * bm * bn, tiles)
+    if level.splitk == -2:   # stream-K tail (cluster 1): s = tail CTAs, ks = data-parallel tiles
+        grid = min(slots, max(s, ks))
+        ws, cnt = _ws_buffers(streamk_slots(level, m, n, k, s, ks) * bm * bn, tiles if s else 0)
     else:
-        ws, cnt = _ws_buffers(0, 0)
+        ctas = min(units, slots)
+        if level.grid_balance:   # same number of rounds on fewer CTAs: the idle SMs draw no power
+            ctas = -(-units // -(-units // slots))
+        grid = cl * ctas
+        ws, cnt = _ws_buffers(units * bm * bn, tiles) if s > 1 else _ws_buffers(0, 0)
     c_tma = n % 8 == 0   # the C map needs 16-byte row strides; else register stores
     tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
     kern((grid, 1, 1), (level.threads, 1, 1),

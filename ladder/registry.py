@@ -50,8 +50,9 @@ class Level:
     kind: str = "sync"             # "sync" | "tma" | "persistent" | "ws" (how gpu.launch calls it)
     dyn_smem_bytes: int = 0        # dynamic shared memory requested at launch (incl. 1 KiB align slack)
     cluster: int = 1               # CTAs per cluster (compile-time __cluster_dims__; "ws" levels)
-    splitk: int = 0                # 0: no split-K; -1: split count chosen per shape (gpu.splitk_plan); n: n splits
+    splitk: int = 0                # 0: no split-K; -1: split count chosen per shape (gpu.splitk_plan); n: n splits; -2: stream-K tail (gpu.streamk_plan)
     by_m: tuple[tuple[int, str], ...] = ()  # ((m_above, VARIANTS key), ...): for M > m_above launch that build
+    grid_balance: bool = False     # "ws": launch the fewest CTAs that keep the same number of rounds (idle SMs save power)
 
     @property
     def total_smem_bytes(self) -> int:
@@ -146,10 +147,10 @@ LEVELS = LEVELS + (
           (128, 128, 64), _WS_THREADS_1, 16 * 6, 232, True, kind="ws", cluster=2,
           dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1)),
     Level(9, "multi_consumer", "l09_multi_consumer.cu", "gemm_l09",
-          "level 7 with two cooperative consumer warpgroups on a 128x256 tile (64x256 each), 4 stages; no cluster (level 8 lost)",
-          "two consumer warpgroups (cooperative 128x256), 384 threads",
-          _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168, True, kind="ws",
-          dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+          "two cooperative consumer warpgroups on a 128x256 tile (64x256 each), 4 stages, in level 8's 2-CTA cluster (B multicast), on the fewest clusters that keep the rounds",
+          "two consumer warpgroups (cooperative 128x256), 384 threads; 2-CTA cluster; balanced persistent grid",
+          _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2, defines=("L9_CL=2",),
+          grid_balance=True, dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
     Level(10, "splitk_decode", "l10_splitk.cu", "gemm_l10",
           "level 7 with 64-row tiles (one m64n128 consumer) and split-K chosen per shape; M > 64: 128x128 tiles (l10_m128)",
           "serving shapes: 64x128 tiles + split-K (workspace, per-tile counters), 8 stages",
@@ -213,6 +214,15 @@ VARIANTS: dict[str, Level] = {
         "level 9 cooperative in 2-CTA clusters (B multicast, cluster tile 256x256)", "-", _TILE_WIDE,
         _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2, defines=("L9_CL=2",),
         dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    "l09_nocluster": Level(
+        9, "multi_consumer_nocluster", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 without the cluster and on all SMs (level 9 as shipped before the cluster worked)", "-", _TILE_WIDE,
+        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", defines=("L9_CL=1",), dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    "l08_fenced": Level(
+        8, "cluster2_fenced", "l08_cluster.cu", "gemm_l08",
+        "level 8 with the remote empty arrivals as .release.cluster (the first build: a fence per arrival)", "-",
+        (128, 128, 64), _WS_THREADS_1, 16 * 6, 232, True, kind="ws", cluster=2,
+        defines=("LADDER_REMOTE_RELEASE_CLUSTER",), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1)),
     "l09_pingpong": Level(
         9, "multi_consumer_pingpong", "l09_multi_consumer.cu", "gemm_l09",
         "level 9 ping-pong: consumers alternate whole 128x128 tiles, 6 stages, 2-CTA cluster", "-",
@@ -232,10 +242,21 @@ VARIANTS: dict[str, Level] = {
         "level 9 ping-pong on 64x256 tiles without the cluster", "-", (64, 256, 64), _WS_THREADS_2,
         16 * 4 + 16, 168, True, kind="ws", defines=("L9_PINGPONG", "L9_PP_WIDE", "L9_CL=1"),
         dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
+    "l09_streamk": Level(
+        9, "multi_consumer_streamk", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative with a stream-K tail: the last partial wave's K iterations spread over all CTAs",
+        "-", _TILE_WIDE, _WS_THREADS_2, 16 * 4 + 16, 168, True, kind="ws", splitk=-2, defines=("L9_SK",),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    "l09_balanced": Level(
+        9, "multi_consumer_balanced", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 on the fewest CTAs that keep its number of rounds (8192^3: 128 CTAs x 16 tiles, 4 SMs idle)",
+        "-", _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168, True, kind="ws", grid_balance=True,
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
     "l09_coop_regstore": Level(
         9, "multi_consumer_coop_regstore", "l09_multi_consumer.cu", "gemm_l09",
         "level 9 cooperative with register stores instead of the TMA-store epilogue", "-", _TILE_WIDE,
-        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", defines=("LADDER_REG_STORE",),
+        _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2, defines=("LADDER_REG_STORE", "L9_CL=2"),
+        grid_balance=True,
         dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2, False)),
     "l07_regstore": Level(
         7, "warp_specialized_regstore", "l07_warp_specialized.cu", "gemm_l07",
@@ -243,6 +264,11 @@ VARIANTS: dict[str, Level] = {
         _WS_THREADS_1, 16 * 6, 232, True, kind="ws", defines=("LADDER_REG_STORE",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1, False)),
     # level 10's alternatives: 128-row tiles (two cooperative consumers), and no split (S = 1)
+    "l10_streamk": Level(
+        10, "splitk_decode_streamk", "l10_splitk.cu", "gemm_l10",
+        "level 10's 64x128 build with a stream-K tail instead of a uniform split (any M)", "-", (64, 128, 64),
+        _WS_THREADS_1, 16 * 8 + 16, 232, True, kind="ws", splitk=-2, defines=("L10_SK",),
+        dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1)),
     "l10_m128": Level(
         10, "splitk_decode_m128", "l10_splitk.cu", "gemm_l10",
         "level 10 with 128x128 tiles (two cooperative consumers), split-K per shape, 6 stages", "-",

@@ -27,7 +27,8 @@ def _gm(v):
 def test_ws_levels_registry():
     ws = [lv for lv in LEVELS if lv.kind == "ws"]
     assert [lv.id for lv in ws] == [7, 8, 9, 10]
-    assert get_level(8).cluster == 2 and get_level(9).cluster == 1 and get_level(7).cluster == 1
+    assert get_level(8).cluster == 2 and get_level(9).cluster == 2 and get_level(7).cluster == 1
+    assert get_level(9).grid_balance and not get_level(8).grid_balance and VARIANTS["l09_nocluster"].cluster == 1
     assert get_level(9).threads == 384 and get_level(7).threads == 256
     assert get_level(10).splitk == -1 and get_level(10).by_m == ((64, "l10_m128"),)
     for key in get_level(10).by_m:

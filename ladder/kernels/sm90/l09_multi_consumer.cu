@@ -10,12 +10,17 @@
 #ifndef L9_CL
 #define L9_CL 1
 #endif
+#ifdef L9_SK
+#define L9_SPLIT 2   // -DL9_SK: the stream-K tail (ws.cuh): the last partial wave's K iterations spread over all CTAs
+#else
+#define L9_SPLIT 0
+#endif
 #if defined(L9_PINGPONG) && defined(L9_PP_WIDE)
 LADDER_WS_KERNEL(gemm_l09, 2, 1, 1, 256, 4, L9_CL, 0, 16 / L9_CL, LADDER_EPI)
 #elif defined(L9_PINGPONG)
 LADDER_WS_KERNEL(gemm_l09, 2, 1, 2, 128, 6, L9_CL, 0, 16 / L9_CL, LADDER_EPI)
 #else
-LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 256, 4, L9_CL, 0, 16 / L9_CL, LADDER_EPI)
+LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 256, 4, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)
 #endif
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l09_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");

@@ -12,6 +12,8 @@
 LADDER_WS_KERNEL(gemm_l10, 2, 0, 1, 128, 6, 1, 1, 16, LADDER_EPI)
 #elif defined(L10_N256)
 LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 256, 5, 1, 1, 16, LADDER_EPI)
+#elif defined(L10_SK)
+LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 128, 8, 1, 2, 16, LADDER_EPI)   // 64x128 tiles, stream-K tail (ws.cuh)
 #else
 LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 128, 8, 1, 1, 16, LADDER_EPI)
 #endif

@@ -42,6 +42,13 @@
 //   through L2) to its registers, writes bf16 C and resets the counter to 0 for the next
 //   launch. No split waits for another, so there is no deadlock however the units are placed.
 //   Named barrier 1 (consumer threads only) orders the workspace writes and the counter.
+// Stream-K tail (SPLITK = 2, CL = 1, not ping-pong): the first `dp` tiles (kernel argument
+//   ks; a multiple of #CTAs) are whole units walked data-parallel as below; the K iterations of
+//   the remaining tiles (the last, partial wave) are spread evenly over the first S CTAs: CTA p
+//   owns iterations [p*I/S, (p+1)*I/S) of the I = tail tiles * K tiles in tile order, one unit
+//   per tile its range touches. The segments of a tile meet through the split-K workspace and
+//   counter above (the last to arrive adds the others and stores); a tile inside one range has
+//   one segment and skips the workspace. S = 0: no tail split (every tile whole).
 // Work list: units u = cluster_id + i * #clusters (persistent: #clusters <= #SMs / CL and <=
 //   cuOccupancyMaxActiveClusters, gpu.max_active_clusters);
 //   u -> (tile t = u / S, split u % S); t -> (cluster-row, column) in GROUP-row grouped order
@@ -70,14 +77,28 @@ __device__ __forceinline__ void cluster_sync_all() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n"
                "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-// arrive on the mbarrier at the same smem offset in CTA `cta` of the cluster
+// arrive on the mbarrier at the same smem offset in CTA `cta` of the cluster. The default
+// semantics (release at CTA scope), not .release.cluster: the arrival only says "this warp's
+// wgmma reads of the stage are done" (wgmma.wait_group already ordered them), and a cluster-scope
+// release is a memory fence per arrival: on the H200 it stalled the consumers ("waiting on a
+// memory barrier", 35 % of issue stalls) and made the cluster builds ~2x slower (notes/l08.md).
+// -DLADDER_REMOTE_RELEASE_CLUSTER restores the fenced form, to measure it again.
 __device__ __forceinline__ void mbar_arrive_remote(u64* bar, u32 cta) {
+#ifdef LADDER_REMOTE_RELEASE_CLUSTER
   asm volatile(
       "{\n"
       ".reg .b32 ra;\n"
       "mapa.shared::cluster.u32 ra, %0, %1;\n"
       "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
       "}\n" ::"r"(smem_u32(bar)), "r"(cta) : "memory");
+#else
+  asm volatile(
+      "{\n"
+      ".reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n"
+      "}\n" ::"r"(smem_u32(bar)), "r"(cta) : "memory");
+#endif
 }
 // 2-D TMA load multicast to the CTAs in `mask`: same smem offset, each CTA's own mbarrier at
 // `bar`'s offset gets the transaction bytes
@@ -120,6 +141,69 @@ struct WsCfg {
   static_assert(!SPLITK || (CL == 1 && !PINGPONG), "split-K only cooperative, no cluster");
   static_assert(DYN_SMEM + 8 * (2 * D + 2) + 16 <= 227 * 1024, "fits the 227 KiB per-block limit");
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % (1024 * CL) == 0, "1024-aligned swizzle atoms");
+};
+
+// Which units a CTA owns and what each covers (one definition, read by producer and consumers).
+struct WsUnit { int t, kt0, kt1, nseg, own, slot; };
+template <int SPLITK>
+struct WsWork {
+  int cid, ncl, tiles, nkt, S, ks;   // split-K: S splits of ks K tiles; stream-K: S tail CTAs, ks = dp tiles
+  long long iters;                   // stream-K: K iterations of the tail tiles
+  int lmax;                          // stream-K: most tiles one CTA's range touches (workspace slots per CTA)
+  __device__ __forceinline__ void init() {
+    if (SPLITK == 2) {
+      iters = static_cast<long long>(tiles - ks) * nkt;
+      const long long span = S > 0 ? (iters + S - 1) / S : 0;
+      lmax = static_cast<int>((span + nkt - 1) / nkt) + 1;
+    }
+  }
+  __device__ __forceinline__ long long sk_start(int p) const { return (static_cast<long long>(p) * iters) / S; }
+  // the tail CTA whose range holds iteration x: the largest p with sk_start(p) <= x
+  __device__ __forceinline__ int sk_owner(long long x) const { return static_cast<int>(((x + 1) * S + iters - 1) / iters) - 1; }
+  __device__ __forceinline__ int count() const {
+    if (SPLITK != 2) {
+      const int units = tiles * S;
+      return cid < units ? (units - cid + ncl - 1) / ncl : 0;
+    }
+    int n = cid < ks ? (ks - cid + ncl - 1) / ncl : 0;
+    if (S > 0 && cid < S) {
+      const long long x0 = sk_start(cid), x1 = sk_start(cid + 1);
+      if (x1 > x0) n += static_cast<int>((x1 - 1) / nkt - x0 / nkt) + 1;
+    }
+    return n;
+  }
+  __device__ __forceinline__ WsUnit unit(int i) const {
+    WsUnit w;
+    if (SPLITK != 2) {
+      const int u = cid + i * ncl;
+      w.t = u / S; w.own = u - w.t * S; w.nseg = S; w.slot = u;
+      w.kt0 = w.own * ks; w.kt1 = w.kt0 + ks < nkt ? w.kt0 + ks : nkt;
+      return w;
+    }
+    const int ndp = cid < ks ? (ks - cid + ncl - 1) / ncl : 0;
+    if (i < ndp) {
+      w.t = cid + i * ncl; w.kt0 = 0; w.kt1 = nkt; w.nseg = 1; w.own = 0; w.slot = 0;
+      return w;
+    }
+    const int li = i - ndp;
+    const long long x0 = sk_start(cid), x1 = sk_start(cid + 1);
+    const long long j = x0 / nkt + li, a = j * nkt;
+    w.t = ks + static_cast<int>(j);
+    w.kt0 = static_cast<int>((x0 > a ? x0 : a) - a);
+    w.kt1 = static_cast<int>((x1 < a + nkt ? x1 : a + nkt) - a);
+    const int pf = sk_owner(a);
+    w.nseg = sk_owner(a + nkt - 1) - pf + 1;
+    w.own = cid - pf;
+    w.slot = cid * lmax + li;
+    return w;
+  }
+  // workspace slot of segment o of tile t (o != the caller's own)
+  __device__ __forceinline__ int seg_slot(int t, int o) const {
+    if (SPLITK != 2) return t * S + o;
+    const long long a = static_cast<long long>(t - ks) * nkt;
+    const int p = sk_owner(a) + o;
+    return p * lmax + static_cast<int>((t - ks) - sk_start(p) / nkt);
+  }
 };
 
 struct WsOrder {
@@ -175,10 +259,11 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 
   const int tiles_m = (M + Cfg::UM - 1) / Cfg::UM;
   const WsOrder order{(tiles_m + CL - 1) / CL, (N + Cfg::UN - 1) / Cfg::UN, GROUP};
-  const int units = order.tiles_mc * order.tiles_n * S;
   const int cid = static_cast<int>(blockIdx.x) / CL, ncl = static_cast<int>(gridDim.x) / CL;
-  const int mine = cid < units ? (units - cid + ncl - 1) / ncl : 0;
   const int nkt = (K + BK - 1) / BK;
+  WsWork<SPLITK> work{cid, ncl, order.tiles_mc * order.tiles_n, nkt, SPLITK ? S : 1, SPLITK ? ks : nkt, 0, 0};
+  work.init();
+  const int mine = work.count();
 
   if (wg == 0) {
     // ------------------------------------------------------------------ producer warpgroup
@@ -186,12 +271,11 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
     if (tid == 0) {
       int q = 0;
       for (int i = 0; i < mine; ++i) {
-        const int u = cid + i * ncl, t = u / S, sp = u - t * S;
+        const WsUnit w = work.unit(i);
         int tmc, tn;
-        order.coords(t, tmc, tn);
+        order.coords(w.t, tmc, tn);
         const int row0 = (tmc * CL + static_cast<int>(rank)) * Cfg::UM, col0 = tn * Cfg::UN;
-        const int kt0 = sp * ks, kt1 = kt0 + ks < nkt ? kt0 + ks : nkt;
-        for (int kt = kt0; kt < kt1; ++kt, ++q) {
+        for (int kt = w.kt0; kt < w.kt1; ++kt, ++q) {
           const int s = q % D;
           if (q >= D) mbar_wait(&empty[s], ((q / D) - 1) & 1);
           unsigned char* st = base + s * Cfg::STAGE;
@@ -221,8 +305,8 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       }
     };
     for (int i = 0; i < mine; ++i) {
-      const int u = cid + i * ncl, t = u / S, sp = u - t * S;
-      const int kt0 = sp * ks, kt1 = kt0 + ks < nkt ? kt0 + ks : nkt, nk = kt1 - kt0;
+      const WsUnit w = work.unit(i);
+      const int t = w.t, nk = w.kt1 - w.kt0;
       if (PINGPONG && (i & 1) != c) { q += nk; continue; }
       if (PINGPONG && i > 0) {
         // Unit i-1 is the other consumer's ((i-1)/2-th of its units). Wait until it has passed
@@ -259,9 +343,9 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       release(q - 1);
       __syncwarp();
       const int row0 = tm * Cfg::UM + (PINGPONG ? 0 : c * 64 * MR), col0 = tn * Cfg::UN;
-      if (SPLITK && S > 1) {
+      if (SPLITK && w.nseg > 1) {
         constexpr int NA = MR * Cfg::NACC;
-        float4* slot = reinterpret_cast<float4*>(ws) + static_cast<size_t>(u) * (Cfg::NCT * NA / 4);
+        float4* slot = reinterpret_cast<float4*>(ws) + static_cast<size_t>(w.slot) * (Cfg::NCT * NA / 4);
 #pragma unroll
         for (int mr = 0; mr < MR; ++mr)
 #pragma unroll
@@ -272,15 +356,15 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         named_bar_sync(1, Cfg::NCT);
         if (ct == 0) {
           const int old = atomicAdd(&cnt[t], 1);
-          last_flag = old == S - 1;
-          if (old == S - 1) cnt[t] = 0;   // every split has arrived: ready for the next launch
+          last_flag = old == w.nseg - 1;
+          if (old == w.nseg - 1) cnt[t] = 0;   // every split has arrived: ready for the next launch
         }
         named_bar_sync(1, Cfg::NCT);
         if (!last_flag) continue;
         __threadfence();
-        for (int o = 0; o < S; ++o) {
-          if (o == sp) continue;
-          const float4* other = reinterpret_cast<const float4*>(ws) + static_cast<size_t>(t * S + o) * (Cfg::NCT * NA / 4);
+        for (int o = 0; o < w.nseg; ++o) {
+          if (o == w.own) continue;
+          const float4* other = reinterpret_cast<const float4*>(ws) + static_cast<size_t>(work.seg_slot(t, o)) * (Cfg::NCT * NA / 4);
 #pragma unroll
           for (int mr = 0; mr < MR; ++mr)
 #pragma unroll
