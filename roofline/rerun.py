@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+from roofline.errors import RerunError
 
 # The ladder owns its dispatch (shape classes, the stopping rule, the table): re-exported here for
 # stage C and for the callers that import them from roofline.rerun.
@@ -193,14 +194,14 @@ def counters_record(entry: dict, mix: dict):
 def restage(art: dict, artifact_path, records: list) -> dict:
     """Write the re-run's counters back through THE stage-C merge (the one `analyze --counters`
     uses): re-analyse the Top-N behind the artifact with them, then carry each entry's re-run block
-    over. Raises FileNotFoundError when the Top-N behind the artifact cannot be found."""
+    over. Raises RerunError when the Top-N behind the artifact cannot be found."""
     from roofline import api
 
     inp = art.get("inputs") or {}
     here = Path(artifact_path).parent
     topn = next((Path(p) for p in (inp.get("topn"), here / "profile_topN.json") if p and Path(p).is_file()), None)
     if topn is None:
-        raise FileNotFoundError(f"the Top-N behind {artifact_path} was not found (inputs.topn, or "
+        raise RerunError(f"the Top-N behind {artifact_path} was not found (inputs.topn, or "
                                 "profile_topN.json beside it)")
     env = inp.get("env") if inp.get("env") and Path(inp["env"]).is_file() else None
     cfg = inp.get("config") if inp.get("config") and Path(inp["config"]).is_file() else None

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from roofline.errors import CounterCollectError
 from roofline.rerun import Problem
 
 
@@ -66,8 +67,8 @@ def counters_backend(ncu: str | None = None) -> tuple[str | None, str]:
 
 def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) -> dict | None:
     """Counters for one isolated launch of the ladder level: through nsight-python where it supports
-    the installed ncu, else through the `ncu` CLI and the stage-C reader. Returns None or
-    {"error": ...} (L4: the analytic result stays) when neither works."""
+    the installed ncu, else through the `ncu` CLI and the stage-C reader. None where there is no
+    ncu (not collected); raises CounterCollectError (one line) when the run fails (L4)."""
     backend, why = counters_backend(ncu)
     if backend is None:
         return None
@@ -76,8 +77,7 @@ def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) ->
         out["backend"] = why
         return out
     out = _collect_ncu_cli(problem, level_id, ncu)
-    if out is not None:
-        out["backend"] = why
+    out["backend"] = why
     return out
 
 
@@ -96,7 +96,7 @@ def _collect_nsight_python(problem: Problem, level_id: int) -> dict:
     tag = "ROOFLINE_NSIGHT_JSON:"
     line = next((ln for ln in res.stdout.splitlines() if ln.startswith(tag)), None)
     if res.returncode != 0 or line is None:
-        return {"error": ((res.stderr or res.stdout).strip().splitlines() or ["nsight-python failed"])[-1]}
+        raise CounterCollectError(((res.stderr or res.stdout).strip().splitlines() or ["nsight-python failed"])[-1])
     m = json.loads(line[len(tag):])
     bf16 = m.get("sm__ops_path_tensor_src_bf16_dst_fp32.sum")
     rd, wr = m.get("dram__bytes_read.sum"), m.get("dram__bytes_write.sum")
@@ -132,17 +132,13 @@ def _nsight_target(level_id: int, M: int, N: int, K: int) -> None:
     print("ROOFLINE_NSIGHT_JSON:" + json.dumps(vals), flush=True)
 
 
-def _collect_ncu_cli(problem: Problem, level_id: int, ncu: str | None = None) -> dict | None:
+def _collect_ncu_cli(problem: Problem, level_id: int, ncu: str | None = None) -> dict:
+    """One launch of the level under the ncu CLI (`ncu`: the binary, found on PATH without it)."""
     ncu = ncu or shutil.which("ncu")
     if not ncu:
-        return None
-    kcs = _ncu_counters(ncu, ["--metrics", ",".join(NCU_METRICS), "-k", f"regex:gemm_l{level_id:02d}", "-c", "1"],
-                        ["--one-launch", str(level_id), str(problem.M), str(problem.N), str(problem.K)])
-    if isinstance(kcs, dict):
-        return kcs
-    if not kcs:
-        return None
-    k = kcs[0]
+        raise CounterCollectError("no ncu on PATH")
+    k = _ncu_counters(ncu, ["--metrics", ",".join(NCU_METRICS), "-k", f"regex:gemm_l{level_id:02d}", "-c", "1"],
+                      ["--one-launch", str(level_id), str(problem.M), str(problem.N), str(problem.K)], problem)[0]
     return {"name": k.name, "t_ms": k.t_ms, "dram_bytes": k.dram_bytes, "flops_issued": k.flops_issued,
             "tensor_flops_by_dtype": k.tensor_flops_by_dtype, "l2_bytes": k.l2_bytes, "source": "ncu-cli",
             "useful_flops": 2.0 * problem.M * problem.N * problem.K}
@@ -157,16 +153,12 @@ def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "
     the ncu CLI (every kernel in the range counts: a split-K GEMM's reduce included), then
     sum(count_i x problem_i). ``target``: "cublas" (the library kernel the run used) or "ladder".
     L2: cold = ncu flushes caches before the launch (--cache-control all), warm = it does not.
-    Returns None (no ncu), {"error": ...} (L4) or the mix."""
+    Returns None where there is no ncu (not collected), else the mix; raises CounterCollectError
+    (one line) when a run fails (L4: the caller records it, the analytic result stays)."""
     ncu = ncu or shutil.which("ncu")
     if not ncu:
         return None
-    per = []
-    for p in problems:
-        r = _collect_ncu_range(p, level_id, target, l2, ncu)
-        if r is None or r.get("error"):
-            return r or {"error": f"no kernel counted for {p.M}x{p.N}x{p.K}"}
-        per.append(r)
+    per = [_collect_ncu_range(p, level_id, target, l2, ncu) for p in problems]
     mix: dict = {"target": target, "l2_mode": l2, "source": "ncu-cli", "per_problem": per}
     for k in ("t_ms", "dram_bytes", "flops_issued", "l2_bytes"):
         vals = [r.get(k) for r in per]
@@ -175,11 +167,11 @@ def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "
     return mix
 
 
-def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str]):
-    """Run `python -m roofline.rerun_counters TARGET_ARGS` under the ncu CLI with NCU_ARGS, export the raw
-    page as CSV (needs nothing beyond ncu itself: the ncu-report module may be absent) and read it
-    with the stage-C reader. -> list of KernelCounters, or {"error": one line} (L4)."""
-    from roofline.counters import load
+def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str], problem: Problem) -> list:
+    """Run `python -m roofline.rerun_counters TARGET_ARGS` under the ncu CLI with NCU_ARGS, export the
+    raw page as CSV (needs nothing beyond ncu itself: the ncu-report module may be absent) and read
+    it with the stage-C reader. -> KernelCounters (at least one); raises CounterCollectError."""
+    from roofline.counters import CounterReadError, load
 
     with tempfile.TemporaryDirectory() as td:
         rep = Path(td) / "rerun"
@@ -188,27 +180,27 @@ def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str]):
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_child_env())
         path = rep.with_suffix(".ncu-rep")
         if res.returncode != 0 or not path.exists():
-            return {"error": ((res.stderr or res.stdout).strip().splitlines() or ["ncu failed"])[-1]}
+            raise CounterCollectError(((res.stderr or res.stdout).strip().splitlines() or ["ncu failed"])[-1])
         csv = Path(td) / "rerun.csv"
         with open(csv, "w") as fh:
             exp = subprocess.run([ncu, "--import", str(path), "--csv", "--page", "raw", "--print-units", "base"],
                                  stdout=fh, stderr=subprocess.PIPE, text=True, timeout=120)
         if exp.returncode != 0:
-            return {"error": (exp.stderr.strip().splitlines() or ["ncu --import failed"])[-1]}
+            raise CounterCollectError((exp.stderr.strip().splitlines() or ["ncu --import failed"])[-1])
         try:
-            return load(csv)
-        except ValueError as exc:  # CounterReadError: L4, keep the analytic result
-            return {"error": str(exc)}
+            kcs = load(csv)
+        except CounterReadError as exc:  # L4, keep the analytic result
+            raise CounterCollectError(str(exc)) from None
+    if not kcs:
+        raise CounterCollectError(f"no kernel counted for {problem.M}x{problem.N}x{problem.K}")
+    return kcs
 
 
-def _collect_ncu_range(problem: Problem, level_id: int, target: str, l2: str, ncu: str) -> dict | None:
+def _collect_ncu_range(problem: Problem, level_id: int, target: str, l2: str, ncu: str) -> dict:
     kcs = _ncu_counters(ncu, ["--cache-control", "none" if l2 == "warm" else "all", "--nvtx", "--nvtx-include",
                               f"{RANGE}/", "--metrics", ",".join(NCU_METRICS)],
-                        ["--one-launch-range", target, str(level_id), str(problem.M), str(problem.N), str(problem.K)])
-    if isinstance(kcs, dict):
-        return kcs
-    if not kcs:
-        return None
+                        ["--one-launch-range", target, str(level_id), str(problem.M), str(problem.N), str(problem.K)],
+                        problem)
 
     def total(attr):
         vals = [getattr(k, attr) for k in kcs]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from roofline.errors import CounterCollectError, RerunError
+
 
 def _find_run_root(start: Path) -> Path:
     from roofline.inputs import find_upwards
@@ -20,7 +22,8 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
                    playbook_dir: Path | None = None, progress=None, level: int | None = None,
                    l2: str = "auto") -> dict:
     """The whole re-run, also used by the hook. Returns {"rerun": [names], "skipped": {name: why},
-    "playbook": path|None}. Raises RuntimeError with one line when the machine cannot do it.
+    "playbook": path|None}. Raises RerunError (a RooflineError and a RuntimeError) with one line
+    when the machine cannot do it; a failed counter run is L4, recorded in the entry.
     With counters, the measured work mix goes back through the stage-C merge of `analyze
     --counters` (rerun.restage): measured bytes on the memory axis, confidence high only there."""
     from roofline import rerun, rerun_counters, rerun_measure
@@ -29,7 +32,7 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     table = json.loads(dispatch.read_text()) if dispatch else rerun.default_dispatch_table()
     arch = rerun_measure.device_arch()
     if arch is None:
-        raise RuntimeError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
+        raise RerunError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
     work, skipped = _plan(art, entries, table, arch, level)
     done = []
     it = progress(work) if progress else work
@@ -44,7 +47,10 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
         if counters:
             # the library kernel is what ran in the run: its counters describe the in-run work
             target = "cublas" if rerun._is_library_kernel(e) else "ladder"
-            meas["counters"] = rerun_counters.collect_mix_counters(probs, lvl, target=target, l2=mode)
+            try:
+                meas["counters"] = rerun_counters.collect_mix_counters(probs, lvl, target=target, l2=mode)
+            except CounterCollectError as exc:   # L4: the re-run stays, the error is recorded in it
+                meas["counters"] = {"error": str(exc)}
             rec = rerun.counters_record(e, meas["counters"])
             if rec is not None:
                 records.append(rec)
@@ -86,7 +92,7 @@ def _merge_and_write(art: dict, artifact: Path, records: list, done: list, playb
     if records:
         try:
             art = rerun.restage(art, artifact, records)
-        except FileNotFoundError as exc:
+        except RerunError as exc:   # the Top-N behind the artifact is gone: L4
             for e in art["entries"]:
                 if e["name"] in done:
                     e["notes"] += f"; L4: counters recorded in measured.counters but not merged ({exc})"

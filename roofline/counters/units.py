@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from roofline.errors import RooflineError
+
 _SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
        "m": 1e-3, "u": 1e-6, "n": 1e-9}
 # time, as a duration, in nanoseconds (ncu's base for gpu__time_duration)
@@ -24,8 +26,8 @@ _WORDS = ("byte", "inst", "cycle", "warp", "thread", "block", "sector", "request
 _HZ = re.compile(r"^([kKMGT]?)hz$", re.IGNORECASE)
 
 
-class UnitError(ValueError):
-    pass
+class UnitError(RooflineError, ValueError):
+    """A unit this table does not know (the readers turn it into a CounterReadError)."""
 
 
 def _count_factor(word: str) -> float:
