@@ -135,16 +135,16 @@ def measure_hbm_copy(timer: Timer, nbytes=2 << 30) -> dict:
 
 
 def table_peaks(gpu_name: str) -> dict | None:
-    """The project's peak table for this device (roofline.peaks; the only copy of those numbers)."""
-    try:
-        from roofline import peaks as _peaks
-    except Exception:
-        return None
+    """The project's peak table for this device (roofline.peaks; the only copy of those numbers);
+    None when the device has none (PeaksError: an absent table, not a failure of the bench)."""
+    from roofline import peaks as _peaks
+    from roofline.errors import PeaksError
+
     try:
         p = _peaks.resolve(gpu_name=gpu_name, gfx=None)
-        bw, fl = p.hbm_bw_bytes_s, p.flops.get("bf16")
-    except Exception:
+    except PeaksError:
         return None
+    bw, fl = p.hbm_bw_bytes_s, p.flops.get("bf16")
     if not (bw and fl):
         return None
     src = p.table_file

@@ -13,14 +13,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from roofline.errors import RooflineError
+
 from .registry import ARCH, KERNEL_DIR, Level
 
 NVRTC_OPTIONS = (f"-arch={ARCH}", "-std=c++17")
 NVCC_GENCODE = "arch=compute_90a,code=sm_90a"  # plain sm_90 rejects wgmma
 
 
-class BuildError(RuntimeError):
-    pass
+class BuildError(RooflineError, RuntimeError):
+    """A ladder level that does not build (source, nvrtc/nvcc, cubin). A RuntimeError too: the
+    device scripts and `roofline rerun` catch RuntimeError around a launch."""
 
 
 def level_source(level: Level) -> str:

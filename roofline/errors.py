@@ -1,5 +1,25 @@
-"""Typed errors. Internal code raises these; only the CLI, the hook and the per-entry loop turn
-them into exit codes, `degraded[]` or `skill_errors[]` (house rule 5)."""
+"""Typed errors: one tree rooted at RooflineError. Internal code raises these; only the edge (the
+commands under roofline/commands and the CLI, the hook and the API, the per-entry loop of the
+analysis, stage C's re-run of one head) turns them into exit codes, `degraded[]`, `skill_errors[]`
+or an artifact's L4 note (house rule 5). Nothing compares an error's class name as a string.
+
+The tree (tests/test_error_tree.py checks that every exception class defined in roofline/, ladder/
+and peaks/ is in it; a second base is kept where callers also catch a builtin):
+
+    RooflineError
+      InputError            a malformed input file (roofline.inputs)
+      EntryError            one Top-N entry cannot be analysed (degrades that entry, L2)
+      PeaksError            no usable peak table; PeaksMdError (peaks/md.py): a malformed peaks.md
+      RerunError            stage C's re-run cannot be done (no GPU; its Top-N is gone); a RuntimeError
+        CounterCollectError   the ncu / nsight-python run of a re-run failed (L4: the analytic result stays)
+      CounterReadError      a counter file that cannot be read (roofline.counters); a ValueError
+      UnitError             a unit the one ncu unit table does not know (roofline.counters.units); a ValueError
+      UnsafeInput           a path that is not a regular file or breaks a size limit (roofline.safeio); an OSError
+      TraceError, TopNError, NcuError   the Top-N builders' inputs (roofline/ingest)
+      FeedbackError         a measurement or round that cannot be used (roofline.feedback)
+      AdviseError, BuildError   the ladder's advice and build (BuildError: a RuntimeError)
+      NoGPU                 `roofline peaks measure` without a usable GPU; a RuntimeError
+"""
 from __future__ import annotations
 
 
@@ -24,3 +44,13 @@ class EntryError(RooflineError):
 
 class PeaksError(RooflineError):
     """No usable peak table for the device."""
+
+
+class RerunError(RooflineError, RuntimeError):
+    """Stage C's isolated re-run cannot be done here (no GPU, the Top-N behind the artifact is
+    gone). One line; `roofline rerun` exits 2 on it, the hook returns it as its error."""
+
+
+class CounterCollectError(RerunError):
+    """The ncu / nsight-python run that counts a re-run's work mix failed. Level L4: the re-run
+    stays, its `measured.counters` records the error line, the analytic bytes stay."""

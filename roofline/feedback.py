@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from roofline import contract, rerun
+from roofline import contract, playbook, rerun
 from roofline.errors import RooflineError
 
 
@@ -171,7 +171,7 @@ def record_feedback(artifact: str | Path, kernel: str, isolated_speedup: float, 
     if playbook_dir is not False:
         d = Path(playbook_dir) if playbook_dir else run_root(p.parent) / "knowledge"
         verdict = rec["isolated_verdict"] + (f"; {rec['e2e_verdict']}" if e2e_delta_pct is not None else "")
-        pb, _ = rerun.append_playbook(d, playbook_record(
+        pb, _ = playbook.append_playbook(d, playbook_record(
             art, e, measured_isolated_speedup=rec["measured_isolated_speedup"],
             measured_e2e_delta_pct=rec["measured_e2e_delta_pct"], model_contradicted=rec["model_contradicted"],
             verdict=verdict, source=f"feedback ({source})"))
@@ -337,7 +337,7 @@ def _fill_playbook(out: dict, a: dict, b: dict, rows: list[dict], pred: dict, e2
         out["playbook_filled"] = fill_e2e(d, a["artifact"].get("round"), {r["kernel"] for r in recs} or
                                           set(pred), e2e) if e2e is not None else 0
         for r in recs:
-            rerun.append_playbook(d, r)
+            playbook.append_playbook(d, r)
         out["playbook"] = str(d / "backend_playbook.md")
         out["playbook_records"] = len(recs)
 
@@ -363,7 +363,7 @@ def fill_e2e(directory: str | Path, round_id, kernels: set[str], e2e_delta_pct: 
     if n:
         with tempfile.TemporaryDirectory(dir=d) as td:
             for r in recs:     # the same renderer as every other playbook write
-                rerun.append_playbook(td, r)
+                playbook.append_playbook(td, r)
             for f in ("backend_playbook.jsonl", "backend_playbook.md"):
                 os.replace(Path(td) / f, d / f)
     return n

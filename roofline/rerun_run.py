@@ -1,11 +1,14 @@
 """Stage C's whole re-run of an artifact's GEMM heads, outside the CLI layer: the pipeline hook
 (`roofline.hook.rerun`) and the click command (`roofline rerun`, roofline/commands/rerun.py) both
-call `rerun_artifact`. The pieces (dispatch, measurement, write-back, playbook) are in
-roofline/rerun.py and the ladder (roofline.ladder.dispatch)."""
+call `rerun_artifact`. The pieces: problems and write-back in roofline/rerun.py, dispatch in the
+ladder (roofline.ladder.dispatch), timing in roofline/rerun_measure.py, counters in
+roofline/rerun_counters.py, the playbook in roofline/playbook.py."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from roofline.errors import CounterCollectError, RerunError
 
 
 def _find_run_root(start: Path) -> Path:
@@ -19,23 +22,24 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
                    playbook_dir: Path | None = None, progress=None, level: int | None = None,
                    l2: str = "auto") -> dict:
     """The whole re-run, also used by the hook. Returns {"rerun": [names], "skipped": {name: why},
-    "playbook": path|None}. Raises RuntimeError with one line when the machine cannot do it.
+    "playbook": path|None}. Raises RerunError (a RooflineError and a RuntimeError) with one line
+    when the machine cannot do it; a failed counter run is L4, recorded in the entry.
     With counters, the measured work mix goes back through the stage-C merge of `analyze
     --counters` (rerun.restage): measured bytes on the memory axis, confidence high only there."""
-    from roofline import rerun
+    from roofline import rerun, rerun_counters, rerun_measure
 
     art = json.loads(artifact.read_text())
     table = json.loads(dispatch.read_text()) if dispatch else rerun.default_dispatch_table()
-    arch = rerun.device_arch()
+    arch = rerun_measure.device_arch()
     if arch is None:
-        raise RuntimeError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
+        raise RerunError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
     work, skipped = _plan(art, entries, table, arch, level)
     done = []
     it = progress(work) if progress else work
     records = []
     for e, probs, lvl, why in it:
-        mode, mode_why = rerun.l2_mode_for(probs, l2)
-        meas = rerun.measure_problems(probs, lvl, l2=mode)
+        mode, mode_why = rerun_measure.l2_mode_for(probs, l2)
+        meas = rerun_measure.measure_problems(probs, lvl, l2=mode)
         meas["dispatch_reason"], meas["l2_mode_reason"] = why, mode_why
         if not meas["check_ok"]:
             skipped[e["name"]] = f"level {lvl} failed the correctness check; not timed"
@@ -43,7 +47,10 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
         if counters:
             # the library kernel is what ran in the run: its counters describe the in-run work
             target = "cublas" if rerun._is_library_kernel(e) else "ladder"
-            meas["counters"] = rerun.collect_mix_counters(probs, lvl, target=target, l2=mode)
+            try:
+                meas["counters"] = rerun_counters.collect_mix_counters(probs, lvl, target=target, l2=mode)
+            except CounterCollectError as exc:   # L4: the re-run stays, the error is recorded in it
+                meas["counters"] = {"error": str(exc)}
             rec = rerun.counters_record(e, meas["counters"])
             if rec is not None:
                 records.append(rec)
@@ -79,13 +86,13 @@ def _plan(art: dict, entries, table: dict, arch, level: int | None) -> tuple[lis
 def _merge_and_write(art: dict, artifact: Path, records: list, done: list, playbook_dir):
     """Counter records through the stage-C merge, the artifact pair rewritten, one playbook record
     per re-run entry. Returns the playbook's path (None when nothing was written there)."""
-    from roofline import report, rerun
+    from roofline import playbook, report, rerun
 
     pb = None
     if records:
         try:
             art = rerun.restage(art, artifact, records)
-        except FileNotFoundError as exc:
+        except RerunError as exc:   # the Top-N behind the artifact is gone: L4
             for e in art["entries"]:
                 if e["name"] in done:
                     e["notes"] += f"; L4: counters recorded in measured.counters but not merged ({exc})"
@@ -95,5 +102,5 @@ def _merge_and_write(art: dict, artifact: Path, records: list, done: list, playb
             d = playbook_dir or (_find_run_root(artifact.parent) / "knowledge")
             for name in done:
                 ent = next(x for x in art["entries"] if x["name"] == name)
-                pb, _ = rerun.append_playbook(d, rerun.playbook_record(art, ent))
+                pb, _ = playbook.append_playbook(d, playbook.playbook_record(art, ent))
     return pb

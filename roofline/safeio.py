@@ -27,6 +27,8 @@ import os
 import stat
 import zlib
 
+from roofline.errors import RooflineError
+
 MiB = 1 << 20
 GiB = 1 << 30
 DEFAULT_LIMITS = {
@@ -41,7 +43,7 @@ RATIO_FLOOR_BYTES = 16 * MiB
 MAX_JSON_DEPTH = 200
 
 
-class UnsafeInput(OSError):
+class UnsafeInput(RooflineError, OSError):
     """The path is not something the tool reads (not a regular file) or breaks a limit. An OSError,
     so that callers which already turn OSError into a one-line message keep doing so."""
 

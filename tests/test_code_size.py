@@ -18,7 +18,6 @@ _LEFT = "not split yet (issue 15, knot 'no function over 60 / no module over 500
 MODULE_EXCEPTIONS = {
     "roofline/ingest/torch_trace.py": _LEFT,
     "ladder/advise.py": _LEFT,
-    "roofline/rerun.py": _LEFT,
     "roofline/commands/peaks_measure.py": _LEFT + "; its measurement code belongs in peaks/ (knot 3)",
 }
 # "path::qualified name" -> reason

@@ -20,6 +20,7 @@ CLI_LAYER = ("roofline.commands", "roofline.cli")
 # the analysis side: what the ladder must not import (an allow-list below makes this exhaustive)
 ANALYSIS_SIDE = ("roofline.analysis", "roofline.report", "roofline.routing", "roofline.shapes", "roofline.models",
                  "roofline.inputs", "roofline.commands", "roofline.cli", "roofline.rerun", "roofline.rerun_run",
+                 "roofline.rerun_measure", "roofline.rerun_counters", "roofline.playbook",
                  "roofline.api", "roofline.hook", "roofline.contract", "roofline.devices",
                  "roofline.feedback", "roofline.ingest", "roofline.calc", "roofline.plot", "roofline.defaults")
 # roofline.classify (kernel name -> op class) is neither: the counter readers match names with it

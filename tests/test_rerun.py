@@ -8,7 +8,7 @@ import statistics
 import pytest
 from click.testing import CliRunner
 
-from roofline import hook, rerun
+from roofline import hook, playbook, rerun, rerun_counters
 from roofline.cli import main
 from roofline.report import to_markdown
 
@@ -135,10 +135,10 @@ def test_write_back_replays_the_recorded_measurements(fix):
 def test_playbook_append_read_and_summarize(tmp_path, recorded):
     for e in recorded["entries"]:
         if e.get("measured"):
-            rerun.append_playbook(tmp_path, rerun.playbook_record(recorded, e))
-    recs = rerun.read_playbook(tmp_path)
+            playbook.append_playbook(tmp_path, playbook.playbook_record(recorded, e))
+    recs = playbook.read_playbook(tmp_path)
     assert len(recs) == 4 and all(r["measured_e2e_delta_pct"] is None for r in recs)
-    summ = rerun.summarize_playbook(recs)["gemm"]
+    summ = playbook.summarize_playbook(recs)["gemm"]
     reached = sorted(min(1.0, r["roofline_pct"] * r["measured_isolated_speedup"]) for r in recs)
     ratios = sorted(r["measured_isolated_speedup"] / r["predicted_attainable_speedup"] for r in recs)
     assert summ["n"] == 4
@@ -150,7 +150,7 @@ def test_playbook_append_read_and_summarize(tmp_path, recorded):
 
 
 def test_recorded_playbook_matches_the_recorded_artifact(recorded):
-    recs = rerun.read_playbook(FIXTURES / "rerun" / "rerun_h200" / "backend_playbook.jsonl")
+    recs = playbook.read_playbook(FIXTURES / "rerun" / "rerun_h200" / "backend_playbook.jsonl")
     by = {e["name"]: e for e in recorded["entries"]}
     for r in recs:
         assert r["measured_isolated_speedup"] == by[r["kernel"]]["measured_attainable_speedup"]
@@ -176,18 +176,18 @@ def test_counters_backend_follows_the_versions(monkeypatch):
     import sys
     import types
 
-    monkeypatch.setattr(rerun.shutil, "which", lambda name: "/usr/bin/ncu")
-    monkeypatch.setattr(rerun, "ncu_version", lambda ncu=None: (2025, 3, 1))
+    monkeypatch.setattr(rerun_counters.shutil, "which", lambda name: "/usr/bin/ncu")
+    monkeypatch.setattr(rerun_counters, "ncu_version", lambda ncu=None: (2025, 3, 1))
     monkeypatch.setitem(sys.modules, "nsight", types.ModuleType("nsight"))
     import importlib.metadata as md
 
     for ver, expect, said in (("1.1.0", "ncu-cli", "nsight-python 1.1.0 needs ncu >= 2026.2.1, this ncu is 2025.3.1"),
                               ("0.9.6", "nsight-python", "nsight-python 0.9.6 with ncu 2025.3.1")):
         monkeypatch.setattr(md, "version", lambda name, v=ver: v)
-        backend, why = rerun.counters_backend()
+        backend, why = rerun_counters.counters_backend()
         assert backend == expect and why.startswith(said), why
-    monkeypatch.setattr(rerun, "ncu_version", lambda ncu=None: (2026, 3, 1))
+    monkeypatch.setattr(rerun_counters, "ncu_version", lambda ncu=None: (2026, 3, 1))
     monkeypatch.setattr(md, "version", lambda name: "1.1.0")
-    assert rerun.counters_backend()[0] == "nsight-python"
-    monkeypatch.setattr(rerun.shutil, "which", lambda name: None)
-    assert rerun.counters_backend()[0] is None
+    assert rerun_counters.counters_backend()[0] == "nsight-python"
+    monkeypatch.setattr(rerun_counters.shutil, "which", lambda name: None)
+    assert rerun_counters.counters_backend()[0] is None

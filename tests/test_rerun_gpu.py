@@ -5,7 +5,8 @@ pytestmark = pytest.mark.gpu
 
 
 def test_measure_problems_checks_then_times_beside_cublas():
-    from roofline.rerun import Problem, measure_problems
+    from roofline.rerun import Problem
+    from roofline.rerun_measure import measure_problems
 
     m = measure_problems([Problem("dense", 512, 1024, 1024, "bf16", 2.0)], level_id=3)
     assert m["check_ok"] and m["problems"][0]["check_ok"]
@@ -18,7 +19,8 @@ def test_measure_problems_checks_then_times_beside_cublas():
 def test_collect_counters_reads_the_isolated_launch():
     import shutil
 
-    from roofline.rerun import Problem, collect_counters
+    from roofline.rerun import Problem
+    from roofline.rerun_counters import collect_counters
 
     if not shutil.which("ncu"):
         pytest.skip("no ncu on PATH")
@@ -33,7 +35,8 @@ def test_nsight_python_path_where_installed():
     import shutil
 
     pytest.importorskip("nsight")
-    from roofline.rerun import Problem, _collect_ncu_cli, collect_counters, counters_backend
+    from roofline.rerun import Problem
+    from roofline.rerun_counters import _collect_ncu_cli, collect_counters, counters_backend
 
     if not shutil.which("ncu"):
         pytest.skip("no ncu on PATH")

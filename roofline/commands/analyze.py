@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
-from roofline.errors import InputError, PeaksError, RooflineError
+from roofline.errors import InputError, RooflineError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
 
@@ -121,15 +121,7 @@ def _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks
     except InputError as exc:
         click.echo(f"roofline analyze: {exc}{_how_to_give(exc)}", err=True)
         sys.exit(2)
-    except PeaksError as exc:
-        click.echo(f"roofline analyze: {exc}", err=True)
-        sys.exit(2)
-    except RooflineError as exc:
-        click.echo(f"roofline analyze: {exc}", err=True)
-        sys.exit(2)
-    except ValueError as exc:  # CounterReadError: an unreadable counter report
-        if exc.__class__.__name__ != "CounterReadError":
-            raise
+    except RooflineError as exc:  # PeaksError, CounterReadError (an unreadable --counters report), ...
         click.echo(f"roofline analyze: {exc}", err=True)
         sys.exit(2)
 

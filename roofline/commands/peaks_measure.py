@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.peaks import envelope as pe
-from roofline.errors import PeaksError
+from roofline.errors import PeaksError, RooflineError
 
 GEMM_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 # large shapes: two cubes-ish and Llama-8B/70B-class serving GEMMs (prefill of 8k-16k tokens); the
@@ -69,7 +69,7 @@ BF16_FP16_TOLERANCE = 0.05          # seed 002 section 8 (same figure as rooflin
 STREAM_EXPECTED = (0.85, 0.90)      # seed 002 section 8 / INPUTS.md: trivial stream vs pin rate
 
 
-class NoGPU(RuntimeError):
+class NoGPU(RooflineError, RuntimeError):
     pass
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from roofline.errors import RooflineError
 from roofline.rerun_run import rerun_artifact  # the work; this module is only the command
 
 
@@ -31,7 +32,7 @@ def rerun(artifact, entries, counters, dispatch, level, playbook_dir, l2):
     try:
         res = rerun_artifact(artifact, entries, counters, dispatch, playbook_dir,
                              progress=lambda xs: tqdm(xs, desc="re-run", unit="head"), level=level, l2=l2)
-    except RuntimeError as exc:
+    except (RooflineError, RuntimeError) as exc:  # RerunError (no GPU, ...); a launch the driver refused
         click.echo(f"roofline rerun: {exc}", err=True)
         sys.exit(2)
     for name, why in res["skipped"].items():

@@ -9,7 +9,7 @@
 - binary (NUL bytes or not UTF-8)        -> Nsight Compute report, through `ncu_report`
 - text whose header row is "ID",...,"Kernel Name",...   -> `ncu --import R --csv --page raw`
 - text with Kernel_Name, Counter_Name, Counter_Value    -> rocprofv3 counter collection
-Anything else, or a file that fails to parse, raises CounterReadError (a ValueError) whose
+Anything else, or a file that fails to parse, raises CounterReadError (a RooflineError and a ValueError) whose
 message is one line naming the file and the problem.
 """
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""Nsight Compute readers: .ncu-rep (through the `ncu_report` module of the PyPI package
-`ncu-report`, no GPU needed) and the CSV of `ncu --import R --csv --page raw` (with or without
-`--print-units base`).
+"""THE Nsight Compute reader, for stage C (roofline.counters.load) and `roofline topn`
+(roofline/ingest/ncu.py) alike: .ncu-rep (through the `ncu_report` module of the PyPI package
+`ncu-report`, no GPU needed: `rep_launches`) and the CSV of `ncu --import R --csv --page raw`
+(with or without `--print-units base`: `csv_table` + `csv_launches`), units through the one table
+in roofline/counters/units.py (tests/test_one_ncu_reader.py keeps it one).
 
 Both readers first turn every launch into {metric name: value in ncu's base unit} and share
 `launch_counters()` for the arithmetic, so the two paths give the same KernelCounters for the
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .aggregate import group_average
@@ -170,6 +173,35 @@ def launch_counters(name: str, m: dict[str, float | None], source: str,
     return kc
 
 
+# ----------------------------------------------------------------------------- one launch
+@dataclass
+class Launch:
+    """One profiled launch as the report holds it: {metric: value in ncu's base unit} for the
+    metrics asked for and present, and (grid, block) where asked for and the report has them."""
+    name: str
+    values: dict[str, float] = field(default_factory=dict)
+    device: str | None = None
+    dims: tuple | None = None          # ((grid x, y, z) | (size,) | None, (block ...)) or None
+
+
+def _dims(s: str):
+    """'(2, 66, 1)' -> (2, 66, 1); '128' -> (128,); unparsable -> None."""
+    s = (s or "").strip().strip("()")
+    try:
+        return tuple(int(x.replace(",", "")) for x in s.split(",") if x.strip()) if "," in s else (int(s),)
+    except ValueError:
+        return None
+
+
+def _rep_dims(act, prefix: str):
+    """(x, y, z) from launch__{grid,block}_dim_{x,y,z}, else (size,) from launch__*_size."""
+    ms = [act.metric_by_name(f"{prefix}_dim_{c}") for c in "xyz"]
+    if all(m is not None for m in ms):
+        return tuple(int(m.as_uint64()) for m in ms)
+    m = act.metric_by_name(f"{prefix}_size")
+    return (int(m.as_uint64()),) if m is not None else None
+
+
 # ----------------------------------------------------------------------------- .ncu-rep
 def _import_ncu_report():
     """The PyPI package `ncu-report`; else the copy every Nsight Compute install ships in
@@ -192,7 +224,31 @@ def _import_ncu_report():
         raise
 
 
-def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
+def _rep_launch(path, ncu_report, act, ri: int, ai: int, metrics, dims: bool) -> Launch:
+    try:
+        name = act.name(ncu_report.IAction.NameBase_DEMANGLED) or act.name()
+    except Exception:  # noqa: BLE001 - a demangler failure: the mangled name
+        name = act.name()
+    if not isinstance(name, str) or not name:  # a damaged report: a kernel without a name
+        raise CounterReadError(path, f"kernel {ai} of range {ri} has no name (a damaged report)")
+    vals: dict[str, float] = {}
+    for metric in metrics:
+        mm = act.metric_by_name(metric)
+        if mm is None or not mm.has_value():
+            continue
+        try:
+            vals[metric] = mm.as_double() * unit_factor(mm.unit())
+        except UnitError as e:
+            raise CounterReadError(path, f"{metric}: {e}") from e
+    dn = act.metric_by_name(DEVICE_NAME)
+    dev = dn.as_string() if dn is not None and dn.has_value() else None
+    return Launch(name, vals, dev, (_rep_dims(act, "launch__grid"), _rep_dims(act, "launch__block")) if dims else None)
+
+
+def rep_launches(path: str | Path, metrics=WANTED, *, dims: bool = False) -> list[Launch]:
+    """THE .ncu-rep reader (stage C and `roofline topn` both): every launch of every range, the
+    `metrics` in base units. An unloadable or damaged report raises CounterReadError; a report
+    with no launches gives [] (the callers word that case)."""
     try:
         ncu_report = _import_ncu_report()
     except ImportError as e:
@@ -204,32 +260,21 @@ def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
             ctx = ncu_report.load_report(str(path))
     except Exception as e:  # noqa: BLE001 - any failure of the loader is a bad file
         raise CounterReadError(path, f"not a loadable Nsight Compute report ({type(e).__name__}: {e})") from e
-    demangled = ncu_report.IAction.NameBase_DEMANGLED
-    named: list[tuple[str, KernelCounters]] = []
     try:
+        out = []
         for ri in range(ctx.num_ranges()):
             rng = ctx.range_by_idx(ri)
-            for ai in range(rng.num_actions()):
-                act = rng.action_by_idx(ai)
-                name = act.name(demangled) or act.name()
-                if not isinstance(name, str) or not name:  # a damaged report: a kernel without a name
-                    raise CounterReadError(path, f"kernel {ai} of range {ri} has no name (a damaged report)")
-                vals: dict[str, float | None] = {}
-                for metric in WANTED:
-                    mm = act.metric_by_name(metric)
-                    if mm is None or not mm.has_value():
-                        continue
-                    try:
-                        vals[metric] = mm.as_double() * unit_factor(mm.unit())
-                    except UnitError as e:
-                        raise CounterReadError(path, f"{metric}: {e}") from e
-                dn = act.metric_by_name(DEVICE_NAME)
-                dev = dn.as_string() if dn is not None and dn.has_value() else None
-                named.append((name, launch_counters(name, vals, "ncu-rep", dev)))
+            out += [_rep_launch(path, ncu_report, rng.action_by_idx(ai), ri, ai, metrics, dims)
+                    for ai in range(rng.num_actions())]
+        return out
     except CounterReadError:
         raise
     except Exception as e:  # noqa: BLE001
         raise CounterReadError(path, f"report could not be walked ({type(e).__name__}: {e})") from e
+
+
+def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
+    named = [(ln.name, launch_counters(ln.name, ln.values, "ncu-rep", ln.device)) for ln in rep_launches(path)]
     if not named:
         with open(path, "rb") as f:
             magic = f.read(4)
@@ -244,44 +289,69 @@ def is_ncu_csv_header(cells: list[str]) -> bool:
     return bool(cells) and cells[0].strip() == "ID" and "Kernel Name" in cells
 
 
-def read_ncu_csv_text(text: str, path: str | Path) -> list[KernelCounters]:
+@dataclass
+class CsvTable:
+    header: list[str]
+    col: dict[str, int]
+    units: list[str]
+    body: list[list[str]]
+
+
+def csv_table(text: str, path: str | Path) -> CsvTable:
+    """THE raw-page CSV parser (`ncu --import R --csv --page raw [--print-units base]`): the
+    header row (ncu's ==PROF==/==WARNING== log lines before it skipped), the units row where there
+    is one (else base units), the launch rows. Raises CounterReadError; csv.Error passes."""
     lines = text.splitlines()
-    # ncu may print ==PROF==/==WARNING== lines before the table: start at the header row
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"') or ln.startswith("ID,")), None)
-    if start is None:
-        raise CounterReadError(path, 'no ncu raw-page header ("ID", ..., "Kernel Name", ...) found')
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:])))) if start is not None else []
+    if not rows or not is_ncu_csv_header(rows[0]):
+        raise CounterReadError(path, "not an ncu --page raw CSV: no 'Kernel Name' column")
     header = rows[0]
-    if not is_ncu_csv_header(header):
-        raise CounterReadError(path, "header row lacks the 'Kernel Name' column of `ncu --csv --page raw`")
     col = {h: i for i, h in enumerate(header)}
     body = rows[1:]
     units = [""] * len(header)
-    if body and body[0] and body[0][0].strip() == "" and body[0][col["Kernel Name"]].strip() == "":
-        units = body[0] + [""] * (len(header) - len(body[0]))
+    first = body[0] if body else []
+    if first and first[0].strip() == "" and len(first) > col["Kernel Name"] and first[col["Kernel Name"]].strip() == "":
+        units = first + [""] * (len(header) - len(first))
         body = body[1:]
-    present = [m for m in WANTED if m in col]
+    return CsvTable(header, col, units, body)
+
+
+def csv_launches(table: CsvTable, path, metrics=WANTED, *, strict: bool = True) -> list[Launch]:
+    """The launch rows of a parsed raw-page CSV, `metrics` in base units (an unparsable cell is
+    absent). A row shorter than the header raises when `strict`, else its missing cells are
+    empty. (grid, block) from the "Grid Size"/"Block Size" columns where both are there."""
+    col = table.col
+    present = [m for m in metrics if m in col]
     factors = {}
     for m in present:
         try:
-            factors[m] = unit_factor(units[col[m]])
+            factors[m] = unit_factor(table.units[col[m]])
         except UnitError as e:
             raise CounterReadError(path, f"column {m}: {e}") from e
-    name_i, dev_i = col["Kernel Name"], col.get(DEVICE_NAME)
-    named: list[tuple[str, KernelCounters]] = []
-    for r in body:
+    name_i, dev_i, n = col["Kernel Name"], col.get(DEVICE_NAME), len(table.header)
+    grid_i, block_i = col.get("Grid Size"), col.get("Block Size")
+    out = []
+    for r in table.body:
         if not r or all(not c.strip() for c in r):
             continue
-        if len(r) < len(header):
-            raise CounterReadError(path, f"row {r[0]!r} has {len(r)} cells, the header {len(header)}")
+        if len(r) < n:
+            if strict:
+                raise CounterReadError(path, f"row {r[0]!r} has {len(r)} cells, the header {n}")
+            r = r + [""] * (n - len(r))
         vals = {}
         for m in present:
             v = parse_number(r[col[m]])
             if v is not None:
                 vals[m] = v * factors[m]
-        name = r[name_i]
-        dev = r[dev_i] if dev_i is not None and r[dev_i] else None
-        named.append((name, launch_counters(name, vals, "ncu-csv", dev)))
+        dims = (_dims(r[grid_i]), _dims(r[block_i])) if grid_i is not None and block_i is not None else None
+        out.append(Launch(r[name_i], vals, r[dev_i] if dev_i is not None and r[dev_i] else None, dims))
+    return out
+
+
+def read_ncu_csv_text(text: str, path: str | Path) -> list[KernelCounters]:
+    launches = csv_launches(csv_table(text, path), path)
+    named = [(ln.name, launch_counters(ln.name, ln.values, "ncu-csv", ln.device)) for ln in launches]
     if not named:
         raise CounterReadError(path, "the CSV holds a header but no kernel rows")
     return group_average(named, "ncu-csv")

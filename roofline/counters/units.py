@@ -1,4 +1,5 @@
-"""Numbers and units as Nsight Compute prints them, brought to ncu's base units.
+"""Numbers and units as Nsight Compute prints them, brought to ncu's base units: THE unit table
+of every ncu reader (stage C's counters and `roofline topn`'s durations).
 
 ncu's base units: byte, nsecond (printed "ns"), hz / "x/second" for rates, cycle, inst, %.
 Without `--print-units base` the CLI scales units with DECIMAL prefixes (checked on the H200
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import re
 
+from roofline.errors import RooflineError
+
 _SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
        "m": 1e-3, "u": 1e-6, "n": 1e-9}
 # time, as a duration, in nanoseconds (ncu's base for gpu__time_duration)
-_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-            "s": 1e9, "second": 1e9}
+_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3, "microsecond": 1e3,
+            "ms": 1e6, "msecond": 1e6, "millisecond": 1e6, "s": 1e9, "second": 1e9}
 # time, in a rate's denominator, in seconds (ncu's base for rates is "per second")
 _TIME_S = {k: v * 1e-9 for k, v in _TIME_NS.items()}
 # countable base words that may carry an SI prefix
@@ -23,8 +26,8 @@ _WORDS = ("byte", "inst", "cycle", "warp", "thread", "block", "sector", "request
 _HZ = re.compile(r"^([kKMGT]?)hz$", re.IGNORECASE)
 
 
-class UnitError(ValueError):
-    pass
+class UnitError(RooflineError, ValueError):
+    """A unit this table does not know (the readers turn it into a CounterReadError)."""
 
 
 def _count_factor(word: str) -> float:

@@ -1,13 +1,12 @@
 """Nsight Compute output -> per-kernel launches for the Top-N builder.
 
-Two readers, one result (a list of :class:`~roofline.ingest.topn.KernelAgg`):
-
-* ``.ncu-rep`` (optionally gzipped) through the ``ncu-report`` package (module ``ncu_report``),
-  which reads reports without a GPU: ``load_report -> range_by_idx -> action_by_idx``;
-  duration = ``gpu__time_duration.sum`` (ns).
-* the CSV of ``ncu --import R --csv --page raw [--print-units base]``: columns found by header
-  name; the second row holds units; numbers may carry thousands separators ("12,896") and, without
-  ``--print-units base``, auto-scaled units (us, ms) that are converted here.
+The report is read by THE ncu reader of stage C (roofline.counters.ncu: `rep_launches` for a
+``.ncu-rep``, optionally gzipped, through the ``ncu-report`` package without a GPU; `csv_table` +
+`csv_launches` for the CSV of ``ncu --import R --csv --page raw [--print-units base]``, units
+through roofline.counters.units); this module keeps what the Top-N needs of each launch, its
+duration (``gpu__time_duration.sum``) and grid/block, as :class:`~roofline.ingest.topn.KernelAgg`.
+A CSV row without a usable duration is skipped and counted; the report's other problems raise
+NcuError.
 
 ncu usually profiles a sample (``-c N``, ``-k`` filters, replay): its percentages are shares of the
 *profiled* kernels, not of the run; the builder says so in ``notes``.
@@ -15,28 +14,21 @@ ncu usually profiles a sample (``-c N``, ``-k`` filters, replay): its percentage
 from __future__ import annotations
 
 import csv
-import io
 import os
 import shutil
 import tempfile
 import zlib
 
+from roofline.counters.errors import CounterReadError
+from roofline.counters.ncu import DURATION, csv_launches, csv_table, rep_launches
+from roofline.errors import RooflineError
 from roofline.ingest.topn import KernelAgg
 
-DURATION = "gpu__time_duration.sum"
-_TIME_TO_US = {"ns": 1e-3, "nsecond": 1e-3, "nanosecond": 1e-3, "us": 1.0, "usecond": 1.0, "microsecond": 1.0,
-               "ms": 1e3, "msecond": 1e3, "millisecond": 1e3, "s": 1e6, "second": 1e6}
+_NS_TO_US = 1e-3
 
 
-class NcuError(Exception):
+class NcuError(RooflineError):
     """The report or CSV cannot be used (message names the problem, not the file)."""
-
-
-def _num(s: str) -> float:
-    s = (s or "").strip().replace(",", "").replace('"', "")
-    if not s or s.lower() in ("n/a", "nan"):
-        raise ValueError("empty")
-    return float(s)
 
 
 def read_ncu_csv(path: str, regime: str):
@@ -45,7 +37,10 @@ def read_ncu_csv(path: str, regime: str):
     try:
         # a regular file within the counter size limit (gzip within the ratio limit too)
         raw = safeio.read_bytes(path, limit_env="ROOFLINE_MAX_COUNTER_BYTES", gunzip=True)
-        rows = list(csv.reader(io.StringIO(raw.decode("utf-8", errors="replace"), newline="")))
+        text = raw.decode("utf-8", errors="replace")
+        if not text.strip():
+            raise NcuError("empty file")
+        table = csv_table(text, path)
     except safeio.UnsafeInput as exc:
         raise NcuError(exc.problem) from None
     except OSError as exc:
@@ -54,65 +49,33 @@ def read_ncu_csv(path: str, regime: str):
         raise NcuError(f"gzip data is corrupt ({exc})") from None
     except csv.Error as exc:
         raise NcuError(f"malformed CSV ({exc})") from None
-    if not rows:
-        raise NcuError("empty file")
-    hdr = [h.strip() for h in rows[0]]
-    if "Kernel Name" not in hdr:
-        raise NcuError("not an ncu --page raw CSV: no 'Kernel Name' column")
-    if DURATION not in hdr:
+    except CounterReadError as exc:
+        raise NcuError(exc.problem) from None
+    if DURATION not in table.col:
         raise NcuError(f"no '{DURATION}' column (collect it: it is in every ncu section set)")
-    i_name, i_dur = hdr.index("Kernel Name"), hdr.index(DURATION)
-    i_id = hdr.index("ID") if "ID" in hdr else None
-    i_grid = hdr.index("Grid Size") if "Grid Size" in hdr else None
-    i_block = hdr.index("Block Size") if "Block Size" in hdr else None
-    body = rows[1:]
-    unit = "ns"
-    if body and (i_id is not None and len(body[0]) > max(i_id, i_dur) and not body[0][i_id].strip()):
-        unit = body[0][i_dur].strip() or "ns"
-        body = body[1:]
-    scale = _TIME_TO_US.get(unit)
-    if scale is None:
-        raise NcuError(f"unknown time unit {unit!r} in the units row")
+    try:
+        launches = csv_launches(table, path, (DURATION,), strict=False)
+    except CounterReadError as exc:
+        raise NcuError(exc.problem) from None
     aggs: dict[str, KernelAgg] = {}
     bad = 0
-    for row in body:
-        if len(row) <= max(i_name, i_dur):
+    for ln in launches:
+        ns = ln.values.get(DURATION)
+        if ns is None or not 0 <= ns * _NS_TO_US < float("inf"):  # a negative or infinite duration is no measurement
             bad += 1
             continue
-        try:
-            us = _num(row[i_dur]) * scale
-        except ValueError:
-            bad += 1
-            continue
-        if not 0 <= us < float("inf"):  # a negative or infinite duration is no measurement
-            bad += 1
-            continue
-        name = row[i_name]
-        a = aggs.setdefault(name, KernelAgg(name))
-        a.count[regime] += 1
-        a.total_us[regime] += us
-        if i_grid is not None and i_block is not None:
-            a.launch_dims[(_dims(row[i_grid]), _dims(row[i_block]))] += 1
+        _add(aggs, ln, ns * _NS_TO_US, regime)
     if not aggs:
         raise NcuError("no kernel rows with a duration")
     return list(aggs.values()), bad
 
 
-def _dims(s: str):
-    s = (s or "").strip().strip("()")
-    try:
-        return tuple(int(x.replace(",", "")) for x in s.split(",") if x.strip()) if "," in s else (int(s),)
-    except ValueError:
-        return None
-
-
-def _rep_dims(act, prefix: str):
-    """(x, y, z) from launch__{grid,block}_dim_{x,y,z}, else (size,) from launch__*_size."""
-    ms = [act.metric_by_name(f"{prefix}_dim_{c}") for c in "xyz"]
-    if all(m is not None for m in ms):
-        return tuple(int(m.as_uint64()) for m in ms)
-    m = act.metric_by_name(f"{prefix}_size")
-    return (int(m.as_uint64()),) if m is not None else None
+def _add(aggs: dict, ln, us: float, regime: str) -> None:
+    a = aggs.setdefault(ln.name, KernelAgg(ln.name))
+    a.count[regime] += 1
+    a.total_us[regime] += us
+    if ln.dims is not None:
+        a.launch_dims[ln.dims] += 1
 
 
 def _gunzip_to_temp(path: str, size: int) -> str:
@@ -137,10 +100,6 @@ def _gunzip_to_temp(path: str, size: int) -> str:
 
 
 def read_ncu_rep(path: str, regime: str):
-    try:
-        import ncu_report
-    except ImportError:  # pragma: no cover - declared dependency
-        raise NcuError("the 'ncu-report' package (module ncu_report) is not installed") from None
     from roofline import safeio
 
     tmp = None
@@ -154,43 +113,32 @@ def read_ncu_rep(path: str, regime: str):
         if gz:
             tmp = _gunzip_to_temp(path, size)
         try:
-            with safeio.native_stderr_captured():  # its C++ log lines stay off the terminal
-                ctx = ncu_report.load_report(tmp or path)
-        except Exception as exc:  # the package raises plain Exceptions on bad files
-            raise NcuError(f"ncu_report cannot load it ({str(exc).strip()[:120] or type(exc).__name__})") from None
-        aggs: dict[str, KernelAgg] = {}
-        n_act = 0
-        for ri in range(ctx.num_ranges()):
-            rng = ctx.range_by_idx(ri)
-            for ai in range(rng.num_actions()):
-                act = rng.action_by_idx(ai)
-                n_act += 1
-                try:
-                    name = act.name(ncu_report.IAction.NameBase_DEMANGLED)
-                except Exception:
-                    name = act.name()
-                if not isinstance(name, str) or not name:
-                    raise NcuError(f"kernel {ai} of range {ri} has no name (a damaged report)")
-                m = act.metric_by_name(DURATION)
-                if m is None:
-                    continue
-                us = m.as_double() * _TIME_TO_US.get(m.unit() or "ns", 1e-3)
-                if not 0 <= us < float("inf"):  # a damaged duration is no measurement
-                    raise NcuError(f"kernel {name[:60]!r}: {DURATION} is {us}, not a time")
-                a = aggs.setdefault(name, KernelAgg(name))
-                a.count[regime] += 1
-                a.total_us[regime] += us
-                a.launch_dims[(_rep_dims(act, "launch__grid"), _rep_dims(act, "launch__block"))] += 1
-        if n_act == 0:
-            raise NcuError("not a loadable Nsight Compute report, or one with no profiled kernels")
-        if not aggs:
-            raise NcuError(f"no kernel in the report has {DURATION}")
-        return list(aggs.values()), 0
+            launches = rep_launches(tmp or path, (DURATION,), dims=True)
+        except CounterReadError as exc:
+            raise NcuError(exc.problem) from None
+        return _rep_aggs(launches, regime), 0
     except (OSError, EOFError) as exc:
         raise NcuError(f"cannot read: {exc}") from None
     finally:
         if tmp:
             os.unlink(tmp)
+
+
+def _rep_aggs(launches, regime: str) -> list:
+    if not launches:
+        raise NcuError("not a loadable Nsight Compute report, or one with no profiled kernels")
+    aggs: dict[str, KernelAgg] = {}
+    for ln in launches:
+        ns = ln.values.get(DURATION)
+        if ns is None:
+            continue
+        us = ns * _NS_TO_US
+        if not 0 <= us < float("inf"):  # a damaged duration is no measurement
+            raise NcuError(f"kernel {ln.name[:60]!r}: {DURATION} is {us}, not a time")
+        _add(aggs, ln, us, regime)
+    if not aggs:
+        raise NcuError(f"no kernel in the report has {DURATION}")
+    return list(aggs.values())
 
 
 def read_ncu(path: str, regime: str):

@@ -21,12 +21,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from roofline.classify import classify, is_library_kernel, is_splitk_reduce, short_name
+from roofline.errors import RooflineError
 from roofline.ingest.shapes import shape_for
 
 REGIMES = ("decode", "prefill")
 
 
-class TopNError(Exception):
+class TopNError(RooflineError):
     """The profiler output holds nothing to rank (e.g. no kernels)."""
 
 

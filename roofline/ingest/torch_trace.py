@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import ijson
 
+from roofline.errors import RooflineError
+
 # The fast path decodes few whole items (most fields are read in place), so the stdlib's json is
 # enough there: orjson measured only ~3% faster end to end.
 _loads = json.loads
@@ -60,7 +62,7 @@ _USED_CATS = frozenset(("kernel", "cpu_op", "cuda_runtime", "cuda_driver", "gpu_
                         "user_annotation", "gpu_user_annotation"))
 
 
-class TraceError(Exception):
+class TraceError(RooflineError):
     """The file is not a usable PyTorch trace (message names the problem, not the file)."""
 
 

@@ -1,0 +1,76 @@
+"""Stage C's timing on the device: the GPU's arch, the L2 state a re-run uses, and the isolated
+check-then-time of a ladder level beside cuBLAS on the GEMM problems of one logical op
+(roofline.rerun.gemm_problems). Needs CuPy and a CUDA device (device_arch says None without)."""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict
+
+from roofline.rerun import Problem
+
+
+def device_arch() -> str | None:
+    try:
+        import cupy as cp
+
+        maj = cp.cuda.Device().compute_capability
+        return {"90": "sm_90a", "100": "sm_100a"}.get(maj, f"sm_{maj}")
+    except Exception:
+        return None
+
+
+L2_MODES = ("cold", "warm", "auto")
+L2_WARM_MAX_BYTES = 30 << 20     # auto: operands under half the H200's 60 MiB L2 stay warm in a run
+
+
+def l2_mode_for(problems: list[Problem], mode: str = "auto") -> tuple[str, str]:
+    """-> (cold|warm, why). auto: warm when one GEMM's operands fit in half the L2 (in a serving run
+    its neighbours just wrote the activations and small weights stay resident), else cold."""
+    if mode not in L2_MODES:
+        raise ValueError(f"l2 mode must be one of {', '.join(L2_MODES)}, got {mode!r}")
+    if mode != "auto":
+        return mode, f"L2 {mode} (asked)"
+    big = max((p.M * p.K + p.N * p.K + p.M * p.N) * 2 for p in problems)
+    if big <= L2_WARM_MAX_BYTES:
+        return "warm", f"L2 warm: the largest GEMM's operands ({big / 2**20:.1f} MiB) fit in half the L2"
+    return "cold", f"L2 cold (flushed before each launch): the largest GEMM's operands are {big / 2**20:.0f} MiB"
+
+
+def measure_problems(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
+    """Check, then time the ladder level and cuBLAS on each problem in this process, both under the
+    same L2 state (``l2``: cold = flushed before every launch, warm = not); times are summed over
+    one logical op (count x per-GEMM time)."""
+    from roofline.ladder import bench, check, gpu
+    from roofline.ladder.registry import get_level
+
+    cp = gpu.cupy()
+    lv = get_level(level_id)
+    timer = bench.Timer(flush_l2=(l2 != "warm"))
+    tot = {"ladder": [0.0, 0.0, 0.0], "cublas": [0.0, 0.0, 0.0]}
+    per = []
+    ok = True
+    for p in problems:
+        chk = check.check_shape(lv, p.M, p.N, p.K, seed=seed + 7)
+        ok = ok and chk.ok
+        row = {**asdict(p), "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
+        if not chk.ok:
+            row["check_reason"] = chk.reason
+            per.append(row)
+            continue
+        a = gpu.random_bf16((p.M, p.K), seed=seed + 1)
+        b = gpu.random_bf16((p.N, p.K), seed=seed + 2)
+        c = cp.empty((p.M, p.N), dtype=cp.uint16)
+        for key, fn in (("ladder", lambda: gpu.launch(lv, a, b, c, p.M, p.N, p.K)),
+                        ("cublas", lambda: gpu.cublas_tn(a, b, c))):
+            med, p20, p80 = bench.quantiles(timer.time(fn))
+            row[f"{key}_t_ms"], row[f"{key}_t_ms_p20"], row[f"{key}_t_ms_p80"] = med, p20, p80
+            for i, v in enumerate((med, p20, p80)):
+                tot[key][i] += p.count * v
+        per.append(row)
+        del a, b, c
+    out = {"problems": per, "ladder_level": level_id, "check_ok": ok, "device": gpu.device_name(), "l2_mode": l2,
+           "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    if ok:
+        for key in ("ladder", "cublas"):
+            out[f"{key}_t_ms"], out[f"{key}_t_ms_p20"], out[f"{key}_t_ms_p80"] = tot[key]
+    return out
