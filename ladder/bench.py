@@ -89,15 +89,32 @@ def quantiles(ts_ms):
     return float(np.median(a)), float(np.percentile(a, 20)), float(np.percentile(a, 80))
 
 
+SPIN_NS = 300_000   # the GPU waits this long before each timed launch: longer than the host's launch work
+_SPIN_SRC = r"""
+extern "C" __global__ void roofline_spin(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+"""
+
+
 class Timer:
     """Event timing with an L2 flush before every timed launch (``flush_l2=False``: warm L2, the
-    operands left in L2 by the previous launch, as in a run where neighbours just touched them)."""
+    operands left in L2 by the previous launch, as in a run where neighbours just touched them).
+
+    Before each timed launch one thread spins on the GPU for SPIN_NS, so the start event and the
+    launch are queued behind it while the host does the launch's Python work (tensor maps, plan,
+    argument packing: tens of microseconds). Without it the start event fires on an idle GPU and
+    the interval counts that host time: a 10 us decode GEMM read as ~100-200 us in the warm-L2
+    re-run (the flush kernel hid part of it in the cold mode)."""
 
     def __init__(self, flush_l2: bool = True):
         cp = gpu.cupy()
         self.cp = cp
         self.flush_l2 = flush_l2
         self.flush = cp.empty(FLUSH_BYTES // 4 if flush_l2 else 1, dtype=cp.uint32)
+        self.spin = cp.RawKernel(_SPIN_SRC, "roofline_spin")
 
     def time(self, fn, *, warmup=3, reps=None, budget_ms=400.0, max_reps=100, min_reps=10):
         cp = self.cp
@@ -115,6 +132,7 @@ class Timer:
         for i, (e0, e1) in enumerate(evs):
             if self.flush_l2:
                 self.flush.fill(i + 1)
+            self.spin((1,), (1,), (cp.uint64(SPIN_NS),))
             e0.record()
             fn()
             e1.record()
