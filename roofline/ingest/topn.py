@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from roofline.classify import classify, is_library_kernel, is_splitk_reduce, short_name
-from roofline.ingest.shapes import shape_for
+from roofline.opclasses import trace_shape
 
 REGIMES = ("decode", "prefill")
 
@@ -372,7 +372,7 @@ def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
     for (s, reg), c in a.sigs.most_common():
         sig = sigs[s]
         ops[sig.name] += c
-        r = shape_for(cls, sig)
+        r = trace_shape(cls, sig)
         if r is None:
             unshaped[sig.name] += c
             continue
