@@ -9,17 +9,11 @@ import math
 
 from roofline.classify import OP_CLASSES, OP_HINT_RULES, _HINT_ALIASES, classify
 from roofline.inputs import TopN
+from roofline.opclasses import REGISTRY
 
-# keys each op class's byte/FLOP model reads (roofline/models/*), plus what `roofline topn` writes
-# for provenance (q_len, regime)
-SHAPE_KEYS = {
-    "gemm": {"M", "N", "K", "batch"},
-    "moe": {"M", "E", "top_k", "hidden", "inter", "stage"},
-    "attn": {"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged", "causal", "regime"},
-    "elementwise": {"elems_in", "elems_out", "shape", "reduce"},   # reduce: a reduction (one op per input element)
-    "norm": {"elems_in", "elems_out", "shape"},
-    "quant": {"elems_in", "elems_out", "shape"},
-}
+# keys each op class's byte/FLOP model reads, plus what `roofline topn` writes for provenance
+# (q_len, regime): registered with the op class (roofline/opclasses/)
+SHAPE_KEYS = {name: set(oc.shape_keys) for name, oc in REGISTRY.items() if oc.shape_keys}
 _ANY_KEYS = set().union(*SHAPE_KEYS.values())
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline import contract, routing
+from roofline import contract, opclasses, routing
 from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
-from roofline.models import MODELS, ModelResult
+from roofline.models import ModelResult
 from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
 from roofline.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_conf  # noqa: F401  (_finite re-exported)
 from roofline.shapes import work_mix
@@ -98,10 +98,10 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str]):
 
 def check_modelable(e: Entry, op_class: str, peaks: Peaks) -> None:
     """Raise EntryError (L2) for an entry no model may be put on."""
-    if op_class == "comm":
-        raise EntryError("communication kernels are not modelled: their roof is the interconnect, not HBM")
-    if op_class not in MODELS:
-        raise EntryError(f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
+    oc = opclasses.get(op_class)
+    if oc is None or oc.model is None:
+        raise EntryError(oc.not_modelled if oc is not None and oc.not_modelled else
+                         f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
                          "classification hint): no guess is made")
     if peaks.hbm_bw_bytes_s is None:
         raise EntryError(f"no memory peak for {peaks.device}")
@@ -134,7 +134,8 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
         op_class, e, env, config, regime)
     notes += mix_notes
     dts = [_shape_dtypes(dt, o) for o in shape_dts]
-    results: list[ModelResult] = [MODELS[op_class](s, d) for s, d in zip(shapes, dts)]
+    model = opclasses.get(op_class).model
+    results: list[ModelResult] = [model(s, d) for s, d in zip(shapes, dts)]
     res = results[0]
     if len(results) > 1:
         # several shapes under one kernel name: the launch-weighted work of one launch

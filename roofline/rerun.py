@@ -12,9 +12,7 @@ whole re-run of an artifact, for the hook and the CLI).
 from __future__ import annotations
 
 import json
-import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
@@ -27,44 +25,9 @@ from roofline.ladder.dispatch import (  # noqa: F401
     default_dispatch_table, dispatch_order, merge_benches, shape_class)
 
 
-@dataclass
-class Problem:
-    label: str        # "dense", "moe stage1 (gate/up)", ...
-    M: int
-    N: int
-    K: int
-    dtype: str
-    count: float      # how many such GEMMs make up one logical op (experts hit, for MoE)
-
-
-def gemm_problems(entry: dict) -> list[Problem]:
-    """The GEMMs that form one logical op of a head entry. Dense GEMM: itself. MoE: the expert
-    GEMMs at the average tokens per hit expert. NB: real routing is skewed; the average is the
-    model's assumption, stated in the write-back notes."""
-    op, sh = entry.get("op_class"), entry.get("shape") or {}
-    dt = (entry.get("dtypes") or {}).get("act", "bf16")
-    if op == "gemm" and entry.get("shapes_used"):
-        # one kernel name, several captured GEMMs: a launch-weighted mix per launch
-        return [Problem(f"dense {u['shape']['M']}x{u['shape']['N']}x{u['shape']['K']}", int(u["shape"]["M"]),
-                        int(u["shape"]["N"]), int(u["shape"]["K"]), dt, float(u["shape"].get("batch", 1)) * u["weight"])
-                for u in entry["shapes_used"]]
-    if op == "gemm" and all(k in sh for k in ("M", "N", "K")):
-        return [Problem("dense", int(sh["M"]), int(sh["N"]), int(sh["K"]), dt, float(sh.get("batch", 1)))]
-    if op == "moe" and all(k in sh for k in ("M", "E", "top_k", "hidden", "inter")):
-        from roofline.models.moe import experts_hit
-
-        pairs = int(sh["M"]) * int(sh["top_k"])
-        hit = experts_hit(int(sh["E"]), pairs)
-        m_e = max(1, math.ceil(pairs / hit))
-        hidden, inter = int(sh["hidden"]), int(sh["inter"])
-        stage = sh.get("stage")
-        out = []
-        if stage in (None, 1):
-            out.append(Problem("moe stage1 (gate/up)", m_e, 2 * inter, hidden, dt, hit))
-        if stage in (None, 2):
-            out.append(Problem("moe stage2 (down)", m_e, hidden, inter, dt, hit))
-        return out
-    return []
+# The GEMMs of one logical op come from the head's op class registration (roofline/opclasses/:
+# dense GEMM, the expert GEMMs of an MoE; [] for other classes), re-exported for stage C.
+from roofline.opclasses import Problem, gemm_problems  # noqa: E402,F401
 
 
 # --------------------------------------------------------------------------- write-back

@@ -1,23 +1,13 @@
 """Fill an entry's shape for its op class: captured `shapes` (stage B) first, then the profiler's
-`est_shape`, then config.json and the workload (stage A). Every filled field is recorded as an
-assumption so that `notes` can say what was assumed."""
+`est_shape`, then config.json and the workload (stage A: the fill its op class registers, in
+roofline/opclasses/). Every filled field is recorded as an assumption so that `notes` can say
+what was assumed."""
 from __future__ import annotations
 
+from roofline import opclasses
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env
-
-
-def _cfg(config: dict | None, *keys):
-    for k in keys:
-        if config and config.get(k) is not None:
-            return config[k]
-    return None
-
-
-def _fill(shape: dict, key: str, value, why: str, assumed: list[str]):
-    if key not in shape and value is not None:
-        shape[key] = value
-        assumed.append(f"{key}={value:g} ({why})" if isinstance(value, (int, float)) else f"{key}={value} ({why})")
+from roofline.opclasses.stage_a import fill as _fill
 
 
 def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regime: str
@@ -34,7 +24,8 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
         if e.est_shape and source == "captured":
             for k, v in e.est_shape.items():
                 _fill(s, k, v, "from est_shape", assumed)
-        fill = _FILLERS.get("stream" if op_class in ("elementwise", "norm", "quant") else op_class)
+        oc = opclasses.get(op_class)
+        fill = oc.fill if oc is not None else None
         if fill is None:
             raise EntryError(f"op class {op_class!r} has no byte/FLOP model")
         need = fill(s, op_class, e, env.workload, config, regime, assumed)
@@ -46,86 +37,14 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
     return out, source, assumed
 
 
-def _fill_m(s: dict, wl: dict, regime: str, assumed: list[str]) -> None:
-    if regime == "decode":
-        _fill(s, "M", int(wl["conc"]), "decode M = workload.conc", assumed)
-    else:
-        _fill(s, "M", int(wl["isl"]), "prefill M = one sequence of workload.isl tokens per step", assumed)
-
-
-def _fill_gemm(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
-    _fill_m(s, wl, regime, assumed)
-    return ("M", "N", "K")
-
-
-def _fill_moe(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
-    _fill_m(s, wl, regime, assumed)
-    _fill(s, "E", _cfg(config, "num_experts", "num_local_experts", "n_routed_experts"), "config.json", assumed)
-    _fill(s, "top_k", _cfg(config, "num_experts_per_tok", "moe_topk", "top_k"), "config.json", assumed)
-    _fill(s, "hidden", _cfg(config, "hidden_size", "d_model"), "config.json", assumed)
-    _fill(s, "inter", _cfg(config, "moe_intermediate_size", "expert_intermediate_size"), "config.json", assumed)
-    return ("M", "E", "top_k", "hidden", "inter")
-
-
-def _fill_attn(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
-    conc, isl, osl = wl["conc"], wl["isl"], wl["osl"]
-    heads = _cfg(config, "num_attention_heads", "n_head")
-    _fill(s, "n_q_heads", heads, "config.json", assumed)
-    _fill(s, "n_kv_heads", _cfg(config, "num_key_value_heads", "num_kv_heads") or heads, "config.json", assumed)
-    hd = _cfg(config, "head_dim")
-    if hd is None and heads and _cfg(config, "hidden_size"):
-        hd = int(_cfg(config, "hidden_size")) // int(heads)
-    _fill(s, "head_dim", hd, "config.json", assumed)
-    if regime == "decode":
-        _fill(s, "batch", int(conc), "decode batch = workload.conc", assumed)
-        if "seq_len" not in s:
-            # NB: seq_len is the CURRENT average context; mid-run that is isl + osl/2. The
-            # full context isl + osl is only the upper end of the displayed range.
-            s["seq_len_candidates"] = [("mean_context", isl + osl / 2), ("max_context", isl + osl)]
-            s["seq_len"] = isl + osl / 2
-            assumed.append(f"seq_len={isl + osl / 2:g} (isl + osl/2, the mid-run average context; "
-                           f"upper candidate isl + osl = {isl + osl:g}) - a real source of error")
-    else:
-        _fill(s, "batch", 1, "prefill: one sequence per launch", assumed)
-        _fill(s, "seq_len", int(isl), "prefill seq_len = workload.isl", assumed)
-    s["regime"] = regime
-    return ("batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim")
-
-
-def _fill_stream(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
-    """elementwise / norm / quant: elems_in (or a shape), never guessed for a plain elementwise."""
-    if "elems_in" not in s and "shape" not in s and op_class in ("norm", "quant"):
-        # NB: a norm / quant kernel works per token over the hidden state: tokens x hidden is
-        # its stage-A size (low confidence, display only)
-        hidden = _cfg(config, "hidden_size")
-        tokens = wl["conc"] if regime == "decode" else wl["isl"]
-        if hidden:
-            s["elems_in"] = int(tokens * hidden)
-            assumed.append(f"elems_in={tokens * hidden:g} ({'conc' if regime == 'decode' else 'isl'} tokens x "
-                           f"hidden_size: a {op_class} works per token over the hidden state)")
-    if "elems_in" not in s and "shape" not in s:
-        # NB: no guess. A streaming kernel's size is whatever its op moved (a KV-cache cat
-        # moves the whole cache, a norm one hidden state per token): tokens x hidden_size
-        # would be a number the tool cannot know, so the entry degrades (L2) instead.
-        why = e.raw.get("shape_unknown") if isinstance(e.raw, dict) else None
-        raise EntryError(f"{op_class} kernel without a shape: " + (why if isinstance(why, str) else
-                         "the Top-N gives neither shapes nor est_shape (elems_in / shape), and an "
-                         "elementwise size cannot be derived from config.json")
-                         + "; give shapes (roofline topn with record_shapes) or stage-C counters")
-    return ("elems_in",) if "shape" not in s else ()
-
-
-_FILLERS = {"gemm": _fill_gemm, "moe": _fill_moe, "attn": _fill_attn, "stream": _fill_stream}
-
-
 def _missing_how(op_class: str, e: Entry, config: dict | None) -> str:
     """What would give a missing dimension, for the L2 reason."""
     if e.raw.get("cuda_graph_replayed"):
         return (": it was replayed from a CUDA graph, and replayed kernels carry no shapes; one eager step "
                 "in the profiled window gives them, or counters at stage C (--counters)")
-    if op_class == "gemm":
-        return (": a GEMM's N and K come only from captured shapes (profile with record_shapes=True) or "
-                "an est_shape in the Top-N")
+    oc = opclasses.get(op_class)
+    if oc is not None and oc.missing_hint:
+        return oc.missing_hint
     if not config:
         return (": give the model's config.json (`roofline analyze --config FILE`, or "
                 "`roofline topn --config FILE`)")

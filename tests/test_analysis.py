@@ -125,12 +125,14 @@ def test_impossible_values_degrade():
 
 
 def test_l5_a_model_that_raises_degrades_its_entry_and_lands_in_skill_errors(monkeypatch):
-    from roofline import models
+    import dataclasses
+
+    from roofline import opclasses
 
     def boom(shape, dt):
         raise ZeroDivisionError("bad model")
 
-    monkeypatch.setitem(models.MODELS, "norm", boom)
+    monkeypatch.setitem(opclasses.REGISTRY, "norm", dataclasses.replace(opclasses.get("norm"), model=boom))
     a = run(entry("rms_norm_kernel", 30, 0.05, shapes=[{"elems_in": 1 << 20}]), gemm_entry("g", 20, 64, 4096, 4096, 0.5))
     assert a["skill_errors"][0]["error"] == "ZeroDivisionError: bad model"
     assert a["degraded"][0]["reason"] == "internal error: ZeroDivisionError: bad model"

@@ -19,6 +19,7 @@ FOLDERS = {"roofline": ROOT / "roofline", "roofline.ladder": ROOT / "ladder", "r
 CLI_LAYER = ("roofline.commands", "roofline.cli")
 # the analysis side: what the ladder must not import (an allow-list below makes this exhaustive)
 ANALYSIS_SIDE = ("roofline.analysis", "roofline.report", "roofline.routing", "roofline.shapes", "roofline.models",
+                 "roofline.opclasses",
                  "roofline.inputs", "roofline.commands", "roofline.cli", "roofline.rerun", "roofline.rerun_run",
                  "roofline.rerun_measure", "roofline.rerun_counters", "roofline.playbook",
                  "roofline.api", "roofline.hook", "roofline.contract", "roofline.devices",

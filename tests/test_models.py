@@ -1,7 +1,8 @@
 """Every op-class model against counts worked out by hand."""
 import pytest
 
-from roofline.models import MODELS, wider
+from roofline import opclasses
+from roofline.models import wider
 from roofline.models.attention import decode_counts, prefill_counts
 from roofline.models.gemm import gemm_counts
 from roofline.models.moe import expert_weight_elems, experts_hit
@@ -20,7 +21,7 @@ def test_gemm_counts_A_B_C_once():
 
 
 def test_gemm_model_compute_dtype_is_the_wider_operand():
-    r = MODELS["gemm"]({"M": 8, "N": 8, "K": 8}, dict(BF16, weight="fp8", weight_bytes=1))
+    r = opclasses.get("gemm").model({"M": 8, "N": 8, "K": 8}, dict(BF16, weight="fp8", weight_bytes=1))
     assert r.compute_dtype == "bf16" and wider("fp8", "fp8") == "fp8"
 
 
@@ -35,7 +36,7 @@ def test_moe_stage_weights_and_flops():
     assert expert_weight_elems(2048, 512, 2) == 2048 * 512
     assert expert_weight_elems(2048, 512, None) == 3 * 2048 * 512
     dt = dict(BF16, act="fp8", weight="fp8", act_bytes=1, weight_bytes=1)
-    r = MODELS["moe"]({"M": 4, "E": 16, "top_k": 2, "hidden": 64, "inter": 32, "stage": 2}, dt)
+    r = opclasses.get("moe").model({"M": 4, "E": 16, "top_k": 2, "hidden": 64, "inter": 32, "stage": 2}, dt)
     c = {x.label: x for x in r.candidates}
     assert c["all_experts"].bytes_est - c["experts_hit"].bytes_est == pytest.approx(
         (16 - experts_hit(16, 8)) * 64 * 32)
@@ -56,7 +57,7 @@ def test_prefill_attention_flash_counts():
 
 @pytest.mark.parametrize("cls", ["elementwise", "norm", "quant"])
 def test_streaming_models(cls):
-    r = MODELS[cls]({"shape": [64, 4096]}, dict(BF16, out="fp8", out_bytes=1))
+    r = opclasses.get(cls).model({"shape": [64, 4096]}, dict(BF16, out="fp8", out_bytes=1))
     assert r.candidates[0].bytes_est == 64 * 4096 * 2 + 64 * 4096 * 1
-    r2 = MODELS[cls]({"elems_in": 10, "elems_out": 5}, BF16)
+    r2 = opclasses.get(cls).model({"elems_in": 10, "elems_out": 5}, BF16)
     assert r2.candidates[0].bytes_est == 10 * 2 + 5 * 2

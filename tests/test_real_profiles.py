@@ -49,7 +49,7 @@ def test_gemm_work_equals_the_scripts_shapes(runs, trace):
     """Per-launch FLOPs x launches, summed over every GEMM kernel of the Top-N, equals 2MNK summed
     over the linears the script called: multi-shape kernels are launch-weighted, not averaged."""
     topn, _ = runs[trace]
-    from roofline.models import MODELS
+    from roofline import opclasses
     total = 0.0
     for e in topn["entries"]:
         if e.get("op_class") != "gemm":
@@ -58,7 +58,7 @@ def test_gemm_work_equals_the_scripts_shapes(runs, trace):
         # the analysis' per-launch work for this entry, as work_mix weights it
         w = [c / n for c in e["shape_launches"]]
         dt = {"act_bytes": 2, "weight_bytes": 2, "out_bytes": 2, "act": "bf16", "weight": "bf16", "out": "bf16"}
-        per_launch = sum(wi * MODELS["gemm"](s, dt).candidates[0].flops_est for wi, s in zip(w, e["shapes"]))
+        per_launch = sum(wi * opclasses.get("gemm").model(s, dt).candidates[0].flops_est for wi, s in zip(w, e["shapes"]))
         total += per_launch * e["launches"]
     assert total == pytest.approx(_script_gemm_flops(trace), rel=1e-12)
 

@@ -31,9 +31,9 @@ _HEAD_LIMIT = 64 << 20
 def trace_head(path: str) -> dict:
     """The top-level fields written before ``traceEvents`` (Kineto puts ``deviceProperties`` there),
     as a dict; {} when the head is not a JSON object prefix (e.g. an ncu report)."""
-    from roofline.ingest.torch_trace import _open
+    from roofline.ingest.trace_tables import open_trace
 
-    stream, raw = _open(path)
+    stream, raw = open_trace(path)
     buf = bytearray()
     try:
         while len(buf) < _HEAD_LIMIT:

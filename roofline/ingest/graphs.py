@@ -45,10 +45,10 @@ class GraphLaunches:
 def scan_graph_launches(path: str) -> GraphLaunches:
     """Every graph-launch runtime event of the trace at ``path`` (plain or gzip): names and correlation
     ids. Streams the file in 8 MB blocks; raises OSError/EOFError on an unreadable stream."""
-    from roofline.ingest.torch_trace import _open
+    from roofline.ingest.trace_tables import open_trace
 
     out = GraphLaunches()
-    stream, raw = _open(path)
+    stream, raw = open_trace(path)
     try:
         carry = b""
         while True:

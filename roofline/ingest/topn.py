@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from roofline.classify import classify, is_library_kernel, is_splitk_reduce, short_name
 from roofline.errors import RooflineError
-from roofline.ingest.shapes import shape_for
+from roofline.opclasses import trace_shape
 
 REGIMES = ("decode", "prefill")
 
@@ -72,7 +72,32 @@ def aggregate_trace(pt, plan: StepPlan):
     notes: list[str] = []
     if pt.n_kernels == 0:
         raise TopNError(f"the trace holds no GPU kernel events (cat 'kernel'; {pt.n_events} events read)")
-    # ---- ranges
+    cpu_r, gpu_r, prof_steps = _step_ranges(pt, plan)
+    if cpu_r or gpu_r:
+        regime_of, steps = _regimes_from_ranges(pt, plan, cpu_r, gpu_r, notes)
+    else:
+        regime_of, steps = _regimes_without_ranges(pt, plan, prof_steps, notes)
+    fold_into, extra_us = _splitk_folds(pt, notes)
+    aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us)
+    if not pt.sigs:
+        notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
+                     "profile with record_shapes=True (vLLM: VLLM_TORCH_PROFILER_RECORD_SHAPES=1)")
+    else:
+        notes.append(f"{linked} of {pt.n_kernels - len(fold_into)} kernel launches linked to the aten op that "
+                     "launched them (External id)")
+    if pt.mem:
+        mem_ms = sum(pt.mem.values()) / 1000
+        notes.append(f"memcpy/memset activity ({sum(pt.mem_count.values())} events, {mem_ms:.3f} ms) is not a kernel: "
+                     "not in total_gpu_time_ms")
+    return aggs, steps, notes
+
+
+def _explicit(plan: StepPlan) -> dict:
+    return {"decode": plan.decode_steps, "prefill": plan.prefill_steps}
+
+
+def _step_ranges(pt, plan: StepPlan):
+    """-> (CPU-side ranges per regime, GPU-side ranges per regime, names of ProfilerStep# ranges)."""
     cpu_r = defaultdict(list)
     gpu_r = defaultdict(list)
     prof_steps = set()
@@ -85,73 +110,90 @@ def aggregate_trace(pt, plan: StepPlan):
         if reg is None:
             continue
         (gpu_r if r.gpu else cpu_r)[reg].append(r)
-    range_mode = bool(cpu_r or gpu_r)
-    steps: dict[str, int] = {}
-    explicit = {"decode": plan.decode_steps, "prefill": plan.prefill_steps}
+    return cpu_r, gpu_r, prof_steps
 
-    # ---- per-launch regime
-    n = pt.n_kernels
-    regime_of = [plan.default_regime] * n
+
+def _regimes_from_ranges(pt, plan: StepPlan, cpu_r, gpu_r, notes: list[str]):
+    """Step ranges in the trace: each launch's regime (placed by the GPU-side ranges, else by its
+    launch's CPU time; "outside" when in none) and the step count per regime."""
+    steps: dict[str, int] = {}
+    for reg in REGIMES:
+        c = len(cpu_r[reg]) or len({r.ext_id for r in gpu_r[reg]})
+        if c:
+            steps[reg] = c
+    use_gpu = bool(gpu_r)
+    regime_of, outside, outside_us = _place_launches(pt, gpu_r if use_gpu else cpu_r, use_gpu)
+    where = "GPU-side ranges (gpu_user_annotation)" if use_gpu else "CPU-side ranges (launch time)"
+    notes.append("regimes and step counts from step ranges in the trace ("
+                 + ", ".join(f"{k}: {v} x '{(cpu_r[k] or gpu_r[k])[0].name}'" for k, v in steps.items())
+                 + f"); kernels placed by {where}")
+    if outside:
+        notes.append(f"{outside} launches ({outside_us/1000:.3f} ms) ran outside any step range: counted in "
+                     "total_gpu_time_ms and pct_gpu_time, not in regimes")
+    explicit = _explicit(plan)
+    for reg in REGIMES:
+        if explicit[reg] is not None:
+            if reg in steps and steps[reg] != explicit[reg]:
+                notes.append(f"--{reg}-steps {explicit[reg]} overrides the {steps[reg]} {reg} ranges in the trace")
+            steps[reg] = explicit[reg]
+    return regime_of, steps
+
+
+def _place_launches(pt, ranges: dict, use_gpu: bool):
+    """-> (regime of each launch, launches outside every range, their summed time in us)."""
+    ivs = []
+    for reg, rs in ranges.items():
+        ivs.extend((r.ts_us, r.ts_us + r.dur_us, reg) for r in rs)
+    ivs.sort()
+    starts = [a for a, _, _ in ivs]
+    corr_ts = pt.corr_ts if not use_gpu else {}
+    regime_of = []
     outside = 0
     outside_us = 0.0
-    if range_mode:
-        for reg in REGIMES:
-            c = len(cpu_r[reg]) or len({r.ext_id for r in gpu_r[reg]})
-            if c:
-                steps[reg] = c
-        ivs = []
-        use_gpu = bool(gpu_r)
-        for reg, rs in (gpu_r if use_gpu else cpu_r).items():
-            ivs.extend((r.ts_us, r.ts_us + r.dur_us, reg) for r in rs)
-        ivs.sort()
-        starts = [a for a, _, _ in ivs]
-        corr_ts = pt.corr_ts if not use_gpu else {}
-        for i in range(n):
-            t = pt.k_ts[i] if use_gpu else corr_ts.get(pt.k_corr[i])
-            reg = None
-            if t is not None:
-                j = bisect.bisect_right(starts, t) - 1
-                if j >= 0 and t <= ivs[j][1]:
-                    reg = ivs[j][2]
-            if reg is None:
-                outside += 1
-                outside_us += pt.k_dur[i]
-                reg = "outside"
-            regime_of[i] = reg
-        where = "GPU-side ranges (gpu_user_annotation)" if use_gpu else "CPU-side ranges (launch time)"
-        notes.append("regimes and step counts from step ranges in the trace ("
-                     + ", ".join(f"{k}: {v} x '{(cpu_r[k] or gpu_r[k])[0].name}'" for k, v in steps.items())
-                     + f"); kernels placed by {where}")
-        if outside:
-            notes.append(f"{outside} launches ({outside_us/1000:.3f} ms) ran outside any step range: counted in "
-                         "total_gpu_time_ms and pct_gpu_time, not in regimes")
-        for reg in REGIMES:
-            if explicit[reg] is not None:
-                if reg in steps and steps[reg] != explicit[reg]:
-                    notes.append(f"--{reg}-steps {explicit[reg]} overrides the {steps[reg]} {reg} ranges in the trace")
-                steps[reg] = explicit[reg]
-    else:
-        given = [r for r in REGIMES if explicit[r] is not None]
-        if len(given) == 2:
-            raise TopNError("both --decode-steps and --prefill-steps given, but the trace has no step ranges "
-                            f"matching {plan.decode_range!r} / {plan.prefill_range!r} to tell the regimes apart; "
-                            "profile one regime per trace or name the ranges")
-        reg = given[0] if given else plan.default_regime
-        regime_of = [reg] * n
-        if given:
-            steps[reg] = explicit[reg]
-            notes.append(f"all kernels in regime '{reg}'; {steps[reg]} steps from --{reg}-steps")
-        elif prof_steps:
-            steps[reg] = len(prof_steps)
-            notes.append(f"ASSUMED: all kernels in regime '{reg}' (no --decode-steps/--prefill-steps); "
-                         f"{steps[reg]} steps counted from ProfilerStep# ranges")
-        else:
-            steps[reg] = 1
-            notes.append(f"ASSUMED: all kernels in regime '{reg}' and the whole profiled window is ONE step "
-                         "(no --decode-steps/--prefill-steps, no step ranges): launches_per_step = launches in "
-                         "the window; pass --decode-steps N or --prefill-steps N")
+    for i in range(pt.n_kernels):
+        t = pt.k_ts[i] if use_gpu else corr_ts.get(pt.k_corr[i])
+        reg = None
+        if t is not None:
+            j = bisect.bisect_right(starts, t) - 1
+            if j >= 0 and t <= ivs[j][1]:
+                reg = ivs[j][2]
+        if reg is None:
+            outside += 1
+            outside_us += pt.k_dur[i]
+            reg = "outside"
+        regime_of.append(reg)
+    return regime_of, outside, outside_us
 
-    # ---- split-K: a reduce launch is the second half of the GEMM launch just before it
+
+def _regimes_without_ranges(pt, plan: StepPlan, prof_steps, notes: list[str]):
+    """No step ranges: every launch in one regime (the one whose steps were given, else the
+    default), its steps given, else counted from ProfilerStep# ranges, else ONE (said so)."""
+    explicit = _explicit(plan)
+    given = [r for r in REGIMES if explicit[r] is not None]
+    if len(given) == 2:
+        raise TopNError("both --decode-steps and --prefill-steps given, but the trace has no step ranges "
+                        f"matching {plan.decode_range!r} / {plan.prefill_range!r} to tell the regimes apart; "
+                        "profile one regime per trace or name the ranges")
+    reg = given[0] if given else plan.default_regime
+    steps: dict[str, int] = {}
+    if given:
+        steps[reg] = explicit[reg]
+        notes.append(f"all kernels in regime '{reg}'; {steps[reg]} steps from --{reg}-steps")
+    elif prof_steps:
+        steps[reg] = len(prof_steps)
+        notes.append(f"ASSUMED: all kernels in regime '{reg}' (no --decode-steps/--prefill-steps); "
+                     f"{steps[reg]} steps counted from ProfilerStep# ranges")
+    else:
+        steps[reg] = 1
+        notes.append(f"ASSUMED: all kernels in regime '{reg}' and the whole profiled window is ONE step "
+                     "(no --decode-steps/--prefill-steps, no step ranges): launches_per_step = launches in "
+                     "the window; pass --decode-steps N or --prefill-steps N")
+    return [reg] * pt.n_kernels, steps
+
+
+def _splitk_folds(pt, notes: list[str]):
+    """split-K: a reduce launch is the second half of the GEMM launch just before it.
+    -> (reduce launch -> the GEMM launch it folds into, GEMM launch -> the reduce time it adds)."""
     fold_arr, extra_arr = _pair_splitk(pt)
     fold_into: dict[int, int] = {}
     extra_us: dict[int, float] = {}
@@ -164,28 +206,33 @@ def aggregate_trace(pt, plan: StepPlan):
     if fold_into:
         notes.append(f"split-K: {len(fold_into)} reduce launches folded into the GEMM launch each one "
                      "completes (the launch just before it); the pair is one logical op, timed as their sum")
+    return fold_into, extra_us
 
-    # ---- aggregate per kernel name
+
+def _agg_of(aggs: dict, pt, k: int) -> KernelAgg:
+    a = aggs.get(k)
+    if a is None:
+        a = aggs[k] = KernelAgg(pt.kernel_names[k])
+        a.launch_dims = pt.launch_dims.get(k, Counter())
+    return a
+
+
+def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict):
+    """Per kernel name: launches and time per regime, the linked op signatures, the folded
+    split-K reduces. -> (aggregates, launches linked to an op)."""
     aggs: dict[int, KernelAgg] = {}
     op_by_ext = pt.op_by_ext
     corr_ext = None                      # built only if some kernel lacks a linked External id
     linked = 0
-    for i in range(n):
+    for i in range(pt.n_kernels):
         k = pt.k_name[i]
         if i in fold_into:
-            j = fold_into[i]
-            a = aggs.get(pt.k_name[j])
-            if a is None:
-                a = aggs[pt.k_name[j]] = KernelAgg(pt.kernel_names[pt.k_name[j]])
-                a.launch_dims = pt.launch_dims.get(pt.k_name[j], Counter())
+            a = _agg_of(aggs, pt, pt.k_name[fold_into[i]])
             f = a.folded.setdefault(pt.kernel_names[k], [0, 0.0])
             f[0] += 1
             f[1] += pt.k_dur[i]
             continue
-        a = aggs.get(k)
-        if a is None:
-            a = aggs[k] = KernelAgg(pt.kernel_names[k])
-            a.launch_dims = pt.launch_dims.get(k, Counter())
+        a = _agg_of(aggs, pt, k)
         reg = regime_of[i]
         dur = pt.k_dur[i] + extra_us.get(i, 0.0)
         a.count[reg] += 1
@@ -202,16 +249,7 @@ def aggregate_trace(pt, plan: StepPlan):
             a.sigs[(s, reg)] += 1
             a.sig_us[(s, reg)] += dur
             linked += 1
-    if not pt.sigs:
-        notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
-                     "profile with record_shapes=True (vLLM: VLLM_TORCH_PROFILER_RECORD_SHAPES=1)")
-    else:
-        notes.append(f"{linked} of {n - len(fold_into)} kernel launches linked to the aten op that launched them (External id)")
-    if pt.mem:
-        mem_ms = sum(pt.mem.values()) / 1000
-        notes.append(f"memcpy/memset activity ({sum(pt.mem_count.values())} events, {mem_ms:.3f} ms) is not a kernel: "
-                     "not in total_gpu_time_ms")
-    return list(aggs.values()), steps, notes
+    return list(aggs.values()), linked
 
 
 def _pair_splitk(pt):
@@ -335,7 +373,7 @@ def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
     for (s, reg), c in a.sigs.most_common():
         sig = sigs[s]
         ops[sig.name] += c
-        r = shape_for(cls, sig)
+        r = trace_shape(cls, sig)
         if r is None:
             unshaped[sig.name] += c
             continue

@@ -1,15 +1,12 @@
 """Byte/FLOP models, one module per op class (seed 002 section 4).
 
 Every model is a pure function from shapes and dtype sizes to one or more `Candidate`s (a byte and
-FLOP count under one stated assumption). Models are registered by op class with `@register`, so
-the analysis can look them up without a chain of ifs.
+FLOP count under one stated assumption). Each op class's registration (roofline/opclasses/) names
+its model; the analysis looks it up there, without a chain of ifs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
-
-MODELS: dict[str, Callable[..., "ModelResult"]] = {}
 
 
 @dataclass
@@ -29,19 +26,9 @@ class ModelResult:
     info: dict = field(default_factory=dict)  # model-specific extras (experts_hit, seq_len, ...)
 
 
-def register(op_class: str):
-    def deco(fn):
-        MODELS[op_class] = fn
-        return fn
-    return deco
-
-
 def wider(a: str, b: str) -> str:
     """The MMA runs at the wider of two operand precisions (a W8A16 GEMM dequantizes to 16-bit)."""
     from roofline.peaks import DTYPE_BYTES
 
     return a if DTYPE_BYTES.get(a, 2) >= DTYPE_BYTES.get(b, 2) else b
 
-
-# import the modules so their @register runs
-from roofline.models import gemm, moe, attention, elementwise  # noqa: E402,F401

@@ -1,7 +1,7 @@
 """Attention: paged decode (seed 002 section 4) and prefill (flash, no score round-trip)."""
 from __future__ import annotations
 
-from roofline.models import Candidate, ModelResult, register
+from roofline.models import Candidate, ModelResult
 
 
 def decode_counts(batch: int, seq_len: float, n_q: int, n_kv: int, head_dim: int, kv_bytes: float):
@@ -21,7 +21,6 @@ def prefill_counts(batch: int, seq_len: int, n_q: int, n_kv: int, head_dim: int,
     return flops, nbytes
 
 
-@register("attn")
 def model(shape: dict, dt: dict) -> ModelResult:
     b, hq, hkv, d = int(shape["batch"]), int(shape["n_q_heads"]), int(shape["n_kv_heads"]), int(shape["head_dim"])
     regime = shape.get("regime", "decode")

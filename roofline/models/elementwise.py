@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from roofline.models import Candidate, ModelResult, register
+from roofline.models import Candidate, ModelResult
 
 
 def elems_of(shape: dict, key: str) -> int:
@@ -14,7 +14,6 @@ def elems_of(shape: dict, key: str) -> int:
     raise KeyError(key)
 
 
-@register("elementwise")
 def model(shape: dict, dt: dict) -> ModelResult:
     e_in = elems_of(shape, "elems_in")
     e_out = int(shape["elems_out"]) if "elems_out" in shape else e_in
@@ -25,7 +24,3 @@ def model(shape: dict, dt: dict) -> ModelResult:
     return ModelResult([Candidate("stream", nbytes, flops)], compute_dtype="fp32",
                        info={"elems_in": e_in, "elems_out": e_out})
 
-
-# norm and quant stream the same way; their target_eff differs only if the priors say so
-register("norm")(model)
-register("quant")(model)

@@ -1,7 +1,7 @@
 """Dense GEMM [M,K] x [K,N] (seed 002 section 4)."""
 from __future__ import annotations
 
-from roofline.models import Candidate, ModelResult, register, wider
+from roofline.models import Candidate, ModelResult, wider
 
 
 def gemm_counts(M: int, N: int, K: int, a_bytes: float, w_bytes: float, out_bytes: float,
@@ -13,7 +13,6 @@ def gemm_counts(M: int, N: int, K: int, a_bytes: float, w_bytes: float, out_byte
     return flops, nbytes
 
 
-@register("gemm")
 def model(shape: dict, dt: dict) -> ModelResult:
     M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
     batch = int(shape.get("batch", 1))

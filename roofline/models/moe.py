@@ -2,7 +2,7 @@
 weights are streamed: the expected number of distinct experts hit, or all E."""
 from __future__ import annotations
 
-from roofline.models import Candidate, ModelResult, register, wider
+from roofline.models import Candidate, ModelResult, wider
 
 
 def experts_hit(E: int, pairs: int) -> float:
@@ -24,7 +24,6 @@ def expert_macs(hidden: int, inter: int, stage: int | None) -> int:
     return expert_weight_elems(hidden, inter, stage)
 
 
-@register("moe")
 def model(shape: dict, dt: dict) -> ModelResult:
     M, E, top_k = int(shape["M"]), int(shape["E"]), int(shape["top_k"])
     hidden, inter = int(shape["hidden"]), int(shape["inter"])

@@ -1,0 +1,52 @@
+"""What record_shapes recorded for an aten op, read the same way by every op class's shape rule:
+the Top-N dtype of an aten type string, the tensor arguments of a signature, a TensorList's
+elements. A signature is an :class:`~roofline.ingest.trace_tables.OpSig` (name, dims, types,
+concrete inputs)."""
+from __future__ import annotations
+
+# aten type strings -> the Top-N's dtype names
+DTYPES = {
+    "c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64",
+    "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8", "c10::Float8_e8m0fnu": "fp8", "c10::Float4_e2m1fn_x2": "fp4",
+    "signed char": "int8", "unsigned char": "uint8", "int": "int32", "long int": "int64",
+    "short int": "int16", "bool": "bool",
+}
+# Input type strings of arguments that are not tensors
+NON_TENSOR = frozenset({"", "Scalar", "ScalarList", "GenericList", "TensorList", "None", "Device",
+                        "Layout", "ScalarType", "MemoryFormat", "str", "Generator"})
+
+
+def dtype_of(t: str) -> str | None:
+    return DTYPES.get(t)
+
+
+def tensors(sig):
+    """(dims, type) of the tensor arguments, in order (TensorList arguments excluded)."""
+    out = []
+    for i, d in enumerate(sig.dims):
+        t = sig.types[i] if i < len(sig.types) else ""
+        if t in NON_TENSOR or not isinstance(d, tuple):
+            continue
+        if d and isinstance(d[0], tuple):   # a TensorList: see tensor_list
+            continue
+        if d == () and len(sig.dims) > 1:
+            # NB: a 0-dim operand beside others (var + eps, x * 0.5 wrapped as a tensor) reaches
+            # the kernel as an argument, not as memory traffic
+            continue
+        out.append((d, t))
+    return out
+
+
+def tensor_list(sig):
+    """The element dims of the first TensorList argument (cat, stack, _foreach_*), or None.
+
+    NB: record_shapes types a TensorList as "TensorList": the elements' dtype is not recorded, so
+    the caller leaves dtypes empty and the analysis falls back to the model dtype (and says so)."""
+    for i, d in enumerate(sig.dims):
+        t = sig.types[i] if i < len(sig.types) else ""
+        if isinstance(d, tuple) and (t == "TensorList" or (d and isinstance(d[0], tuple))):
+            elems = [x for x in d if isinstance(x, tuple)]
+            if elems:
+                return elems
+    return None

@@ -1,0 +1,93 @@
+"""Op class "attn": attention (FlashAttention, cuDNN SDPA, paged decode, ...).
+
+Model: roofline/models/attention.py. Stage A: heads and head_dim from config.json, batch and
+context from the workload (decode: the mid-run average context, with the full one as a second
+candidate). Trace: the aten attention ops below. Stage C: no GEMM re-run."""
+from __future__ import annotations
+
+from roofline.models import attention as _model
+from roofline.opclasses.aten import dtype_of
+from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.stage_a import cfg, fill
+
+# Attention ops: op -> (layout of q/k/v, index of is_causal in Concrete Inputs or None)
+# bhsd: [batch, heads, seq, head_dim]; bshd: [batch, seq, heads, head_dim] (3-D: varlen, [tokens, h, d])
+ATTN_OPS = {
+    "aten::scaled_dot_product_attention": ("bhsd", 5),
+    "aten::_scaled_dot_product_flash_attention": ("bhsd", 4),
+    "aten::_scaled_dot_product_flash_attention_for_cpu": ("bhsd", 4),
+    "aten::_scaled_dot_product_efficient_attention": ("bhsd", 6),
+    "aten::_scaled_dot_product_cudnn_attention": ("bhsd", 6),
+    "aten::_cudnn_attention_forward": ("bhsd", 10),
+    "aten::_scaled_dot_product_attention_math": ("bhsd", 5),
+    "aten::_scaled_dot_product_fused_attention_overrideable": ("bhsd", 6),
+    "aten::_flash_attention_forward": ("bshd", 8),
+    "aten::_efficient_attention_forward": ("bshd", None),
+}
+
+
+
+def trace_shape(sig):
+    """batch, lengths, heads and head_dim of a recorded attention op (4-D, or varlen 3-D), causal
+    when the op says, with its q / kv dtypes."""
+    spec = ATTN_OPS.get(sig.name)
+    if spec is None or len(sig.dims) < 3:
+        return None
+    lay, causal_i = spec
+    q, k = sig.dims[0], sig.dims[1]
+    if not q or not k or len(q) != len(k) or len(q) not in (3, 4):
+        return None
+    if len(q) == 4 and lay == "bhsd":
+        out = {"batch": q[0], "seq_len": k[2], "q_len": q[2], "n_q_heads": q[1], "n_kv_heads": k[1], "head_dim": q[3]}
+    elif len(q) == 4:
+        out = {"batch": q[0], "seq_len": k[1], "q_len": q[1], "n_q_heads": q[2], "n_kv_heads": k[2], "head_dim": q[3]}
+    else:                                # varlen [tokens, heads, head_dim]; batch from cu_seqlens
+        out = {"n_q_heads": q[1], "n_kv_heads": k[1], "head_dim": q[2], "tokens_q": q[0], "tokens_kv": k[0]}
+        for d in sig.dims[3:5]:
+            if isinstance(d, tuple) and len(d) == 1 and d[0] > 1:
+                out["batch"] = d[0] - 1
+                break
+    out = {kk: int(v) for kk, v in out.items()}
+    out["paged"] = False
+    if causal_i is not None and causal_i < len(sig.concrete):
+        c = sig.concrete[causal_i]
+        if c in ("True", "False"):
+            out["causal"] = c == "True"
+    elif sig.name == "aten::_efficient_attention_forward" and len(sig.concrete) > 9:
+        c = sig.concrete[9]              # custom_mask_type: 0 none, 1 causal from top-left, 2 bottom-right
+        if c.isdigit():
+            out["causal"] = c != "0"
+    tq = sig.types[0] if sig.types else ""
+    tk = sig.types[1] if len(sig.types) > 1 else ""
+    dt = {"act": dtype_of(tq), "kv": dtype_of(tk), "out": dtype_of(tq)}
+    return out, {kk: v for kk, v in dt.items() if v}
+
+
+def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
+    conc, isl, osl = wl["conc"], wl["isl"], wl["osl"]
+    heads = cfg(config, "num_attention_heads", "n_head")
+    fill(s, "n_q_heads", heads, "config.json", assumed)
+    fill(s, "n_kv_heads", cfg(config, "num_key_value_heads", "num_kv_heads") or heads, "config.json", assumed)
+    hd = cfg(config, "head_dim")
+    if hd is None and heads and cfg(config, "hidden_size"):
+        hd = int(cfg(config, "hidden_size")) // int(heads)
+    fill(s, "head_dim", hd, "config.json", assumed)
+    if regime == "decode":
+        fill(s, "batch", int(conc), "decode batch = workload.conc", assumed)
+        if "seq_len" not in s:
+            # NB: seq_len is the CURRENT average context; mid-run that is isl + osl/2. The
+            # full context isl + osl is only the upper end of the displayed range.
+            s["seq_len_candidates"] = [("mean_context", isl + osl / 2), ("max_context", isl + osl)]
+            s["seq_len"] = isl + osl / 2
+            assumed.append(f"seq_len={isl + osl / 2:g} (isl + osl/2, the mid-run average context; "
+                           f"upper candidate isl + osl = {isl + osl:g}) - a real source of error")
+    else:
+        fill(s, "batch", 1, "prefill: one sequence per launch", assumed)
+        fill(s, "seq_len", int(isl), "prefill seq_len = workload.isl", assumed)
+    s["regime"] = regime
+    return ("batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim")
+
+
+register(OpClass("attn", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
+                 shape_keys=frozenset({"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged",
+                                       "causal", "regime"})))

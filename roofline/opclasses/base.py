@@ -1,0 +1,54 @@
+"""The registration record of an op class and the registry it goes into (see __init__.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class Problem:
+    """One GEMM of a head's logical op, as the stage-C re-run times it."""
+    label: str        # "dense", "moe stage1 (gate/up)", ...
+    M: int
+    N: int
+    K: int
+    dtype: str
+    count: float      # how many such GEMMs make up one logical op (experts hit, for MoE)
+
+
+@dataclass(frozen=True)
+class OpClass:
+    """Everything the tool knows about one op class, registered once.
+
+    model:         (shape, dtypes) -> roofline.models.ModelResult, a pure byte/FLOP model;
+    fill:          stage-A fill of one shape from the workload and config.json:
+                   fill(shape, op_class, entry, workload, config, regime, assumed) -> the keys it
+                   needs (roofline.shapes.resolve_shapes checks them);
+    trace_shape:   a recorded aten-op signature (roofline.ingest.trace_tables.OpSig) ->
+                   (shape, dtypes) or None (roofline topn);
+    gemm_problems: an artifact entry -> the GEMMs of one logical op (list[Problem]) for the
+                   stage-C re-run (roofline.rerun);
+    shape_keys:    the shape keys the model reads, plus what `roofline topn` writes for provenance
+                   (roofline.lint warns about the others);
+    missing_hint:  what gives a missing dimension, for the L2 reason ("" = the generic hint);
+    not_modelled:  why the class has no model (the L2 reason), for a class without one.
+    """
+    name: str
+    model: Callable | None = None
+    fill: Callable | None = None
+    trace_shape: Callable | None = None
+    gemm_problems: Callable | None = None
+    shape_keys: frozenset = frozenset()
+    missing_hint: str = ""
+    not_modelled: str = ""
+
+
+REGISTRY: dict[str, OpClass] = {}
+
+
+def register(oc: OpClass) -> OpClass:
+    """Add an op class; a second registration of the same name is an error."""
+    if oc.name in REGISTRY:
+        raise ValueError(f"op class {oc.name!r} is registered twice")
+    REGISTRY[oc.name] = oc
+    return oc

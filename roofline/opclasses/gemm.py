@@ -1,0 +1,76 @@
+"""Op class "gemm": a dense (or batched) GEMM C = A·B.
+
+Model: roofline/models/gemm.py. Stage A: M from the workload; N and K only from captured shapes
+or an est_shape. Trace: the aten GEMM ops below. Stage C: the GEMM itself, or the launch-weighted
+mix of its captured shapes."""
+from __future__ import annotations
+
+from math import prod
+
+from roofline.models import gemm as _model
+from roofline.opclasses.aten import dtype_of
+from roofline.opclasses.base import OpClass, Problem, register
+from roofline.opclasses.stage_a import fill_m
+
+# GEMM ops: op -> (index of A, index of B, B layout). "kn": B is [K, N]; "nk": B is [N, K] (linear).
+GEMM_OPS = {
+    "aten::mm": (0, 1, "kn"), "aten::_scaled_mm": (0, 1, "kn"), "aten::_int_mm": (0, 1, "kn"),
+    "aten::addmm": (1, 2, "kn"), "aten::_addmm_activation": (1, 2, "kn"),
+    "aten::bmm": (0, 1, "kn"), "aten::baddbmm": (1, 2, "kn"), "aten::matmul": (0, 1, "kn"),
+    "aten::linear": (0, 1, "nk"), "aten::_scaled_mm_v2": (0, 1, "kn"),
+}
+
+
+def trace_shape(sig):
+    """M, N, K (and batch) of a recorded GEMM op, with its operand dtypes."""
+    spec = GEMM_OPS.get(sig.name)
+    if spec is None:
+        return None
+    ia, ib, lay = spec
+    if len(sig.dims) <= max(ia, ib):
+        return None
+    a, b = sig.dims[ia], sig.dims[ib]
+    if not a or not b or len(a) < 2 and lay != "nk":
+        return None
+    out = {}
+    if lay == "nk":                      # linear: x [..., K], W [N, K]
+        if len(b) != 2:
+            return None
+        out = {"M": int(prod(a[:-1])) if len(a) > 1 else 1, "N": int(b[0]), "K": int(b[1])}
+    elif len(b) == 2:                    # [..., M, K] x [K, N]: leading dims fold into M
+        out = {"M": int(prod(a[:-1])), "N": int(b[1]), "K": int(a[-1])}
+    elif len(a) >= 3 and len(b) >= 3:    # batched
+        out = {"M": int(a[-2]), "N": int(b[-1]), "K": int(a[-1]), "batch": int(prod(a[:-2]))}
+    else:
+        return None
+    ta = sig.types[ia] if ia < len(sig.types) else ""
+    tb = sig.types[ib] if ib < len(sig.types) else ""
+    dt = {"act": dtype_of(ta), "weight": dtype_of(tb), "out": dtype_of(ta)}
+    if sig.name.startswith("aten::_scaled_mm"):
+        dt["out"] = None                 # out_dtype is an argument the trace does not type
+    return out, {k: v for k, v in dt.items() if v}
+
+
+def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
+    fill_m(s, wl, regime, assumed)
+    return ("M", "N", "K")
+
+
+def gemm_problems(entry: dict) -> list[Problem]:
+    """The GEMM itself; one kernel name with several captured GEMMs: a launch-weighted mix per launch."""
+    sh = entry.get("shape") or {}
+    dt = (entry.get("dtypes") or {}).get("act", "bf16")
+    if entry.get("shapes_used"):
+        return [Problem(f"dense {u['shape']['M']}x{u['shape']['N']}x{u['shape']['K']}", int(u["shape"]["M"]),
+                        int(u["shape"]["N"]), int(u["shape"]["K"]), dt, float(u["shape"].get("batch", 1)) * u["weight"])
+                for u in entry["shapes_used"]]
+    if all(k in sh for k in ("M", "N", "K")):
+        return [Problem("dense", int(sh["M"]), int(sh["N"]), int(sh["K"]), dt, float(sh.get("batch", 1)))]
+    return []
+
+
+register(OpClass(
+    "gemm", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
+    shape_keys=frozenset({"M", "N", "K", "batch"}),
+    missing_hint=(": a GEMM's N and K come only from captured shapes (profile with record_shapes=True) or "
+                  "an est_shape in the Top-N")))

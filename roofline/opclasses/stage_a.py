@@ -1,0 +1,26 @@
+"""Helpers of the stage-A fills: a field taken from config.json or the workload, recorded as an
+assumption so that `notes` can say what was assumed."""
+from __future__ import annotations
+
+
+def cfg(config: dict | None, *keys):
+    """The first of ``keys`` config.json gives, or None."""
+    for k in keys:
+        if config and config.get(k) is not None:
+            return config[k]
+    return None
+
+
+def fill(shape: dict, key: str, value, why: str, assumed: list[str]) -> None:
+    """Set ``shape[key]`` when it is missing and ``value`` is known, and say so in ``assumed``."""
+    if key not in shape and value is not None:
+        shape[key] = value
+        assumed.append(f"{key}={value:g} ({why})" if isinstance(value, (int, float)) else f"{key}={value} ({why})")
+
+
+def fill_m(s: dict, wl: dict, regime: str, assumed: list[str]) -> None:
+    """A GEMM's M at stage A: the decode batch, or one prefill sequence."""
+    if regime == "decode":
+        fill(s, "M", int(wl["conc"]), "decode M = workload.conc", assumed)
+    else:
+        fill(s, "M", int(wl["isl"]), "prefill M = one sequence of workload.isl tokens per step", assumed)

@@ -1,0 +1,173 @@
+"""Op classes "elementwise", "norm", "quant": memory-streaming kernels (elementwise, reductions,
+copies, gathers, norms, dtype conversions).
+
+Model: roofline/models/elementwise.py (one for the three). Stage A: a norm / quant works per token
+over the hidden state; a plain elementwise size is never guessed. Trace: the aten rules below
+(reductions, TensorList copies, gathers, scatters, copy_, the rest by their tensor arguments).
+Stage C: no GEMM re-run."""
+from __future__ import annotations
+
+from math import prod
+
+from roofline.errors import EntryError
+from roofline.models import elementwise as _model
+from roofline.opclasses.aten import dtype_of, tensor_list, tensors
+from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.stage_a import cfg
+
+# Gathers: op -> (index of the table, index of the indices). Rows are along dim 0 (embedding; and
+# index_select as LLMs use it, dim=0).
+GATHER_OPS = {"aten::embedding": (0, 1), "aten::index_select": (0, 2)}
+
+
+# In-place scatters: op -> (index of the source / values, index of the indices).
+SCATTER_OPS = {"aten::index_copy_": (3, 2), "aten::index_copy": (3, 2), "aten::index_put_": (2, 1),
+               "aten::_index_put_impl_": (2, 1)}
+
+
+# Ops whose inputs are a TensorList and whose output holds exactly the inputs' elements.
+LIST_COPY_OPS = frozenset({"aten::cat", "aten::stack", "aten::concat", "aten::concatenate", "aten::hstack",
+                           "aten::vstack", "aten::_cat"})
+# Reductions: op -> index of the `dim` argument in Concrete Inputs (None: reduces everything).
+REDUCE_OPS = {"aten::mean": 1, "aten::sum": 1, "aten::amax": 1, "aten::amin": 1, "aten::var": 1,
+              "aten::std": 1, "aten::prod": 1, "aten::linalg_vector_norm": 2, "aten::norm": 2,
+              "aten::logsumexp": 1, "aten::var_mean": 1, "aten::std_mean": 1, "aten::max": 1, "aten::min": 1,
+              "aten::argmax": 1, "aten::argmin": 1, "aten::all": 1, "aten::any": 1}
+
+
+def _reduced_dims(text: str, ndim: int) -> list[int] | None:
+    """'[-1]' / '-1' / '[0, 2]' -> normalised dims; '' or '[]' (all dims) -> every dim; junk -> None."""
+    t = (text or "").strip()
+    if t in ("", "[]", "None"):
+        return list(range(ndim))
+    t = t.strip("[]")
+    try:
+        dims = [int(x) for x in t.split(",") if x.strip()]
+    except ValueError:
+        return None
+    out = sorted({d % ndim for d in dims}) if ndim else []
+    return out if all(0 <= d < ndim for d in out) else None
+
+
+def reduce_shape(sig):
+    """A reduction reads its input once and writes the reduced output (NB: for RMSNorm's
+    ``mean(-1, keepdim=True)`` the output is one element per row, not the input's size)."""
+    di = REDUCE_OPS.get(sig.name)
+    ts = tensors(sig)
+    if di is None or not ts:
+        return None
+    d, t = ts[0]
+    ndim = len(d)
+    text = sig.concrete[di] if di < len(sig.concrete) else ""
+    dims = _reduced_dims(text, ndim)
+    if dims is None:
+        return None
+    e_in = int(prod(d)) if d else 1
+    e_out = int(prod(x for i, x in enumerate(d) if i not in dims)) if d else 1
+    dt = dtype_of(t)
+    return {"elems_in": e_in, "elems_out": e_out, "reduce": True}, ({"act": dt, "out": dt} if dt else {})
+
+
+def list_copy_shape(sig):
+    """cat / stack: every element of the TensorList is read once and written once."""
+    if sig.name not in LIST_COPY_OPS:
+        return None
+    elems = tensor_list(sig)
+    if not elems:
+        return None
+    n = sum(int(prod(x)) if x else 1 for x in elems)
+    return {"elems_in": n, "elems_out": n}, {}
+
+
+def trace_shape(sig):
+    """elementwise / norm / quant: elements read and written.
+
+    NB: the trace records inputs only. elems_out is the largest input's element count (the
+    broadcast result) except for copy_ (out = its first argument, in = the second) and norms
+    (out = the normalised input).
+    """
+    r = list_copy_shape(sig) or reduce_shape(sig)
+    if r is not None:
+        return r
+    ts = tensors(sig)
+    if not ts:
+        return None
+    sizes = [int(prod(d)) if d else 1 for d, _ in ts]
+    g = GATHER_OPS.get(sig.name)
+    if g is not None and len(sig.dims) > max(g):
+        # NB: a gather reads only the selected rows of its table, not the whole table
+        table, index = sig.dims[g[0]], sig.dims[g[1]]
+        if isinstance(table, tuple) and isinstance(index, tuple) and len(table) >= 1:
+            n_idx = int(prod(index)) if index else 1
+            row = int(prod(table[1:])) if len(table) > 1 else 1
+            out = {"elems_in": n_idx * row + n_idx, "elems_out": n_idx * row}
+            t = sig.types[g[0]] if g[0] < len(sig.types) else ""
+            return out, {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v}
+    if sig.name == "aten::gather" and len(sig.dims) >= 3:
+        table, index = sig.dims[0], sig.dims[2]
+        if isinstance(table, tuple) and isinstance(index, tuple) and table and index:
+            n = int(prod(index))
+            t = sig.types[0] if sig.types else ""
+            dt = {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v}
+            dim = sig.concrete[1] if len(sig.concrete) > 1 else ""
+            if dim == "0" and len(index) == 2 and len(table) == 2 and index[1] == table[1]:
+                # NB: index_select(0) of rows lowers to gather with the row index expanded along the
+                # row (stride 0): R rows of the table are read, one index per row
+                return {"elems_in": n + int(index[0]), "elems_out": n}, dt
+            # NB: a general gather reads one index per output element (counted at the value width)
+            return {"elems_in": 2 * n, "elems_out": n}, dt
+    sc = SCATTER_OPS.get(sig.name)
+    if sc is not None and len(sig.dims) > max(sc):
+        # NB: an in-place scatter (a static KV cache's index_copy_) reads its source and indices and
+        # writes only the selected rows: the destination's size is not traffic
+        src, index = sig.dims[sc[0]], sig.dims[sc[1]]
+        if isinstance(src, tuple) and isinstance(index, tuple):
+            n_src = int(prod(src)) if src else 1
+            n_idx = int(prod(index)) if index else 1
+            t = sig.types[sc[0]] if sc[0] < len(sig.types) else ""
+            return ({"elems_in": n_src + n_idx, "elems_out": n_src},
+                    {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v})
+    if sig.name == "aten::copy_" and len(ts) >= 2:
+        out = {"elems_in": sizes[1], "elems_out": sizes[0]}
+        dt = {"act": dtype_of(ts[1][1]), "out": dtype_of(ts[0][1])}
+    else:
+        out = {"elems_in": sum(sizes), "elems_out": max(sizes) if "norm" not in sig.name else sizes[0]}
+        dt = {"act": dtype_of(ts[0][1]), "out": dtype_of(ts[0][1])}
+    return out, {k: v for k, v in dt.items() if v}
+
+
+def fill_per_token(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
+    """norm / quant: without a shape, tokens x hidden_size (a norm / quant kernel works per token
+    over the hidden state: its stage-A size, low confidence, display only)."""
+    if "elems_in" not in s and "shape" not in s:
+        hidden = cfg(config, "hidden_size")
+        tokens = wl["conc"] if regime == "decode" else wl["isl"]
+        if hidden:
+            s["elems_in"] = int(tokens * hidden)
+            assumed.append(f"elems_in={tokens * hidden:g} ({'conc' if regime == 'decode' else 'isl'} tokens x "
+                           f"hidden_size: a {op_class} works per token over the hidden state)")
+    return fill_no_guess(s, op_class, e, wl, config, regime, assumed)
+
+
+def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
+    """elems_in (or a shape), never guessed for a plain elementwise."""
+    if "elems_in" not in s and "shape" not in s:
+        # NB: no guess. A streaming kernel's size is whatever its op moved (a KV-cache cat
+        # moves the whole cache, a norm one hidden state per token): tokens x hidden_size
+        # would be a number the tool cannot know, so the entry degrades (L2) instead.
+        why = e.raw.get("shape_unknown") if isinstance(e.raw, dict) else None
+        raise EntryError(f"{op_class} kernel without a shape: " + (why if isinstance(why, str) else
+                         "the Top-N gives neither shapes nor est_shape (elems_in / shape), and an "
+                         "elementwise size cannot be derived from config.json")
+                         + "; give shapes (roofline topn with record_shapes) or stage-C counters")
+    return ("elems_in",) if "shape" not in s else ()
+
+
+_STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape"})
+# reduce: the elementwise shape of a reduction (one op per input element), written by roofline topn.
+# norm and quant stream the same way (one model; their target_eff differs only if the priors say
+# so); their stage-A fill differs
+register(OpClass("elementwise", model=_model.model, fill=fill_no_guess, trace_shape=trace_shape,
+                 shape_keys=_STREAM_KEYS | {"reduce"}))
+register(OpClass("norm", model=_model.model, fill=fill_per_token, trace_shape=trace_shape, shape_keys=_STREAM_KEYS))
+register(OpClass("quant", model=_model.model, fill=fill_per_token, trace_shape=trace_shape, shape_keys=_STREAM_KEYS))

@@ -1,0 +1,201 @@
+"""One registration per op class (roofline/opclasses/), read from the source with ast:
+
+- every op class classify.py can return is registered exactly once (one `register(OpClass("name",
+  ...))` call in roofline/opclasses/, and a second registration is refused);
+- the registry is the only place the per-class jobs are wired (model, stage-A fill, aten-op shape
+  rule, GEMM problems for the re-run): no other module holds a table of functions keyed by op
+  class, calls a `register...("<class>")`, imports a registered function or a class module, or,
+  where those jobs are done (roofline/shapes.py, roofline/models/, the Top-N's shape step,
+  the procedure's model steps, the re-run's problems), compares an op class to a
+  class name.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from roofline import classify, opclasses
+from roofline.ingest.trace_tables import OpSig
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "roofline"
+REG_DIR = PKG / "opclasses"
+CLASSES = frozenset(classify.OP_CLASSES)
+# the modules of roofline/opclasses/ that register classes (the rest are shared helpers)
+CLASS_MODULES = ("gemm", "moe", "attn", "stream", "unmodelled")
+# where the four jobs are done outside the registry: path -> the functions that do them (None: all)
+JOB_SITES = {"roofline/shapes.py": None, "roofline/models/__init__.py": None,
+             "roofline/models/gemm.py": None, "roofline/models/moe.py": None, "roofline/models/attention.py": None,
+             "roofline/models/elementwise.py": None, "roofline/ingest/topn.py": {"_shapes_of"},
+             "roofline/procedure.py": {"check_modelable", "model_work"}, "roofline/rerun.py": {"gemm_problems"}}
+
+
+def _sources_outside_the_registry():
+    for p in sorted(PKG.rglob("*.py")):
+        if REG_DIR not in p.parents:
+            yield p.relative_to(ROOT).as_posix(), p.read_text(encoding="utf-8")
+
+
+def _is_class_str(n) -> bool:
+    return isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in CLASSES
+
+
+def _names_a_class(n) -> bool:
+    return _is_class_str(n) or (isinstance(n, (ast.Tuple, ast.List, ast.Set)) and any(map(_is_class_str, n.elts)))
+
+
+def _registered_functions():
+    """(module, name) of every function the registry wires."""
+    out = set()
+    for oc in opclasses.REGISTRY.values():
+        for f in dataclasses.fields(oc):
+            fn = getattr(oc, f.name)
+            if callable(fn):
+                out.add((fn.__module__, fn.__name__))
+    return out
+
+
+def _job_scope(tree: ast.AST, funcs):
+    if funcs is None:
+        return [tree]
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in funcs]
+
+
+def wiring_violations(rel: str, src: str, registered) -> list[str]:
+    """What in ``src`` (the file ``rel``) wires an op class's job outside the registry."""
+    out = []
+    tree = ast.parse(src)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Dict):     # {"gemm": fill_gemm, "moe": fill_moe}: a dispatch table
+            pairs = [(k, v) for k, v in zip(n.keys, n.values) if k is not None and _is_class_str(k)]
+            if len(pairs) >= 2 and all(isinstance(v, (ast.Name, ast.Attribute, ast.Lambda)) for _, v in pairs):
+                out.append(f"{rel}:{n.lineno} a table of functions keyed by op class")
+        elif isinstance(n, ast.Call):   # register("gemm")(model), @register_model("attn")
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if "register" in name.lower() and any(_is_class_str(a) for a in n.args):
+                out.append(f"{rel}:{n.lineno} {name}() of an op class")
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            names = {a.name for a in n.names}
+            mod_parts = n.module.split(".")
+            if n.module == "roofline.opclasses" and names & set(CLASS_MODULES) or \
+                    mod_parts[:2] == ["roofline", "opclasses"] and len(mod_parts) > 2 and mod_parts[2] in CLASS_MODULES:
+                out.append(f"{rel}:{n.lineno} imports an op-class module ({n.module})")
+            out += [f"{rel}:{n.lineno} imports the registered {n.module}.{a}" for a in sorted(names)
+                    if (n.module, a) in registered]
+            if n.module == "roofline.models" and names - {"Candidate", "ModelResult", "wider"}:
+                out.append(f"{rel}:{n.lineno} imports a model module from roofline.models")
+        elif isinstance(n, ast.Import):
+            out += [f"{rel}:{n.lineno} imports {a.name}" for a in n.names
+                    if re.match(r"roofline\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
+    if rel in JOB_SITES:
+        for scope in _job_scope(tree, JOB_SITES[rel]):
+            for n in ast.walk(scope):
+                if isinstance(n, ast.Compare) and any(isinstance(o, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for o in n.ops) \
+                        and any(map(_names_a_class, [n.left, *n.comparators])):
+                    out.append(f"{rel}:{n.lineno} compares an op class to a class name")
+    return out
+
+
+def _register_calls():
+    """op-class name -> how many register(OpClass("name", ...)) calls roofline/opclasses/ makes,
+    and the calls whose name is not a literal (they would make the count unsound)."""
+    counts, opaque = {}, []
+    for p in sorted(REG_DIR.glob("*.py")):
+        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "register":
+                arg = n.args[0] if n.args else None
+                if isinstance(arg, ast.Call) and getattr(arg.func, "id", "") == "OpClass" and arg.args \
+                        and isinstance(arg.args[0], ast.Constant):
+                    counts[arg.args[0].value] = counts.get(arg.args[0].value, 0) + 1
+                else:
+                    opaque.append(f"{p.name}:{n.lineno}")
+    return counts, opaque
+
+
+def test_every_class_classify_can_return_is_registered_exactly_once():
+    # what classify() can return, counted from its rule tables, not from OP_CLASSES alone
+    returnable = ({c for _, c in classify.RULES} | {c for _, c in classify.OP_HINT_RULES}
+                  | {c for c in classify._HINT_ALIASES.values() if c} | {"unknown"}
+                  | (CLASSES - {"unknown"}))   # a hint naming any class is returned as is
+    assert returnable == CLASSES
+    assert set(opclasses.REGISTRY) == CLASSES
+    counts, opaque = _register_calls()
+    assert opaque == []
+    assert counts == {c: 1 for c in CLASSES}
+    assert all(opclasses.get(c).name == c for c in CLASSES)
+
+
+def test_a_second_registration_is_refused():
+    before = dict(opclasses.REGISTRY)
+    with pytest.raises(ValueError, match="'gemm' is registered twice"):
+        opclasses.register(opclasses.OpClass("gemm"))
+    assert opclasses.REGISTRY == before
+
+
+def test_each_class_registers_its_jobs():
+    modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.model is not None}
+    assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant"}
+    for c in modelled:
+        oc = opclasses.get(c)
+        assert oc.fill is not None and oc.shape_keys and not oc.not_modelled, c
+    for c in CLASSES - modelled:   # comm, unknown: no job, a reason instead
+        oc = opclasses.get(c)
+        assert oc.not_modelled and (oc.fill, oc.trace_shape, oc.gemm_problems) == (None, None, None), c
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {"gemm", "attn", "elementwise", "norm",
+                                                                            "quant"}
+
+
+def test_the_lookups_answer_through_the_registration():
+    lin = OpSig("aten::linear", ((8, 1, 4096), (14336, 4096), ()), ("c10::BFloat16", "c10::BFloat16", ""), ())
+    assert opclasses.trace_shape("gemm", lin) == ({"M": 8, "N": 14336, "K": 4096},
+                                                   {"act": "bf16", "weight": "bf16", "out": "bf16"})
+    assert opclasses.trace_shape("moe", lin) is None and opclasses.trace_shape("comm", lin) is None
+    assert opclasses.trace_shape("no-such-class", lin) is None
+    ps = opclasses.gemm_problems({"op_class": "moe", "shape": {"M": 64, "E": 256, "top_k": 8, "hidden": 2048,
+                                                                 "inter": 768}})
+    assert [p.label for p in ps] == ["moe stage1 (gate/up)", "moe stage2 (down)"]
+    assert opclasses.gemm_problems({"op_class": "attn", "shape": {}}) == []
+    assert opclasses.gemm_problems({"shape": {"M": 1, "N": 1, "K": 1}}) == []
+
+
+def test_nothing_outside_the_registry_wires_the_jobs():
+    registered = _registered_functions()
+    assert len(registered) >= 10      # the scan below knows what to look for
+    bad = [v for rel, src in _sources_outside_the_registry() for v in wiring_violations(rel, src, registered)]
+    assert not bad, bad
+    # the job sites named above still exist (a renamed function would escape the scan)
+    for rel, funcs in JOB_SITES.items():
+        tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert funcs is None or funcs <= defined | names, (rel, funcs - defined - names)
+
+
+def test_the_scan_catches_each_way_of_wiring_a_job_elsewhere():
+    registered = _registered_functions()
+    cases = {
+        "_FILLERS = {'gemm': _fill_gemm, 'moe': _fill_moe}\n": "table of functions",
+        "@register('attn')\ndef model(shape, dt):\n    pass\n": "register() of an op class",
+        "from roofline.models.gemm import model\n": "imports the registered roofline.models.gemm.model",
+        "from roofline.opclasses.moe import fill_stage_a\n": "imports an op-class module",
+        "from roofline.opclasses import stream\n": "imports an op-class module",
+        "import roofline.models.attention\n": "imports roofline.models.attention",
+        "def resolve(op_class):\n    if op_class in ('elementwise', 'norm'):\n        pass\n": "compares an op class",
+    }
+    for src, what in cases.items():
+        got = wiring_violations("roofline/shapes.py", src, registered)
+        assert any(what in g for g in got), (src, got)
+    # what is not wiring: a table of numbers keyed by class, a compare outside the job sites, the
+    # registry's own lookups, a model's pure helper
+    clean = ("PRIORS = {'gemm': 0.9, 'moe': 0.9}\nif op == 'attn':\n    pass\n"
+             "from roofline.opclasses import trace_shape, Problem\nfrom roofline.models.gemm import gemm_counts\n")
+    assert wiring_violations("roofline/routing.py", clean, registered) == []
+    # a compare inside a job-site function is caught, the same compare in another function is not
+    topn = "def _shapes_of(cls):\n    return cls == 'gemm'\n\ndef _pair(nm):\n    return nm == 'gemm'\n"
+    assert len(wiring_violations("roofline/ingest/topn.py", topn, registered)) == 1
