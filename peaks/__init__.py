@@ -34,6 +34,17 @@ DTYPE_ALIASES = {
 DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
 
 
+def bf16_fp16_gap(bf16: float, fp16: float) -> float:
+    """How far apart a bf16 and an fp16 tensor rate are: |a - b| / max(a, b)."""
+    return abs(bf16 - fp16) / max(bf16, fp16)
+
+
+def bf16_fp16_agree(bf16: float, fp16: float) -> bool:
+    """The one bf16/fp16 rule (seed 002 section 8): the two rates are equal on these parts, so
+    figures more than BF16_FP16_TOLERANCE apart mean the microbench is mis-calibrated."""
+    return bf16_fp16_gap(bf16, fp16) <= BF16_FP16_TOLERANCE
+
+
 def norm_dtype(dtype: str | None) -> str | None:
     if dtype is None:
         return None
@@ -138,18 +149,32 @@ def _norm_name(s: str) -> str:
     return " ".join(str(s).lower().replace("-", " ").replace("_", " ").split())
 
 
-def find_table(device: str, directory: str | Path | None = None) -> tuple[str, dict] | None:
-    """The one lookup of a peak table by what a user types (`roofline peaks show`, the calculator):
-    a table by file stem (`h200`), device name or alias (`NVIDIA H200`), or gfx when unique."""
-    tables = load_tables(directory)
-    key = _norm_name(device)
-    for path, data in tables:
-        if Path(path).stem.lower() == device.lower().strip():
-            return path, data
+def _by_name(tables, name: str) -> tuple[str, dict] | None:
+    """The table whose device name or one of whose aliases is `name` (case, '-', '_' and spacing aside)."""
+    key = _norm_name(name)
     for path, data in tables:
         if key in [_norm_name(n) for n in [data.get("device", "")] + list(data.get("names", []))]:
             return path, data
-    hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == device.lower().strip()]
+    return None
+
+
+def _by_gfx(tables, gfx: str) -> list[tuple[str, dict]]:
+    g = str(gfx).strip().lower()
+    return [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == g]
+
+
+def find_table(device: str, directory: str | Path | None = None) -> tuple[str, dict] | None:
+    """The one lookup of a peak table by what a user types (`roofline peaks show`, the calculator,
+    `peaks measure` / `peaks envelope` for the GPU in hand): a table by file stem (`h200`), device
+    name or alias (`NVIDIA H200`), or gfx when unique. `resolve` uses the same name and gfx matching."""
+    tables = load_tables(directory)
+    for path, data in tables:
+        if Path(path).stem.lower() == device.lower().strip():
+            return path, data
+    hit = _by_name(tables, device)
+    if hit is not None:
+        return hit
+    hits = _by_gfx(tables, device)
     return hits[0] if len(hits) == 1 else None
 
 
@@ -264,8 +289,8 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
     unusable: list[str] = []
     if "bf16" in raw_measured and "fp16" in raw_measured:
         a, b = raw_measured["bf16"], raw_measured["fp16"]
-        rel = abs(a - b) / max(a, b)
-        if rel > BF16_FP16_TOLERANCE:
+        rel = bf16_fp16_gap(a, b)
+        if not bf16_fp16_agree(a, b):
             unusable = ["bf16", "fp16"]
             notes.append(
                 f"measured bf16 ({a:.4g}) and fp16 ({b:.4g}) peaks differ by {rel:.1%} > "
@@ -293,15 +318,11 @@ def resolve(gpu_name: str | None = None, gfx: str | None = None, *, device_props
         pk.origin = "peaks file"
         return pk
     tables = load_tables(directory)
-    if gpu_name:
-        key = _norm_name(gpu_name)
-        for path, data in tables:
-            names = [_norm_name(n) for n in data.get("names", [])] + [_norm_name(data["device"])]
-            if key in names:
-                return from_table(data, path)
+    hit = _by_name(tables, gpu_name) if gpu_name else None
+    if hit is not None:
+        return from_table(hit[1], hit[0])
     if gfx:
-        g = str(gfx).strip().lower()
-        hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == g]
+        hits = _by_gfx(tables, gfx)
         if len(hits) == 1:
             pk = from_table(hits[0][1], hits[0][0])
             if gpu_name:

@@ -19,13 +19,11 @@ MODULE_EXCEPTIONS = {
     "roofline/ingest/torch_trace.py": _LEFT,
     "ladder/advise.py": _LEFT,
     "roofline/rerun.py": _LEFT,
-    "roofline/commands/peaks_measure.py": _LEFT + "; its measurement code belongs in peaks/ (knot 3)",
 }
 # "path::qualified name" -> reason
 FUNCTION_EXCEPTIONS = {
     "roofline/ingest/topn.py::aggregate_trace": _LEFT,
     "roofline/plot.py::plot_artifact": _LEFT,
-    "roofline/commands/peaks_measure.py::measure": _LEFT,
 }
 
 
