@@ -17,7 +17,6 @@ _LEFT = "not split yet (issue 15, knot 'no function over 60 / no module over 500
 # path (relative to the repository root) -> reason
 MODULE_EXCEPTIONS = {
     "roofline/ingest/torch_trace.py": _LEFT,
-    "ladder/advise.py": _LEFT,
     "roofline/rerun.py": _LEFT,
 }
 # "path::qualified name" -> reason
