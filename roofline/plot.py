@@ -155,14 +155,32 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
-    bw, roofs, ridges, pts, arrows = (info["hbm_bw_bytes_s"], info["compute_roofs"], info["ridges"],
-                                      info["points"], info["arrows"])
-    x_lo, x_hi, y_lo, y_top = axis_limits(info)
-    info["limits"] = [x_lo, x_hi, y_lo, y_top]
+    info["limits"] = list(axis_limits(info))
+    n_key = max(len(info["points"]) + len(info["skipped"]), 1)
+    fig, ax, kax = _axes(plt, info["limits"], n_key)
+    handles = _draw_roofs(ax, info)
+    staged = _draw_arrows(ax, info)
+    drawn = _draw_points(ax, info["points"])
+    _place_numbers(ax, info["points"], fig)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of HBM traffic)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", alpha=0.08)
+    fig.suptitle(title or f"{info['device']}: roofline, stage {info['stage']} (marker area = % GPU time)",
+                 fontsize=12, x=0.07, ha="left")
+    _draw_key(fig, kax, handles + _marker_handles(info, staged), info, n_key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    info["path"] = str(path)
+    info["drawn"] = drawn
+    return info
 
-    n_key = max(len(pts) + len(info["skipped"]), 1)
+
+def _axes(plt, limits, n_key: int):
+    """The figure: log-log roofline axes on the left, the key's (empty) axes on the right."""
+    x_lo, x_hi, y_lo, y_top = limits
     fig = plt.figure(figsize=(13.5, max(6.5, 4.2 + 0.32 * n_key)), dpi=120)
     gs = fig.add_gridspec(1, 2, width_ratios=[1.45, 1.0], wspace=0.04, left=0.07, right=0.99, top=0.92,
                           bottom=0.09)
@@ -173,6 +191,16 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_top)
+    return fig, ax, kax
+
+
+def _draw_roofs(ax, info: dict) -> list:
+    """The memory roof (up to the highest compute roof), one compute roof per dtype and its ridge;
+    -> their legend handles."""
+    from matplotlib.lines import Line2D
+
+    bw, roofs, ridges = info["hbm_bw_bytes_s"], info["compute_roofs"], info["ridges"]
+    x_lo, x_hi, _, y_top = info["limits"]
     top = max(roofs.values()) if roofs else y_top / 3
     handles = []
     if bw:
@@ -191,8 +219,14 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
             # above-left of the diamond: that side of the roof is unreachable, so no point sits there
             ax.annotate(f"ridge {d}: {ridges[d]:.0f} FLOP/B", (ridges[d], pf), textcoords="offset points",
                         xytext=(-7, 2), fontsize=7.5, ha="right", va="bottom", color="#333333")
+    return handles
+
+
+def _draw_arrows(ax, info: dict) -> set:
+    """Stage-C arrows from each stage-A/B estimate, and earlier rounds' points with an arrow to the
+    next; -> the (name, x, y) of the earlier rounds' points (their estimate arrows are not drawn twice)."""
     staged = {(a["name"], a["from_x"], a["from_y"]) for a in info["stage_arrows"]}
-    for a in arrows:
+    for a in info["arrows"]:
         if (a["name"], a["from_x"], a["from_y"]) in staged:
             continue  # the earlier round's point already shows the model's estimate, with its arrow
         ax.scatter([a["from_x"]], [a["from_y"]], s=50, facecolors="none", edgecolors="#333333",
@@ -206,6 +240,11 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
                     zorder=6, color="#333333")
         ax.annotate("", xy=(a["to_x"], a["to_y"]), xytext=(a["from_x"], a["from_y"]),
                     arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.0, shrinkA=6, shrinkB=6), zorder=5)
+    return staged
+
+
+def _draw_points(ax, pts: list[dict]) -> list[dict]:
+    """One marker per kernel (area = % GPU time, X = suspect); -> what was drawn, read back."""
     drawn = []
     for p in pts:
         size = 40 + 22 * p["pct_gpu_time"]  # area grows with the share of GPU time
@@ -214,14 +253,15 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
         (dx, dy), = art_.get_offsets().tolist()  # read back what was drawn, for callers' checks
         drawn.append({"name": p["name"], "number": p["number"], "x": float(dx), "y": float(dy),
                       "size": float(art_.get_sizes()[0])})
-    _place_numbers(ax, pts, fig)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte of HBM traffic)")
-    ax.set_ylabel("achieved FLOP/s")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.grid(True, which="minor", alpha=0.08)
-    fig.suptitle(title or f"{info['device']}: roofline, stage {info['stage']} (marker area = % GPU time)",
-                 fontsize=12, x=0.07, ha="left")
-    # the key: legend (roofs, headroom colours, markers), then one row per number
+    return drawn
+
+
+def _marker_handles(info: dict, staged: set) -> list:
+    """Legend handles for the markers in use: headroom colours, suspect, stage-C and earlier-round arrows."""
+    from matplotlib.lines import Line2D
+
+    pts, arrows = info["points"], info["arrows"]
+    handles = []
     for hc in [h for h in HEADROOM_COLORS if any(p["headroom_class"] == h for p in pts)]:
         handles.append(Line2D([], [], ls="", marker="o", ms=8, color=HEADROOM_COLORS[hc], mec="black", label=hc))
     if any(p["suspect"] for p in pts):
@@ -232,6 +272,12 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     if info["stage_arrows"]:
         handles.append(Line2D([], [], ls="", marker="o", ms=7, mfc="white", mec="#555555",
                               label="earlier round (letter = its stage)"))
+    return handles
+
+
+def _draw_key(fig, kax, handles: list, info: dict, n_key: int) -> None:
+    """The key: the legend (roofs, headroom colours, markers), then one row per number, in the
+    table's #pct order; kernels not drawn say why."""
     leg = kax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False, ncol=2, borderaxespad=0.0,
                      columnspacing=1.0, handlelength=2.2)
     fig.canvas.draw()
@@ -240,7 +286,7 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     kax.text(0.0, y, f"{'#':>2}  {'kernel':<34} {'% GPU':>6} {'roofline':>8}  headroom", fontsize=8,
              family="monospace", weight="bold", va="top", transform=kax.transAxes)
     step = min(0.045, (y - 0.02) / (n_key + 1))
-    rows = [("p", p) for p in pts] + [("s", sk) for sk in info["skipped"]]
+    rows = [("p", p) for p in info["points"]] + [("s", sk) for sk in info["skipped"]]
     rows.sort(key=lambda r: r[1].get("number") or 10**6)   # the table's #pct order
     for kind, r in rows:
         y -= step
@@ -254,12 +300,6 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
             kax.text(0.0, y, f"{r.get('number') or '-':>2}  {_clip(r['label'] or r['name'] or '?', 34):<34} "
                      f"not drawn: {r['reason']}", fontsize=8, family="monospace", va="top", color="#777777",
                      transform=kax.transAxes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    info["path"] = str(path)
-    info["drawn"] = drawn
-    return info
 
 
 _OFFSETS = [(7, 7), (7, -7), (-7, 7), (-7, -7), (11, 0), (-11, 0), (0, 11), (0, -11)]

@@ -22,7 +22,6 @@ MODULE_EXCEPTIONS = {
 # "path::qualified name" -> reason
 FUNCTION_EXCEPTIONS = {
     "roofline/ingest/topn.py::aggregate_trace": _LEFT,
-    "roofline/plot.py::plot_artifact": _LEFT,
 }
 
 
