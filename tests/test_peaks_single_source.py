@@ -207,3 +207,39 @@ def test_the_three_users_of_the_rule_agree_at_its_edge(gap):
     assert any("differ by" in e for e in validate_table(t)) is over
     line = next(ln for ok, ln in checks(t) if ln.startswith("bf16"))
     assert ("FLAGGED" in line) is over
+
+
+def test_both_copy_benchmarks_count_read_plus_write_from_the_same_samples(monkeypatch):
+    """The ladder's ceiling (CuPy; numpy stands in for it here, with the same ones/empty_like/copyto)
+    and `peaks measure` read the copy the same way: bytes read + written over per-call times. The
+    times are the recorded per-call samples of an H200 run (fixtures/peaks/runs/h200_run1.raw.json)."""
+    import json
+
+    import numpy as np
+
+    from roofline.ladder import bench, gpu
+    from roofline.peaks.measure import copy_benchmark
+
+    raw = json.loads((ROOT / "fixtures" / "peaks" / "runs" / "h200_run1.raw.json").read_text())
+    ms = raw["hbm"]["ms"]
+    copied = []
+
+    class Timer:
+        def time(self, fn, reps=None):
+            fn()
+            copied.append(True)
+            return ms[:reps]
+
+    monkeypatch.setattr(gpu, "cupy", lambda: np)
+    nbytes = 1 << 20
+    got = bench.measure_hbm_copy(Timer(), nbytes)
+    med = float(np.median(ms[:20]))
+    assert copied and got["t_ms_median"] == pytest.approx(med, rel=1e-12)
+    assert got["bytes_s"] == pytest.approx(2 * nbytes / (med * 1e-3), rel=1e-12)
+    assert got["t_ms_p20"] == pytest.approx(float(np.percentile(ms[:20], 20)), rel=1e-12)
+    # peaks measure's figure from the same samples: per-call rates, the recorded bytes per copy
+    src, dst = np.arange(8.0), np.zeros(8)
+    res = copy_benchmark(lambda: np.copyto(dst, src), raw["hbm"]["bytes_per_copy"] / 2, lambda f, r: (f(), ms)[1], 100)
+    assert np.array_equal(dst, src) and res["bytes_per_copy"] == raw["hbm"]["bytes_per_copy"]
+    assert res["bytes_s"] == pytest.approx([raw["hbm"]["bytes_per_copy"] / (t * 1e-3) for t in ms], rel=1e-12)
+    assert float(np.median(res["bytes_s"])) == pytest.approx(raw["hbm"]["q"]["median"], rel=1e-9)
