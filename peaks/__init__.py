@@ -244,6 +244,21 @@ def _load_yaml(path) -> Any:
         raise PeaksError(f"{path}: not valid YAML ({type(exc).__name__}: {first})") from None
 
 
+def _has_pin_rate(block: Any) -> bool:
+    return isinstance(block, dict) and isinstance(block.get("datasheet"), dict)
+
+
+def memory_roof(block: Any, where: str = "hbm_bw_bytes_s") -> tuple[float | None, str | None, str | None]:
+    """The memory roof of a table's hbm_bw_bytes_s block -> (value, kind, source): the vendor's pin
+    rate (datasheet) by convention (INPUTS.md); a table with no datasheet figure uses the most
+    trusted one it has (`_pick`)."""
+    if _has_pin_rate(block):
+        src = block["datasheet"].get("source", "")
+        return (_value(block["datasheet"].get("value"), f"{where}.datasheet.value"), "datasheet",
+                src if isinstance(src, str) else "")
+    return _pick(block, where)
+
+
 def from_table(data: dict, table_file: str | None = None, confidence: str = "high",
                source: str = "table") -> Peaks:
     notes: list[str] = []
@@ -254,20 +269,15 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
     if not data.get("device"):
         raise PeaksError(f"{table_file or 'peak table'}: device: required (a name)")
     bw_block = data.get("hbm_bw_bytes_s")
-    # Memory roof: the pin rate (datasheet) by convention; a measured-only table uses what it has.
-    if isinstance(bw_block, dict) and isinstance(bw_block.get("datasheet"), dict):
+    pin = _has_pin_rate(bw_block)
+    if pin:
         _pick(bw_block, "hbm_bw_bytes_s")  # every figure present is checked
-        hbm = _value(bw_block["datasheet"].get("value"), "hbm_bw_bytes_s.datasheet.value")
-        hbm_kind = "datasheet"
-        src = bw_block["datasheet"].get("source", "")
-        sources["hbm_bw_bytes_s"] = src if isinstance(src, str) else ""
-    else:
-        hbm, hbm_kind, src = _pick(bw_block, "hbm_bw_bytes_s")
-        if src:
-            sources["hbm_bw_bytes_s"] = src
-        hbm_kind = hbm_kind or "unknown"
-        if hbm is not None and hbm_kind != "datasheet":
-            notes.append(f"memory roof is the {hbm_kind} figure (no datasheet pin rate in the table)")
+    hbm, hbm_kind, src = memory_roof(bw_block)
+    if pin or src:
+        sources["hbm_bw_bytes_s"] = src
+    hbm_kind = hbm_kind or "unknown"
+    if hbm is not None and hbm_kind != "datasheet":
+        notes.append(f"memory roof is the {hbm_kind} figure (no datasheet pin rate in the table)")
     flops: dict[str, float] = {}
     kinds: dict[str, str] = {}
     raw_measured: dict[str, float] = {}
