@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+from roofline.peaks.envelope import quantiles as _quantiles
+from roofline.peaks.measure import copy_benchmark
 
 from . import check, gpu
 from .registry import LEVELS, Level
@@ -85,8 +86,9 @@ def gemm_min_bytes(m, n, k, elem_bytes=2) -> float:
 
 
 def quantiles(ts_ms):
-    a = np.asarray(ts_ms, dtype=np.float64)
-    return float(np.median(a)), float(np.percentile(a, 20)), float(np.percentile(a, 80))
+    """(median, p20, p80) of per-call times: the one quantile rule (roofline.peaks.envelope)."""
+    q = _quantiles([float(t) for t in ts_ms])
+    return q["median"], q["p20"], q["p80"]
 
 
 SPIN_NS = 300_000   # the GPU waits this long before each timed launch: longer than the host's launch work
@@ -141,15 +143,16 @@ class Timer:
 
 
 def measure_hbm_copy(timer: Timer, nbytes=2 << 30) -> dict:
-    """Device-to-device copy of `nbytes`; bandwidth counts bytes read + bytes written."""
+    """Device-to-device copy of `nbytes`; bandwidth counts bytes read + bytes written (the one copy
+    benchmark, roofline.peaks.measure.copy_benchmark, timed with this bench's Timer)."""
     cp = gpu.cupy()
     src = cp.ones(nbytes // 4, dtype=cp.uint32)
     dst = cp.empty_like(src)
-    ts = timer.time(lambda: cp.copyto(dst, src), reps=20)
-    med, p20, p80 = quantiles(ts)
+    res = copy_benchmark(lambda: cp.copyto(dst, src), nbytes, lambda fn, reps: timer.time(fn, reps=reps), 20)
+    med, p20, p80 = quantiles(res["ms"])
     del src, dst
     return {"what": f"device-to-device copy of {nbytes >> 20} MiB (read+write bytes)",
-            "bytes_s": 2 * nbytes / (med * 1e-3), "t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
+            "bytes_s": res["bytes_per_copy"] / (med * 1e-3), "t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
 
 
 def table_peaks(gpu_name: str) -> dict | None:

@@ -203,13 +203,15 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
     stable gain from the next level: stop). Evidence: the project's recorded ladder benches."""
     from roofline.errors import RooflineError
 
-    from . import advise as adv
+    from . import evidence as ev, standing as stn
+    from .advise import advise
+    from .advise_text import render_text
 
     shp = _advise_shape(shape)
     try:
-        ev_files = list(evidence) if evidence else adv.default_evidence_files()
+        ev_files = list(evidence) if evidence else ev.default_evidence_files()
         if not ev_files:
-            click.echo(f"roofline ladder advise: warning: no recorded ladder benches in {adv.RESULTS_DIR} (an "
+            click.echo(f"roofline ladder advise: warning: no recorded ladder benches in {ev.RESULTS_DIR} (an "
                        "install from a wheel has none): advising without that evidence; give --evidence BENCH.json",
                        err=True)
         raw = None
@@ -220,15 +222,15 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
         except (UnicodeDecodeError, json.JSONDecodeError, IsADirectoryError):
             raw = None
         if isinstance(raw, (dict, list)):
-            data = adv.read_bench(source)
+            data = ev.read_bench(source)
             if shp is None:
                 shapes = sorted({(r["m"], r["n"], r["k"]) for r in data["rows"] if r["level"] == level})
                 if len(shapes) != 1:
                     _advise_fail(f"{source}: give --shape MxNxK (level {level} shapes here: "
                           f"{', '.join('x'.join(map(str, s)) for s in shapes) or 'none'})")
                 shp = shapes[0]
-            obs = adv.load_evidence([source, *ev_files])
-            standing = adv.standing_from_bench(data, str(source), level, shp)
+            obs = ev.load_evidence([source, *ev_files])
+            standing = stn.standing_from_bench(data, str(source), level, shp)
         else:
             from roofline.counters import CounterReadError, load
 
@@ -238,10 +240,10 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
                 recs = load(source)
             except CounterReadError as exc:
                 _advise_fail(str(exc))
-            rec = adv.pick_kernel(recs, kernel, str(source))
-            obs = adv.load_evidence(ev_files)
-            standing = adv.standing_from_counters(rec, str(source), level, shp, obs)
-        result = adv.advise(standing, level, shp, obs, str(source))
+            rec = stn.pick_kernel(recs, kernel, str(source))
+            obs = ev.load_evidence(ev_files)
+            standing = stn.standing_from_counters(rec, str(source), level, shp, obs)
+        result = advise(standing, level, shp, obs, str(source))
     except RooflineError as exc:
         _advise_fail(str(exc))
-    click.echo(json.dumps(result, indent=1) if fmt == "json" else adv.render_text(result))
+    click.echo(json.dumps(result, indent=1) if fmt == "json" else render_text(result))

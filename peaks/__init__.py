@@ -34,6 +34,17 @@ DTYPE_ALIASES = {
 DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
 
 
+def bf16_fp16_gap(bf16: float, fp16: float) -> float:
+    """How far apart a bf16 and an fp16 tensor rate are: |a - b| / max(a, b)."""
+    return abs(bf16 - fp16) / max(bf16, fp16)
+
+
+def bf16_fp16_agree(bf16: float, fp16: float) -> bool:
+    """The one bf16/fp16 rule (seed 002 section 8): the two rates are equal on these parts, so
+    figures more than BF16_FP16_TOLERANCE apart mean the microbench is mis-calibrated."""
+    return bf16_fp16_gap(bf16, fp16) <= BF16_FP16_TOLERANCE
+
+
 def norm_dtype(dtype: str | None) -> str | None:
     if dtype is None:
         return None
@@ -138,18 +149,32 @@ def _norm_name(s: str) -> str:
     return " ".join(str(s).lower().replace("-", " ").replace("_", " ").split())
 
 
-def find_table(device: str, directory: str | Path | None = None) -> tuple[str, dict] | None:
-    """The one lookup of a peak table by what a user types (`roofline peaks show`, the calculator):
-    a table by file stem (`h200`), device name or alias (`NVIDIA H200`), or gfx when unique."""
-    tables = load_tables(directory)
-    key = _norm_name(device)
-    for path, data in tables:
-        if Path(path).stem.lower() == device.lower().strip():
-            return path, data
+def _by_name(tables, name: str) -> tuple[str, dict] | None:
+    """The table whose device name or one of whose aliases is `name` (case, '-', '_' and spacing aside)."""
+    key = _norm_name(name)
     for path, data in tables:
         if key in [_norm_name(n) for n in [data.get("device", "")] + list(data.get("names", []))]:
             return path, data
-    hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == device.lower().strip()]
+    return None
+
+
+def _by_gfx(tables, gfx: str) -> list[tuple[str, dict]]:
+    g = str(gfx).strip().lower()
+    return [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == g]
+
+
+def find_table(device: str, directory: str | Path | None = None) -> tuple[str, dict] | None:
+    """The one lookup of a peak table by what a user types (`roofline peaks show`, the calculator,
+    `peaks measure` / `peaks envelope` for the GPU in hand): a table by file stem (`h200`), device
+    name or alias (`NVIDIA H200`), or gfx when unique. `resolve` uses the same name and gfx matching."""
+    tables = load_tables(directory)
+    for path, data in tables:
+        if Path(path).stem.lower() == device.lower().strip():
+            return path, data
+    hit = _by_name(tables, device)
+    if hit is not None:
+        return hit
+    hits = _by_gfx(tables, device)
     return hits[0] if len(hits) == 1 else None
 
 
@@ -219,6 +244,21 @@ def _load_yaml(path) -> Any:
         raise PeaksError(f"{path}: not valid YAML ({type(exc).__name__}: {first})") from None
 
 
+def _has_pin_rate(block: Any) -> bool:
+    return isinstance(block, dict) and isinstance(block.get("datasheet"), dict)
+
+
+def memory_roof(block: Any, where: str = "hbm_bw_bytes_s") -> tuple[float | None, str | None, str | None]:
+    """The memory roof of a table's hbm_bw_bytes_s block -> (value, kind, source): the vendor's pin
+    rate (datasheet) by convention (INPUTS.md); a table with no datasheet figure uses the most
+    trusted one it has (`_pick`)."""
+    if _has_pin_rate(block):
+        src = block["datasheet"].get("source", "")
+        return (_value(block["datasheet"].get("value"), f"{where}.datasheet.value"), "datasheet",
+                src if isinstance(src, str) else "")
+    return _pick(block, where)
+
+
 def from_table(data: dict, table_file: str | None = None, confidence: str = "high",
                source: str = "table") -> Peaks:
     notes: list[str] = []
@@ -229,20 +269,15 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
     if not data.get("device"):
         raise PeaksError(f"{table_file or 'peak table'}: device: required (a name)")
     bw_block = data.get("hbm_bw_bytes_s")
-    # Memory roof: the pin rate (datasheet) by convention; a measured-only table uses what it has.
-    if isinstance(bw_block, dict) and isinstance(bw_block.get("datasheet"), dict):
+    pin = _has_pin_rate(bw_block)
+    if pin:
         _pick(bw_block, "hbm_bw_bytes_s")  # every figure present is checked
-        hbm = _value(bw_block["datasheet"].get("value"), "hbm_bw_bytes_s.datasheet.value")
-        hbm_kind = "datasheet"
-        src = bw_block["datasheet"].get("source", "")
-        sources["hbm_bw_bytes_s"] = src if isinstance(src, str) else ""
-    else:
-        hbm, hbm_kind, src = _pick(bw_block, "hbm_bw_bytes_s")
-        if src:
-            sources["hbm_bw_bytes_s"] = src
-        hbm_kind = hbm_kind or "unknown"
-        if hbm is not None and hbm_kind != "datasheet":
-            notes.append(f"memory roof is the {hbm_kind} figure (no datasheet pin rate in the table)")
+    hbm, hbm_kind, src = memory_roof(bw_block)
+    if pin or src:
+        sources["hbm_bw_bytes_s"] = src
+    hbm_kind = hbm_kind or "unknown"
+    if hbm is not None and hbm_kind != "datasheet":
+        notes.append(f"memory roof is the {hbm_kind} figure (no datasheet pin rate in the table)")
     flops: dict[str, float] = {}
     kinds: dict[str, str] = {}
     raw_measured: dict[str, float] = {}
@@ -264,8 +299,8 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
     unusable: list[str] = []
     if "bf16" in raw_measured and "fp16" in raw_measured:
         a, b = raw_measured["bf16"], raw_measured["fp16"]
-        rel = abs(a - b) / max(a, b)
-        if rel > BF16_FP16_TOLERANCE:
+        rel = bf16_fp16_gap(a, b)
+        if not bf16_fp16_agree(a, b):
             unusable = ["bf16", "fp16"]
             notes.append(
                 f"measured bf16 ({a:.4g}) and fp16 ({b:.4g}) peaks differ by {rel:.1%} > "
@@ -293,15 +328,11 @@ def resolve(gpu_name: str | None = None, gfx: str | None = None, *, device_props
         pk.origin = "peaks file"
         return pk
     tables = load_tables(directory)
-    if gpu_name:
-        key = _norm_name(gpu_name)
-        for path, data in tables:
-            names = [_norm_name(n) for n in data.get("names", [])] + [_norm_name(data["device"])]
-            if key in names:
-                return from_table(data, path)
+    hit = _by_name(tables, gpu_name) if gpu_name else None
+    if hit is not None:
+        return from_table(hit[1], hit[0])
     if gfx:
-        g = str(gfx).strip().lower()
-        hits = [(p, d) for p, d in tables if str(d.get("gfx", "")).lower() == g]
+        hits = _by_gfx(tables, gfx)
         if len(hits) == 1:
             pk = from_table(hits[0][1], hits[0][0])
             if gpu_name:

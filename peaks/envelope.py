@@ -18,7 +18,7 @@ Policy (the same for every dtype, and for the HBM copy figure):
 - the memory roof is untouched: it stays the vendor's pin rate (INPUTS.md peaks convention,
   roofline.peaks.from_table); the measured copy figure beside it is an envelope the same way.
 
-Pure functions on plain dicts (no torch, no YAML): `peaks_measure` uses them on the device
+Pure functions on plain dicts (no torch, no YAML): `roofline.peaks.measure` uses them on the device
 machine, `roofline peaks envelope` / `measure --merge` on any machine.
 """
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from roofline.errors import PeaksError
+from roofline.peaks import bf16_fp16_gap
 
-BF16_FP16_TOLERANCE = 0.05  # the same figure as roofline.peaks (seed 002 section 8)
 HOW = {"fp8": "torch._scaled_mm e4m3 (cuBLASLt)",
        "tf32": "torch.matmul fp32 inputs, float32_matmul_precision=high (cuBLAS tf32)"}
 
@@ -177,10 +177,6 @@ def merge_runs(old: list[dict], new: list[dict]) -> list[dict]:
     return sorted(out.values(), key=lambda r: (r["date"], r["run"]))
 
 
-def bf16_fp16_gap(bf16: float, fp16: float) -> float:
-    return abs(bf16 - fp16) / max(bf16, fp16)
-
-
 def envelope_table(base: dict, runs: list[dict]) -> dict:
     """`base` (device, names, datasheet figures) with the `measured` block of every dtype that a run
     covers rebuilt as the envelope over `runs` (whatever base had there is replaced); a dtype no run
@@ -311,3 +307,10 @@ def check_envelope_block(where: str, blk: dict) -> list[str]:
     if meds and isinstance(v, (int, float)) and abs(v - max(meds)) > 1e-9 * max(meds):
         errs.append(f"{where}: value {v} is not the envelope (highest recorded median {max(meds)})")
     return errs
+
+
+def build_envelope(base: dict | None, gpu_name: str, runs: list[dict]) -> dict:
+    """The peak table: base's device block and datasheet figures, measured blocks = envelopes (a
+    GPU without a table gets a bare device block)."""
+    base = dict(base) if base else {"device": gpu_name, "vendor": "nvidia", "names": [gpu_name]}
+    return envelope_table(base, runs)

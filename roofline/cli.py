@@ -17,7 +17,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "peaks": ("roofline.commands.peaks:peaks", "List, show, validate or measure hardware peak tables."),
     "ladder": ("roofline.ladder.cli:ladder", "The hand-written sm_90a GEMM ladder: list, run, bench, plot."),
     "rerun": ("roofline.commands.rerun:rerun", "Stage C: re-run GEMM heads in isolation through the ladder."),
-    "plot": ("roofline.plot:plot_cmd", "Draw the roofline picture of a profile_roofline.json."),
+    "plot": ("roofline.commands.plot:plot_cmd", "Draw the roofline picture of a profile_roofline.json."),
     "playbook": ("roofline.commands.playbook:playbook", "Summarize predicted vs measured records and propose priors."),
     "calc": ("roofline.commands.calc:calc", "The roofline calculator (seed 001): t_compute vs t_HBM, AI vs ridge, crossover; --html page."),
     "feedback": ("roofline.commands.feedback:feedback", "Record a measured speedup: noise bands, contradiction flag, playbook."),

@@ -1,4 +1,5 @@
-"""The roofline picture of a profile_roofline.json: `roofline plot ARTIFACT -o roofline.png|.svg`.
+"""The roofline picture of a profile_roofline.json (`roofline plot ARTIFACT -o roofline.png|.svg`,
+whose click wiring is roofline/commands/plot.py).
 
 A log-log plot of the device from the artifact's own `peaks` block (never a second copy of the
 numbers): the memory roof (HBM pin rate), one compute roof per dtype present among the entries'
@@ -11,13 +12,8 @@ matplotlib (Agg backend) is imported only when a picture is drawn.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
-import sys
 from pathlib import Path
-
-import click
 
 HEADROOM_COLORS = {
     "underperforming": "#d62728",  # red: real headroom
@@ -155,14 +151,32 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
-    bw, roofs, ridges, pts, arrows = (info["hbm_bw_bytes_s"], info["compute_roofs"], info["ridges"],
-                                      info["points"], info["arrows"])
-    x_lo, x_hi, y_lo, y_top = axis_limits(info)
-    info["limits"] = [x_lo, x_hi, y_lo, y_top]
+    info["limits"] = list(axis_limits(info))
+    n_key = max(len(info["points"]) + len(info["skipped"]), 1)
+    fig, ax, kax = _axes(plt, info["limits"], n_key)
+    handles = _draw_roofs(ax, info)
+    staged = _draw_arrows(ax, info)
+    drawn = _draw_points(ax, info["points"])
+    _place_numbers(ax, info["points"], fig)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of HBM traffic)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", alpha=0.08)
+    fig.suptitle(title or f"{info['device']}: roofline, stage {info['stage']} (marker area = % GPU time)",
+                 fontsize=12, x=0.07, ha="left")
+    _draw_key(fig, kax, handles + _marker_handles(info, staged), info, n_key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    info["path"] = str(path)
+    info["drawn"] = drawn
+    return info
 
-    n_key = max(len(pts) + len(info["skipped"]), 1)
+
+def _axes(plt, limits, n_key: int):
+    """The figure: log-log roofline axes on the left, the key's (empty) axes on the right."""
+    x_lo, x_hi, y_lo, y_top = limits
     fig = plt.figure(figsize=(13.5, max(6.5, 4.2 + 0.32 * n_key)), dpi=120)
     gs = fig.add_gridspec(1, 2, width_ratios=[1.45, 1.0], wspace=0.04, left=0.07, right=0.99, top=0.92,
                           bottom=0.09)
@@ -173,6 +187,16 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_top)
+    return fig, ax, kax
+
+
+def _draw_roofs(ax, info: dict) -> list:
+    """The memory roof (up to the highest compute roof), one compute roof per dtype and its ridge;
+    -> their legend handles."""
+    from matplotlib.lines import Line2D
+
+    bw, roofs, ridges = info["hbm_bw_bytes_s"], info["compute_roofs"], info["ridges"]
+    x_lo, x_hi, _, y_top = info["limits"]
     top = max(roofs.values()) if roofs else y_top / 3
     handles = []
     if bw:
@@ -191,8 +215,14 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
             # above-left of the diamond: that side of the roof is unreachable, so no point sits there
             ax.annotate(f"ridge {d}: {ridges[d]:.0f} FLOP/B", (ridges[d], pf), textcoords="offset points",
                         xytext=(-7, 2), fontsize=7.5, ha="right", va="bottom", color="#333333")
+    return handles
+
+
+def _draw_arrows(ax, info: dict) -> set:
+    """Stage-C arrows from each stage-A/B estimate, and earlier rounds' points with an arrow to the
+    next; -> the (name, x, y) of the earlier rounds' points (their estimate arrows are not drawn twice)."""
     staged = {(a["name"], a["from_x"], a["from_y"]) for a in info["stage_arrows"]}
-    for a in arrows:
+    for a in info["arrows"]:
         if (a["name"], a["from_x"], a["from_y"]) in staged:
             continue  # the earlier round's point already shows the model's estimate, with its arrow
         ax.scatter([a["from_x"]], [a["from_y"]], s=50, facecolors="none", edgecolors="#333333",
@@ -206,6 +236,11 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
                     zorder=6, color="#333333")
         ax.annotate("", xy=(a["to_x"], a["to_y"]), xytext=(a["from_x"], a["from_y"]),
                     arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.0, shrinkA=6, shrinkB=6), zorder=5)
+    return staged
+
+
+def _draw_points(ax, pts: list[dict]) -> list[dict]:
+    """One marker per kernel (area = % GPU time, X = suspect); -> what was drawn, read back."""
     drawn = []
     for p in pts:
         size = 40 + 22 * p["pct_gpu_time"]  # area grows with the share of GPU time
@@ -214,14 +249,15 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
         (dx, dy), = art_.get_offsets().tolist()  # read back what was drawn, for callers' checks
         drawn.append({"name": p["name"], "number": p["number"], "x": float(dx), "y": float(dy),
                       "size": float(art_.get_sizes()[0])})
-    _place_numbers(ax, pts, fig)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte of HBM traffic)")
-    ax.set_ylabel("achieved FLOP/s")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.grid(True, which="minor", alpha=0.08)
-    fig.suptitle(title or f"{info['device']}: roofline, stage {info['stage']} (marker area = % GPU time)",
-                 fontsize=12, x=0.07, ha="left")
-    # the key: legend (roofs, headroom colours, markers), then one row per number
+    return drawn
+
+
+def _marker_handles(info: dict, staged: set) -> list:
+    """Legend handles for the markers in use: headroom colours, suspect, stage-C and earlier-round arrows."""
+    from matplotlib.lines import Line2D
+
+    pts, arrows = info["points"], info["arrows"]
+    handles = []
     for hc in [h for h in HEADROOM_COLORS if any(p["headroom_class"] == h for p in pts)]:
         handles.append(Line2D([], [], ls="", marker="o", ms=8, color=HEADROOM_COLORS[hc], mec="black", label=hc))
     if any(p["suspect"] for p in pts):
@@ -232,6 +268,12 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     if info["stage_arrows"]:
         handles.append(Line2D([], [], ls="", marker="o", ms=7, mfc="white", mec="#555555",
                               label="earlier round (letter = its stage)"))
+    return handles
+
+
+def _draw_key(fig, kax, handles: list, info: dict, n_key: int) -> None:
+    """The key: the legend (roofs, headroom colours, markers), then one row per number, in the
+    table's #pct order; kernels not drawn say why."""
     leg = kax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False, ncol=2, borderaxespad=0.0,
                      columnspacing=1.0, handlelength=2.2)
     fig.canvas.draw()
@@ -240,7 +282,7 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     kax.text(0.0, y, f"{'#':>2}  {'kernel':<34} {'% GPU':>6} {'roofline':>8}  headroom", fontsize=8,
              family="monospace", weight="bold", va="top", transform=kax.transAxes)
     step = min(0.045, (y - 0.02) / (n_key + 1))
-    rows = [("p", p) for p in pts] + [("s", sk) for sk in info["skipped"]]
+    rows = [("p", p) for p in info["points"]] + [("s", sk) for sk in info["skipped"]]
     rows.sort(key=lambda r: r[1].get("number") or 10**6)   # the table's #pct order
     for kind, r in rows:
         y -= step
@@ -254,12 +296,6 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
             kax.text(0.0, y, f"{r.get('number') or '-':>2}  {_clip(r['label'] or r['name'] or '?', 34):<34} "
                      f"not drawn: {r['reason']}", fontsize=8, family="monospace", va="top", color="#777777",
                      transform=kax.transAxes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    info["path"] = str(path)
-    info["drawn"] = drawn
-    return info
 
 
 _OFFSETS = [(7, 7), (7, -7), (-7, 7), (-7, -7), (11, 0), (-11, 0), (0, 11), (0, -11)]
@@ -313,129 +349,3 @@ def _place_numbers(ax, pts, fig) -> None:
                     bbox=dict(boxstyle="round,pad=0.12", fc="white", ec=p["color"], lw=0.8, alpha=0.9),
                     arrowprops=(dict(arrowstyle="-", color="#666666", lw=0.6, shrinkA=0, shrinkB=r / px_per_pt)
                                 if scale > 1.0 else None))
-
-
-def _no_json_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")  # the tool never writes NaN/Infinity
-
-
-MAX_PLOT_ENTRIES = 64  # points one picture can show legibly (the head is 8 by default)
-
-
-def _read_artifact(ap: Path) -> dict:
-    """The artifact to draw: a regular, bounded JSON file that is a schema-valid artifact with a
-    roof to draw; anything else is one line on stderr and exit 2."""
-    from roofline import safeio
-
-    try:  # a regular file within the size limit (never blocks on a FIFO)
-        raw = safeio.read_bytes(ap)
-    except FileNotFoundError:
-        click.echo(f"roofline plot: {ap}: no such file", err=True)
-        sys.exit(2)
-    except safeio.UnsafeInput as exc:
-        click.echo(f"roofline plot: {ap}: {exc.problem}", err=True)
-        sys.exit(2)
-    except OSError as exc:
-        click.echo(f"roofline plot: {ap}: cannot be read ({exc.__class__.__name__}: {exc})", err=True)
-        sys.exit(2)
-    from roofline.filekinds import check
-
-    # the file is regular and bounded: now say what kind it is if it is no artifact
-    wrong = check(ap, ("artifact",), "an analysis artifact (profile_roofline.json, written by `roofline analyze`)")
-    if wrong:
-        click.echo(f"roofline plot: {wrong}", err=True)
-        sys.exit(2)
-    try:  # bounded nesting
-        if not safeio.json_depth_ok(raw):
-            raise ValueError(f"nested deeper than {safeio.MAX_JSON_DEPTH} levels")
-        art = json.loads(raw.decode("utf-8"), parse_constant=_no_json_constant)
-    except FileNotFoundError:
-        click.echo(f"roofline plot: {ap}: no such file", err=True)
-        sys.exit(2)
-    except safeio.UnsafeInput as exc:
-        click.echo(f"roofline plot: {ap}: {exc.problem}", err=True)
-        sys.exit(2)
-    except (OSError, ValueError, RecursionError) as exc:
-        msg = " ".join(str(exc).split())[:200]
-        click.echo(f"roofline plot: {ap}: not a JSON artifact ({exc.__class__.__name__}: {msg})", err=True)
-        sys.exit(2)
-    if not isinstance(art, dict) or not isinstance(art.get("entries"), list):
-        click.echo(f"roofline plot: {ap}: $.entries: expected a profile_roofline.json artifact with a list of entries",
-                   err=True)
-        sys.exit(2)
-    if not (art.get("peaks") or {}).get("hbm_bw_bytes_s") and not (art.get("peaks") or {}).get("flops"):
-        click.echo(f"roofline plot: {ap}: $.peaks: no memory or compute roof to draw", err=True)
-        sys.exit(2)
-    from roofline.schema import validate_artifact
-
-    try:  # what plot reads is the artifact's contract: refuse what breaks it, in one line
-        validate_artifact(art)
-    except Exception as exc:  # noqa: BLE001 - jsonschema.ValidationError
-        where = "$." + ".".join(str(p) for p in getattr(exc, "absolute_path", []))
-        click.echo(f"roofline plot: {ap}: {where}: not a valid profile_roofline.json artifact "
-                   f"({' '.join(str(getattr(exc, 'message', exc)).split())[:160]})", err=True)
-        sys.exit(2)
-    return art
-
-
-def _read_previous(previous) -> list[dict]:
-    """The earlier artifacts given with --previous (oldest first), each checked to be one."""
-    from roofline.filekinds import check
-
-    history = []
-    for pp in previous:
-        wrong = check(pp, ("artifact",), "an analysis artifact (profile_roofline.json)")
-        if wrong:
-            click.echo(f"roofline plot: --previous {wrong}", err=True)
-            sys.exit(2)
-        try:
-            history.append(json.loads(Path(pp).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            click.echo(f"roofline plot: --previous {pp}: not a JSON artifact ({exc.__class__.__name__})", err=True)
-            sys.exit(2)
-    return history
-
-
-@click.command("plot")
-@click.argument("artifact", type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="picture to write, .png or .svg (default: roofline.png beside the artifact)")
-@click.option("--link/--no-link", default=False,
-              help="also rewrite profile_roofline.{json,md} beside the artifact with the picture linked")
-@click.option("--title", default=None, help="title of the picture")
-@click.option("--previous", "previous", multiple=True, type=click.Path(dir_okay=False),
-              help="an earlier round's profile_roofline.json (repeatable, oldest first): arrows from each "
-                   "kernel's earlier position (stage A -> B -> C)")
-def plot_cmd(artifact, out, link, title, previous):
-    """Draw the roofline picture of a profile_roofline.json (log-log: memory roof, one compute roof
-    per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
-    colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
-    ap = Path(artifact)
-    art = _read_artifact(ap)
-    if len(art["entries"]) > MAX_PLOT_ENTRIES:  # a picture of the head, not of a whole Top-N
-        click.echo(f"roofline plot: note: {len(art['entries'])} entries: drawing the first {MAX_PLOT_ENTRIES}",
-                   err=True)
-        art = dict(art, entries=art["entries"][:MAX_PLOT_ENTRIES])
-    dest = Path(out) if out else ap.parent / "roofline.png"
-    history = _read_previous(previous)
-    try:
-        info = plot_artifact(art, dest, title=title, history=history)
-    except ValueError as exc:
-        click.echo(f"roofline plot: {exc}", err=True)
-        sys.exit(2)
-    except ImportError as exc:  # matplotlib missing or broken
-        click.echo(f"roofline plot: drawing needs matplotlib ({exc.name or exc}): pip install matplotlib", err=True)
-        sys.exit(2)
-    except OSError as exc:
-        click.echo(f"roofline plot: cannot write {dest}: {exc.strerror or exc}", err=True)
-        sys.exit(2)
-    click.echo(f"wrote {dest} ({len(info['points'])} point(s), {len(info['arrows'])} stage-C arrow(s)"
-               + (f", {len(info['stage_arrows'])} arrow(s) from earlier rounds" if history else "")
-               + (f"; not placed: {', '.join(s['label'] or s['name'] for s in info['skipped'])}" if info["skipped"] else "")
-               + ")")
-    if link:
-        from roofline import report
-
-        art["plot"] = os.path.relpath(dest.resolve(), ap.parent.resolve())
-        pj, pm = report.write_artifact(art, ap.parent)
-        click.echo(f"linked it from {pm}")

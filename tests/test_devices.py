@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from roofline import api, devices, hook
 from roofline.peaks import md as peaks_md
 from roofline.cli import main
-from roofline.commands.peaks import validate_table
+from roofline.peaks.validate import validate_table
 from roofline.peaks import load_tables, resolve
 
 from conftest import EXAMPLE, FIXTURES, entry, h200_env, topn

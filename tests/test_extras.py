@@ -60,7 +60,7 @@ def test_gpu_extra_installs_torch_for_the_cublas_baseline_and_peaks_measure():
         assert m in imports, m
         assert DIST.get(m, m) in gpu, f"{m} is imported by {sorted(imports[m])} but not in the gpu extra"
     assert "ladder/gpu.py" in imports["torch"]
-    assert "roofline/commands/peaks_measure.py" in imports["torch"]
+    assert "peaks/measure.py" in imports["torch"]
 
 
 def test_missing_torch_message_says_what_to_install():

@@ -7,8 +7,9 @@ import yaml
 from click.testing import CliRunner
 
 from roofline.cli import main
-from roofline.commands import peaks_measure as pm
-from roofline.commands.peaks import validate_table
+from roofline.commands import peaks_measure
+from roofline.peaks import measure as pm, render
+from roofline.peaks.validate import validate_table
 from roofline.peaks import from_table, peaks_dir
 
 from conftest import ROOT
@@ -104,7 +105,7 @@ def test_h200_table_carries_the_device_measurement_with_spread():
         assert fig["datasheet"]["value"] > m["value"]  # the datasheet figures are kept beside
     pk = from_table(t)
     assert pk.hbm_bw_bytes_s == 4.8e12 and pk.hbm_bw_kind == "datasheet"  # the pin rate stays the roof
-    ok = dict((line.split()[0], good) for good, line in pm.checks(t))
+    ok = dict((line.split()[0], good) for good, line in render.checks(t))
     assert ok["trivial"] and ok["bf16"] == (pk.compute_unusable_dtypes == [])
 
 
@@ -119,13 +120,13 @@ def test_measure_without_gpu_exits_2_with_one_line(monkeypatch):
 
 def test_measure_module_path_without_gpu(monkeypatch, capsys):
     monkeypatch.setattr(pm, "gpu_unavailable_reason", lambda: "no GPU: test")
-    assert pm.main(["--out", "never.yaml"]) == 2
+    assert peaks_measure.main(["--out", "never.yaml"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["roofline peaks measure: no GPU: test"]
 
 
 def test_measuring_code_imports_without_torch():
-    code = ("import sys; import roofline.commands.peaks_measure, roofline.commands.peaks; "
+    code = ("import sys; import roofline.commands.peaks_measure, roofline.commands.peaks, roofline.peaks.measure; "
             "print('torch' in sys.modules)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -139,7 +140,7 @@ def test_envelope_table_text_round_trips():
                                                       "h200_measure_multishape_2026-11-29.raw.json",
                                                       "runs/h200_run1.raw.json")]
     t = pe.envelope_table(yaml.safe_load(H200.read_text()), pe.load_raw_runs(raws))
-    back = yaml.safe_load(pm.envelope_text(t))
+    back = yaml.safe_load(render.envelope_text(t))
     assert back == t
     assert back["flops"]["fp64"] == yaml.safe_load(H200.read_text())["flops"]["fp64"]  # no fp64 run: kept
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from roofline.peaks import envelope as pe
 from roofline.cli import main
-from roofline.commands import peaks_measure as pm
-from roofline.commands.peaks import validate_table
+from roofline.peaks import measure as pm, render
+from roofline.peaks.validate import validate_table
 from roofline.peaks import from_table, peaks_dir
 
 from conftest import FIXTURES
@@ -127,7 +127,7 @@ def test_bf16_fp16_rule_compares_envelope_to_envelope():
     assert per_run["h200_run1"] > 0.05
     # ...and that run on its own (a one-run envelope) is flagged by checks, validate and the resolver
     one = pe.envelope_table(yaml.safe_load(H200.read_text()), pe.load_raw_runs([RUN1]))
-    assert [ln for ok, ln in pm.checks(one) if not ok][0].count("FLAGGED") == 1
+    assert [ln for ok, ln in render.checks(one) if not ok][0].count("FLAGGED") == 1
     assert any("differ by 6.7%" in e for e in validate_table(one))
     assert from_table(one).compute_unusable_dtypes == ["bf16", "fp16"]
 

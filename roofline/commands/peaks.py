@@ -5,33 +5,15 @@ peak number; these commands only read them (and `measure` writes a new one).
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 import click
 
 from roofline.errors import PeaksError
-from roofline.peaks import BF16_FP16_TOLERANCE, _pick, find_table as find, load_tables, peaks_dir  # noqa: F401  (find re-exported)
-from roofline.commands.peaks_measure import DEFAULT_SHAPES_TEXT
-from roofline.peaks.envelope import check_envelope_block
-
-REQUIRED_KEYS = ("device", "vendor", "gfx", "names", "hbm_bw_bytes_s", "flops")
-FIGURE_KINDS = ("datasheet", "measured", "validated", "derived")
-
-
-def _tables(directory):
-    # validate must see a broken table too: read the files directly, not through the cached loader
-    import yaml
-
-    out = []
-    for p in sorted(Path(directory or peaks_dir()).glob("*.yaml")):
-        try:
-            with open(p, encoding="utf-8") as fh:
-                out.append((p, yaml.safe_load(fh), None))
-        except Exception as exc:
-            out.append((p, None, f"{exc.__class__.__name__}: {exc}".splitlines()[0]))
-    return out
+from roofline.peaks import _pick, find_table, load_tables, peaks_dir
+from roofline.peaks import measure as pm
+from roofline.peaks.validate import read_tables, validate_table
 
 
 def _fmt_fig(fig, scale, unit) -> str:
@@ -79,86 +61,12 @@ def list_cmd(directory):
 def show_cmd(device, directory):
     """Print the YAML of one table, found by file stem (h200), device name or alias, or gfx."""
     _need_dir(directory, "show")
-    hit = find(device, directory)
+    hit = find_table(device, directory)
     if hit is None:
         names = ", ".join(Path(p).stem for p, _ in load_tables(directory))
         click.echo(f"roofline peaks show: no peak table for {device!r} (tables: {names})", err=True)
         sys.exit(2)
     click.echo(Path(hit[0]).read_text(encoding="utf-8"), nl=False)
-
-
-def validate_table(d) -> list[str]:
-    """Problems with one table (empty list = good)."""
-    errs: list[str] = []
-    if not isinstance(d, dict):
-        return ["not a mapping"]
-    for k in REQUIRED_KEYS:
-        if k not in d:
-            errs.append(f"missing key {k!r}")
-    if "names" in d and not (isinstance(d["names"], list) and d["names"]):
-        errs.append("names: expected a non-empty list")
-
-    if "hbm_bw_bytes_s" in d:
-        errs += _fig_errs("hbm_bw_bytes_s", d["hbm_bw_bytes_s"])
-    fl = d.get("flops")
-    if "flops" in d:
-        if not isinstance(fl, dict) or not fl:
-            errs.append("flops: expected a mapping dtype -> figures")
-        else:
-            for dt, fig in fl.items():
-                errs += _fig_errs(f"flops.{dt}", fig)
-            errs += _bf16_fp16_errs(fl)
-    return errs
-
-
-def _fig_errs(where: str, fig) -> list[str]:
-    """Problems with one figure: {kind: {value, source[, spread, envelope]}}."""
-    if not isinstance(fig, dict) or not fig:
-        return [f"{where}: expected a mapping of figure kinds ({', '.join(FIGURE_KINDS)})"]
-    out = []
-    kinds = [k for k in fig if k in FIGURE_KINDS]
-    if not kinds:
-        out.append(f"{where}: no figure ({', '.join(FIGURE_KINDS)})")
-    for kind in kinds:
-        blk = fig[kind]
-        if not isinstance(blk, dict):
-            out.append(f"{where}.{kind}: expected {{value, source}}")
-            continue
-        v = blk.get("value")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            out.append(f"{where}.{kind}.value: expected a positive number, got {v!r}")
-        if not (isinstance(blk.get("source"), str) and blk["source"].strip()):
-            out.append(f"{where}.{kind}.source: missing (every figure cites where it came from)")
-        if kind == "measured":
-            sp = blk.get("spread")
-            if sp is not None:
-                if not (isinstance(sp, dict) and all(isinstance(sp.get(q), (int, float)) and sp[q] > 0
-                                                     for q in ("p20", "p80"))):
-                    out.append(f"{where}.{kind}.spread: expected {{p20, p80}} positive numbers")
-                elif isinstance(v, (int, float)) and not sp["p20"] <= v <= sp["p80"]:
-                    out.append(f"{where}.{kind}: value {v} outside its spread [{sp['p20']}, {sp['p80']}]")
-            out += check_envelope_block(f"{where}.{kind}", blk)
-    return out
-
-
-def _bf16_fp16_errs(fl: dict) -> list[str]:
-    """Seed 002 section 8: bf16 and fp16 tensor rates are equal; measured peaks more than
-    BF16_FP16_TOLERANCE apart mean the microbench is mis-calibrated."""
-    errs = []
-    for kind in ("measured", "validated"):
-        def val(dt):
-            blk = fl.get(dt)
-            blk = blk.get(kind) if isinstance(blk, dict) else None
-            return blk.get("value") if isinstance(blk, dict) else None
-
-        b, h = val("bf16"), val("fp16")
-        if isinstance(b, (int, float)) and isinstance(h, (int, float)) and b > 0 and h > 0:
-            rel = abs(b - h) / max(b, h)
-            if rel > BF16_FP16_TOLERANCE:
-                errs.append(f"flops: {kind} bf16 {b:.4g} and fp16 {h:.4g} differ by {rel:.1%} > "
-                            f"{BF16_FP16_TOLERANCE:.0%} (seed 002 section 8: equal rates; the "
-                            "microbench is mis-calibrated)")
-    return errs
 
 
 @peaks.command("validate")
@@ -179,7 +87,7 @@ def validate_cmd(directory, files):
             except PeaksError as exc:
                 items.append((Path(f), None, str(exc).split(": ", 1)[-1]))
     else:
-        items = _tables(directory)
+        items = read_tables(directory)
     bad = 0
     for path, data, err in items:
         errs = [err] if err else validate_table(data)
@@ -200,23 +108,23 @@ def validate_cmd(directory, files):
 @click.option("--merge", type=click.Path(dir_okay=False, exists=True), default=None,
               help="an existing envelope table: fold this run into the runs it records")
 @click.option("--label", default=None, help="this run's label (default: the stem of --out, else the UTC date and time)")
-@click.option("--hbm-gib", type=float, default=4.0, show_default=True, help="copy buffer size, GiB")
-@click.option("--shapes", default=DEFAULT_SHAPES_TEXT, show_default=True,
+@click.option("--hbm-gib", type=float, default=pm.DEFAULT_HBM_GIB, show_default=True, help="copy buffer size, GiB")
+@click.option("--shapes", default=pm.DEFAULT_SHAPES_TEXT, show_default=True,
               help="GEMM shapes MxNxK, comma-separated; per dtype the best median over them (and over the "
                    "runs) is the compute roof")
-@click.option("--dtypes", default="bf16,fp16,fp8,tf32,fp32", show_default=True)
-@click.option("--layouts", default="nn,linear", show_default=True,
+@click.option("--dtypes", default=",".join(pm.GEMM_DTYPES), show_default=True)
+@click.option("--layouts", default=",".join(pm.LAYOUTS), show_default=True,
               help="operand layouts per shape: nn (a @ b), linear (a @ w.t(), nn.Linear's form)")
-@click.option("--rounds", type=int, default=5, show_default=True, help="round-robin rounds over the dtypes")
-@click.option("--reps", type=int, default=20, show_default=True, help="timed products per dtype per round")
+@click.option("--rounds", type=int, default=pm.DEFAULT_ROUNDS, show_default=True,
+              help="round-robin rounds over the dtypes")
+@click.option("--reps", type=int, default=pm.DEFAULT_REPS, show_default=True,
+              help="timed products per dtype per round")
 def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, reps):
     """GPU only: one run of HBM copy bandwidth (read+write) and dense GEMM peaks per dtype through
     cuBLAS over several large shapes, with the SM clock seen while measuring; writes a peak table
     whose measured figures are envelopes (highest median over shapes and, with --merge, over runs;
     p20/p80 spread and every run kept beside). Exit 2 without a GPU. Same as
-    `python3 -m roofline.commands.peaks_measure` (no click needed there)."""
-    from roofline.commands import peaks_measure as pm
-
+    `python3 -m roofline.commands.peaks_measure`."""
     try:
         size = pm.parse_shapes(shapes)
     except ValueError:
@@ -261,7 +169,7 @@ def _base_table(base, mt, runs) -> dict:
         bt = mt
     else:
         gpu = next((r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")), None)
-        hit = find(gpu) if gpu else None
+        hit = find_table(gpu) if gpu else None
         if hit is None:
             _envelope_fail(f"no bundled peak table for GPU {gpu!r} of the raw runs: pass --base TABLE")
         bt = hit[1]
@@ -280,8 +188,7 @@ def envelope_cmd(raw_runs, merge, base, out):
     """Build a peak table whose measured figures are envelopes over RAW_RUNS (`peaks measure`
     raw.json files, one per machine start) and, with --merge, over the runs a table records:
     per dtype the highest median over runs and shapes, its spread and clock, every run beside it."""
-    from roofline.peaks import envelope as pe
-    from roofline.commands import peaks_measure as pm
+    from roofline.peaks import envelope as pe, render
 
     if not raw_runs and not merge:
         _envelope_fail("give raw runs (RUN.raw.json ...) and/or --merge TABLE")
@@ -301,16 +208,16 @@ def envelope_cmd(raw_runs, merge, base, out):
     gpus = {r["env"].get("gpu_name") for r in runs if r["env"].get("gpu_name")}
     if len(gpus) > 1:
         _envelope_fail(f"the runs come from different GPUs ({', '.join(sorted(gpus))}): one envelope per device")
-    table = pm.build_envelope(bt, bt.get("device", "?"), runs)
+    table = pe.build_envelope(bt, bt.get("device", "?"), runs)
     # a bf16/fp16 gap over 5% is a finding the table carries (the resolver flags that axis), not a
     # broken table: it is printed by the checks below; anything else wrong stops here
     errs = [e for e in validate_table(table) if "differ by" not in e]
     if errs:
         _envelope_fail(f"the envelope table is not valid: {errs[0]}")
-    text = pm.envelope_text(table)
-    for line in pm.envelope_lines(table):
+    text = render.envelope_text(table)
+    for line in render.envelope_lines(table):
         click.echo(line, err=True)
-    for ok, line in pm.checks(table):
+    for ok, line in render.checks(table):
         click.echo(f"check {'ok  ' if ok else 'FLAG'} {line}", err=True)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 #   usage (device machine, repo root):  bash tools/device/peaks_run.sh h200_run2
 # Writes $OUT/<label>.yaml (the one-run envelope) and $OUT/<label>.raw.json (every shape's samples).
 # Back here: copy <label>.raw.json to fixtures/peaks/runs/ and run the rebuild command of
-# fixtures/peaks/README.md. Needs torch + PyYAML only (no pip install: the module runs from the tree).
+# fixtures/peaks/README.md. Needs torch, PyYAML and click (the module runs from the tree).
 set -u
 label=${1:?usage: peaks_run.sh LABEL (e.g. h200_run2)}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
