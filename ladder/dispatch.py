@@ -14,13 +14,18 @@ from importlib import resources
 
 NOISE_BAND_ISOLATED = 0.034   # seed 002 s.8: identical isolated reruns differ by up to ~3.4%
 DECODE_SKINNY_MAX_M = 128
+DECODE_WIDE_MAX_M = 256       # large decode batches / small prefill chunks: a few 128-row tiles
 PREFILL_ALIGN = 128
+SHAPE_CLASSES = ("decode-skinny", "decode-wide", "prefill", "ragged")
 
 
 def shape_class(M: int, N: int, K: int) -> str:
-    """decode-skinny (M <= 128), prefill (every dim a multiple of 128), else ragged."""
+    """decode-skinny (M <= 128), decode-wide (128 < M <= 256: one or two 128-row tiles, so the
+    tile count is set by N alone), prefill (every dim a multiple of 128), else ragged."""
     if M <= DECODE_SKINNY_MAX_M:
         return "decode-skinny"
+    if M <= DECODE_WIDE_MAX_M:
+        return "decode-wide"
     if M % PREFILL_ALIGN == 0 and N % PREFILL_ALIGN == 0 and K % 64 == 0:
         return "prefill"
     return "ragged"

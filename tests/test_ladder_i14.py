@@ -131,9 +131,9 @@ def test_8192_ratio_runs_are_what_the_notes_say():
     assert min(ratios) < 1.0 < max(ratios)                 # parity, not a demonstrated win
 
 
-def test_shipped_dispatch_table_is_the_call2_bench():
+def test_call2_bench_picked_level_10_for_decode_and_9_for_prefill():
+    # the table of the second call (superseded: test_ladder_i14_run3 pins the shipped one)
     table = rerun.build_dispatch_table(_load(RUN2 / "bench_all.json"))
-    assert table == rerun.default_dispatch_table()
     assert rerun.choose_level(table, 64, 4096, 4096, "bf16")[0] == 10
     assert rerun.choose_level(table, 8192, 8192, 8192, "bf16")[0] == 9
 

@@ -40,12 +40,12 @@ class TraceError(RooflineError):
     """The file is not a usable PyTorch trace (message names the problem, not the file)."""
 
 
-class Fatal(Exception):
+class Fatal(RooflineError):
     """A limit was hit (size, nesting): stop, do not retry with the other parser. Raised as
     TraceError by parse_trace."""
 
 
-class Unsupported(Exception):
+class Unsupported(RooflineError):
     """The layout is not the one the fast path splits (fall back to ijson)."""
 
 
