@@ -11,7 +11,7 @@ from typing import Any
 
 from roofline import contract, routing
 from roofline.classify import classify, short_name as _short_name
-from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION  # noqa: F401  (SKILL_VERSION re-exported)
+from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
@@ -32,14 +32,13 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     """Run the section-3 procedure and return the artifact (a JSON-ready dict). Never raises for a
     problem inside one entry (L2/L5 per entry); raises only on programming errors outside the loop,
     which the hook turns into skill_errors[]."""
-    art: dict[str, Any] = {
-        "skill": SKILL, "skill_version": SKILL_VERSION, "gfx": env.gfx, "gpu_name": env.gpu_name,
-        "peaks": peaks.to_artifact(), "stage": None, "entries": [], "ranking_by_pct": [],
-        "ranking_by_expected_gain": [], "degraded": [], "skill_errors": [],
+    art: dict[str, Any] = empty_artifact(None, [], gpu_name=env.gpu_name)   # the one skeleton, filled in
+    art.update({
+        "gfx": env.gfx, "peaks": peaks.to_artifact(), "stage": None,
         "head_threshold_pct": head_threshold_pct, "head_cap": head_cap,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "inputs": inputs_meta or {"topn": topn.path, "env": env.path},
-    }
+    })
     if topn.round is not None:
         art["round"] = topn.round
     # 0. scope to the head: biggest first, >= threshold, capped; the rest is absent, not degraded

@@ -13,7 +13,7 @@ import click
 # name -> "module:attribute" of a click command; the single registry of sub-commands.
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("roofline.commands.analyze:analyze", "Analyse a profile_topN.json into profile_roofline.{json,md}."),
-    "topn": ("roofline.ingest.cli:topn", "Build a profile_topN.json from a PyTorch trace or an Nsight Compute report."),
+    "topn": ("roofline.commands.topn:topn", "Build a profile_topN.json from a PyTorch trace or an Nsight Compute report."),
     "peaks": ("roofline.commands.peaks:peaks", "List, show, validate or measure hardware peak tables."),
     "ladder": ("roofline.ladder.cli:ladder", "The hand-written sm_90a GEMM ladder: list, run, bench, plot."),
     "rerun": ("roofline.commands.rerun:rerun", "Stage C: re-run GEMM heads in isolation through the ladder."),

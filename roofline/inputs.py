@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import InputError
+from roofline import opclasses as _opclasses
 
 REGIMES = ("decode", "prefill")
 MAX_DIM = 2 ** 48  # no tensor dimension, token count or batch is this large: a corrupt value (and
@@ -264,8 +265,7 @@ def _parse_entry(v: _V, e: Any, i: int) -> Entry:
 
 _BOOL_KEYS = {"paged", "causal", "reduce"}   # reduce: elementwise shape of a reduction (roofline topn)
 # shape keys the byte/FLOP models read as numbers (roofline/shapes.py, roofline/models)
-DIM_KEYS = frozenset({"M", "N", "K", "E", "top_k", "hidden", "inter", "batch", "seq_len", "n_q_heads",
-                      "n_kv_heads", "head_dim", "elems_in", "elems_out"})
+DIM_KEYS = _opclasses.dim_keys()   # registered per op class (roofline/opclasses)
 # config.json keys read as numbers (roofline/shapes.py)
 CONFIG_INT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_topk",
                    "top_k", "hidden_size", "d_model", "moe_intermediate_size", "expert_intermediate_size",

@@ -65,7 +65,9 @@ def _plan(art: dict, entries, table: dict, arch, level: int | None) -> tuple[lis
     (with why)."""
     from roofline import rerun
 
-    heads = [e for e in art["entries"] if e.get("modeled") and e.get("op_class") in ("gemm", "moe")
+    from roofline.opclasses import rerunnable
+
+    heads = [e for e in art["entries"] if e.get("modeled") and rerunnable(e.get("op_class"))
              and (not entries or e["name"] in entries or e.get("short_name") in entries)]
     skipped = {}
     work = []

@@ -1,7 +1,6 @@
 """Issue 15, knot 7: the click commands are grouped. Only the command-line front ends import click:
-roofline/cli.py (the group), roofline/commands/ (the CLI layer), and the two front ends that sit
-with what they drive, roofline/ingest/cli.py (`roofline topn`) and ladder/cli.py (`roofline
-ladder`). The picture, the analysis, the peaks and the ladder's machinery never do; every
+roofline/cli.py (the group), roofline/commands/ (the CLI layer, `roofline topn` included), and the
+ladder's one front end, ladder/cli.py (`roofline ladder`), which sits with what it drives. The picture, the analysis, the peaks and the ladder's machinery never do; every
 sub-command the group lists lives in one of those modules."""
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FRONT_ENDS = {"roofline/cli.py", "roofline/ingest/cli.py", "ladder/cli.py"}
+FRONT_ENDS = {"roofline/cli.py", "ladder/cli.py"}
 # the module a LAZY_COMMANDS target names -> its file
 MODULE_FILES = {"roofline.ladder.cli": "ladder/cli.py"}
 

@@ -230,7 +230,7 @@ def test_catalogue_file_parses_as_yaml_with_float_values():
 
 
 def test_topn_from_a_real_trace_carries_device_properties_and_they_identify_the_gpu(tmp_path):
-    from roofline.ingest.cli import topn as topn_cmd
+    from roofline.commands.topn import topn as topn_cmd
 
     o = tmp_path / "profile" / "round_1" / "profile_topN.json"
     # --no-env-report: this test writes its own env report at the run root

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from roofline.classify import short_name
-from roofline.ingest.cli import topn
+from roofline.commands.topn import topn
 from roofline.ingest.ncu import read_ncu
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ncu_topn")

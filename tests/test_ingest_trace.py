@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 from click.testing import CliRunner
 
-from roofline.ingest.cli import topn
+from roofline.commands.topn import topn
 from roofline.ingest.torch_trace import parse_trace
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "traces")

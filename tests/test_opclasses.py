@@ -199,3 +199,15 @@ def test_the_scan_catches_each_way_of_wiring_a_job_elsewhere():
     # a compare inside a job-site function is caught, the same compare in another function is not
     topn = "def _shapes_of(cls):\n    return cls == 'gemm'\n\ndef _pair(nm):\n    return nm == 'gemm'\n"
     assert len(wiring_violations("roofline/ingest/topn.py", topn, registered)) == 1
+
+
+def test_dimension_keys_come_from_the_registrations():
+    from roofline import inputs, opclasses
+
+    for name, oc in opclasses.REGISTRY.items():
+        assert oc.dim_keys <= oc.shape_keys, name        # a dimension is a shape key the class reads
+    assert inputs.DIM_KEYS == opclasses.dim_keys()
+    assert {"M", "N", "K", "seq_len", "elems_in"} <= inputs.DIM_KEYS and "stage" not in inputs.DIM_KEYS
+    # the re-run takes exactly the classes that register GEMM problems
+    assert {n for n in opclasses.REGISTRY if opclasses.rerunnable(n)} == {"gemm", "moe"}
+    assert not opclasses.rerunnable(None) and not opclasses.rerunnable("no-such-class")

@@ -324,7 +324,7 @@ def roofline_artifact(trace, tmp):
     from click.testing import CliRunner
 
     from roofline.api import analyze
-    from roofline.ingest.cli import topn
+    from roofline.commands.topn import topn
 
     m = META["traces"][trace]
     d = tmp / trace / "profile" / "round_1"

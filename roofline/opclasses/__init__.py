@@ -35,6 +35,17 @@ def trace_shape(op_class: str, sig):
     return oc.trace_shape(sig) if oc is not None and oc.trace_shape is not None else None
 
 
+def dim_keys() -> frozenset:
+    """Every shape key that is a dimension in some op class (roofline.inputs validates them as numbers)."""
+    return frozenset().union(*(oc.dim_keys for oc in REGISTRY.values()))
+
+
+def rerunnable(op_class: str | None) -> bool:
+    """Whether stage C can re-run a head of this class on the GEMM ladder (it registers GEMM problems)."""
+    oc = REGISTRY.get(op_class) if op_class else None
+    return oc is not None and oc.gemm_problems is not None
+
+
 def gemm_problems(entry: dict) -> list[Problem]:
     """The GEMMs that form one logical op of a head entry (its op class's rule; [] for a class
     that has none: only GEMM-like classes are re-run at stage C)."""

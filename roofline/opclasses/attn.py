@@ -90,4 +90,5 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 register(OpClass("attn", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
                  shape_keys=frozenset({"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged",
-                                       "causal", "regime"})))
+                                       "causal", "regime"}),
+                 dim_keys=frozenset({"batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim"})))

@@ -30,6 +30,8 @@ class OpClass:
                    stage-C re-run (roofline.rerun);
     shape_keys:    the shape keys the model reads, plus what `roofline topn` writes for provenance
                    (roofline.lint warns about the others);
+    dim_keys:      those of them that are dimensions: a number or null in a Top-N, never coerced
+                   (roofline.inputs refuses "64" or true there);
     missing_hint:  what gives a missing dimension, for the L2 reason ("" = the generic hint);
     not_modelled:  why the class has no model (the L2 reason), for a class without one.
     """
@@ -39,6 +41,7 @@ class OpClass:
     trace_shape: Callable | None = None
     gemm_problems: Callable | None = None
     shape_keys: frozenset = frozenset()
+    dim_keys: frozenset = frozenset()
     missing_hint: str = ""
     not_modelled: str = ""
 

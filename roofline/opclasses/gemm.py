@@ -71,6 +71,6 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 register(OpClass(
     "gemm", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
-    shape_keys=frozenset({"M", "N", "K", "batch"}),
+    shape_keys=frozenset({"M", "N", "K", "batch"}), dim_keys=frozenset({"M", "N", "K", "batch"}),
     missing_hint=(": a GEMM's N and K come only from captured shapes (profile with record_shapes=True) or "
                   "an est_shape in the Top-N")))

@@ -42,4 +42,5 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 
 register(OpClass("moe", model=_model.model, fill=fill_stage_a, gemm_problems=gemm_problems,
-                 shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage"})))
+                 shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage"}),
+                 dim_keys=frozenset({"M", "E", "top_k", "hidden", "inter"})))

@@ -164,10 +164,13 @@ def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...
 
 
 _STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape"})
+_STREAM_DIMS = frozenset({"elems_in", "elems_out"})
 # reduce: the elementwise shape of a reduction (one op per input element), written by roofline topn.
 # norm and quant stream the same way (one model; their target_eff differs only if the priors say
 # so); their stage-A fill differs
 register(OpClass("elementwise", model=_model.model, fill=fill_no_guess, trace_shape=trace_shape,
-                 shape_keys=_STREAM_KEYS | {"reduce"}))
-register(OpClass("norm", model=_model.model, fill=fill_per_token, trace_shape=trace_shape, shape_keys=_STREAM_KEYS))
-register(OpClass("quant", model=_model.model, fill=fill_per_token, trace_shape=trace_shape, shape_keys=_STREAM_KEYS))
+                 shape_keys=_STREAM_KEYS | {"reduce"}, dim_keys=_STREAM_DIMS))
+register(OpClass("norm", model=_model.model, fill=fill_per_token, trace_shape=trace_shape, shape_keys=_STREAM_KEYS,
+                 dim_keys=_STREAM_DIMS))
+register(OpClass("quant", model=_model.model, fill=fill_per_token, trace_shape=trace_shape, shape_keys=_STREAM_KEYS,
+                 dim_keys=_STREAM_DIMS))
