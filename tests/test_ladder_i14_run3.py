@@ -153,3 +153,19 @@ def test_real_profiles_stage_c_with_counters(run, level, min_high):
         r = m["ladder_vs_library_speedup"]
         assert r == pytest.approx(m["cublas_t_ms"] / m["ladder_t_ms"])
         assert 0.5 < r < 1.5
+
+
+@pytest.mark.parametrize("run,level", [("prefill", 9), ("decode", 10)])
+def test_final_tree_reruns_agree_with_the_first(run, level):
+    """start8 ran the same real profiles through the final tree (after the issue-15 moves): the
+    same heads, the same levels, high confidence, like-for-like ratios within the 3.4 % band of
+    start5's (two machine starts, two trees)."""
+    def meas(start):
+        art = _load(RUN3 / start / run / "profile" / "round_1" / "profile_roofline.json")
+        return {e["name"]: (e, e["measured"]) for e in art["entries"] if e.get("measured")}
+    a, b = meas("start5_counters"), meas("start8_final_tree")
+    assert set(a) == set(b) and a
+    for name, (e, m) in b.items():
+        assert m["ladder_level"] == level and e["confidence"] == "high"
+        r5, r8 = a[name][1]["ladder_vs_library_speedup"], m["ladder_vs_library_speedup"]
+        assert abs(r8 / r5 - 1) < rerun.NOISE_BAND_ISOLATED, (name, r5, r8)
