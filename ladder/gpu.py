@@ -261,17 +261,17 @@ def streamk_plan(level: Level, m: int, n: int, k: int, ctas: int) -> tuple[int, 
     return s, full * ctas
 
 
+def _streamk_lmax(iters: int, s: int, nkt: int) -> int:
+    """The most tiles one tail CTA's range of ceil(iters / s) K tiles touches (ws.cuh WsWork.lmax)."""
+    return -(-(-(-iters // s)) // nkt) + 1 if s else 0
+
+
 def streamk_slots(level: Level, m: int, n: int, k: int, s: int, dp: int) -> int:
-    """Workspace slots (one fp32 tile each) the stream-K tail needs: S CTAs x the most tiles one
-    CTA's range touches (ws.cuh WsWork.lmax, the same arithmetic)."""
-    if s == 0:
-        return 0
+    """Workspace slots (one fp32 tile each) the stream-K tail needs: S CTAs x lmax."""
     bm, bn, bk = level.tile_mnk
     nkt = (k + bk - 1) // bk
     tiles = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
-    iters = (tiles - dp) * nkt
-    span = -(-iters // s)
-    return s * (-(-span // nkt) + 1)
+    return s * _streamk_lmax((tiles - dp) * nkt, s, nkt)
 
 
 def streamk_work(tiles: int, nkt: int, ctas: int, s: int, dp: int) -> list[list[tuple]]:
@@ -280,8 +280,7 @@ def streamk_work(tiles: int, nkt: int, ctas: int, s: int, dp: int) -> list[list[
     arithmetic as the kernel, so tests can check on a CPU that the units cover every tile's K
     tiles exactly once and that the segments of a tile agree on their count and slots."""
     iters = (tiles - dp) * nkt
-    span = -(-iters // s) if s else 0
-    lmax = -(-span // nkt) + 1 if s else 0
+    lmax = _streamk_lmax(iters, s, nkt)
     start = (lambda p: (p * iters) // s)
     owner = (lambda x: ((x + 1) * s + iters - 1) // iters - 1)
 

@@ -69,4 +69,7 @@ def test_splitk_counts_the_partial_traffic():
     # K tiles); 4 splits would be 7 rounds of 16 + the fp32 partials: not split
     lv = VARIANTS["l10_m128"]
     assert gpu.splitk_plan(lv, 256, 14336, 4096, 132) == (1, 64)
-    assert gpu._partial_cost_ktiles(128, 128, 64) == pytest.approx(2 * 128 * 128 * 4 / (256 * 64 * 2))
+    # a 128x128 fp32 partial is 64 KiB, written and read: 128 KiB = 4 K steps of 32 KiB (A + B);
+    # 64x128: 2 x 32 KiB over 24 KiB per K step
+    assert gpu._partial_cost_ktiles(128, 128, 64) == pytest.approx(4.0)
+    assert gpu._partial_cost_ktiles(64, 128, 64) == pytest.approx(64 / 24)

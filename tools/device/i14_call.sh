@@ -36,13 +36,12 @@ esac
 kill $DMON 2>/dev/null
 python3 - "$OUT/dmon.txt" <<'PY'
 import sys, statistics as st
+# nvidia-smi dmon -s pc columns: gpu pwr gtemp mtemp mclk pclk
 rows = [l.split() for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
-pw = [float(r[1]) for r in rows if len(r) > 9 and r[1].replace('.', '').isdigit()]
-# dmon -s pc columns: gpu pwr gtemp mtemp sm mem enc dec jpg ofa mclk pclk
-clk = [float(r[-1]) for r in rows if r[-1].isdigit()]
-busy = [(p, c) for p, c in zip(pw, clk) if p > 200]
+busy = [(float(r[1]), float(r[5])) for r in rows if len(r) == 6 and r[1].isdigit() and r[5].isdigit() and float(r[1]) > 200]
 if busy:
-    print(f"dmon: {len(busy)} busy seconds, power median {st.median(p for p, _ in busy):.0f} W (max {max(p for p, _ in busy):.0f}), SM clock median {st.median(c for _, c in busy):.0f} MHz (min {min(c for _, c in busy):.0f})")
+    print(f"dmon: {len(busy)} busy seconds, power median {st.median(p for p, _ in busy):.0f} W (max {max(p for p, _ in busy):.0f}), "
+          f"SM clock median {st.median(c for _, c in busy):.0f} MHz (min {min(c for _, c in busy):.0f})")
 PY
 [ -f $OUT/bench.log ] && sed -n '/^| level | geomean/,$p' $OUT/bench.log
 exit 0
