@@ -114,7 +114,7 @@ def run_from_raw(raw: dict, label: str, source: str = "") -> dict:
                     shapes[sk] = {"median": _r(float(med)), "spread": "not recorded"}
             gemm[d] = shapes
     run: dict[str, Any] = {"run": label, "date": str(date), "source": source, "gemm": gemm,
-                           "env": {k: env[k] for k in ("torch", "cuda", "gpu_name", "wall_s", "idle_clocks_mhz")
+                           "env": {k: env[k] for k in ("torch", "cuda", "gpu_name", "wall_s", "idle_clocks_mhz", "method")
                                    if k in env}}
     hbm = raw.get("hbm")
     if isinstance(hbm, dict) and hbm.get("ms"):

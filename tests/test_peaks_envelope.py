@@ -237,6 +237,7 @@ def test_measure_writes_every_shape_and_folds_the_run_into_an_envelope(tmp_path,
         return {d: hits[0 if layout == "nn" else -1][d] for d in dtypes}
 
     monkeypatch.setattr(pm, "measure_gemms", gemms)
+    monkeypatch.setattr(pm, "measure_gemms_burst", gemms)   # the default method; the same plumbing
     shapes, dts = [(8192, 8192, 8192), (2048, 4096, 14336)], ["fp16", "tf32"]
     out = tmp_path / "run.yaml"
     t, text = pm.measure(out, size=shapes, dtypes=dts, label="fake_run", log=lambda s: None, layouts=("nn",))

@@ -118,8 +118,11 @@ def validate_cmd(directory, files):
 @click.option("--rounds", type=int, default=pm.DEFAULT_ROUNDS, show_default=True,
               help="round-robin rounds over the dtypes")
 @click.option("--reps", type=int, default=pm.DEFAULT_REPS, show_default=True,
-              help="timed products per dtype per round")
-def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, reps):
+              help="timed products per dtype per round (with --method burst: one burst)")
+@click.option("--method", type=click.Choice(pm.METHODS), default="burst", show_default=True,
+              help="burst: short bursts after an idle gap, as a prefill's GEMMs run (clocks stay high); "
+                   "sustained: long back-to-back blocks (the card settles at its power-limited clock)")
+def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, reps, method):
     """GPU only: one run of HBM copy bandwidth (read+write) and dense GEMM peaks per dtype through
     cuBLAS over several large shapes, with the SM clock seen while measuring; writes a peak table
     whose measured figures are envelopes (highest median over shapes and, with --merge, over runs;
@@ -134,7 +137,7 @@ def measure_cmd(out, merge, label, hbm_gib, shapes, dtypes, layouts, rounds, rep
         _, text = pm.measure(out, hbm_gib=hbm_gib, size=size, rounds=rounds, reps=reps, merge=merge,
                              label=label, dtypes=[d.strip() for d in dtypes.split(",") if d.strip()],
                              layouts=[x.strip() for x in layouts.split(",") if x.strip()],
-                             log=lambda s: click.echo(s, err=True))
+                             log=lambda s: click.echo(s, err=True), method=method)
     except (pm.NoGPU, PeaksError) as exc:
         click.echo(f"roofline peaks measure: {exc}", err=True)
         sys.exit(2)
