@@ -17,7 +17,8 @@ from roofline.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
 from roofline.procedure import (  # noqa: F401  (re-exported: the per-entry steps live in roofline.procedure)
     BOUND_TYPES, DISPATCH_FLOOR_MS, HEADROOM_CLASSES, LATENCY_UTIL, SUSPECT_LOW, _compute_peak, _feasible, _finite,
-    _metrics, _min_conf, _verbatim_lps, _verbatim_pct, analyze_entry, pick_regime, resolve_dtypes)
+    REAL_TIME_PCT, _metrics, _min_conf, _verbatim_lps, _verbatim_pct, analyze_entry, pick_regime, regime_shares,
+    resolve_dtypes)
 
 
 def _light(e: Entry) -> dict:
@@ -78,9 +79,32 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             art["degraded"].append({"name": e.name, "reason": f"internal error: {exc.__class__.__name__}: {exc}"})
             art["skill_errors"].append({"where": f"entry {e.name}", "error": f"{exc.__class__.__name__}: {exc}",
                                         "traceback": traceback.format_exc(limit=4)})
+        if ent.get("modeled"):
+            _other_regimes(ent, e, topn, env, config, peaks, art, matched.get(e.name), all_light)
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     return art
+
+
+def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Peaks, art: dict, counters,
+                   all_light) -> None:
+    """A kernel that runs in both regimes gets a verdict per regime that carries real time (at least
+    REAL_TIME_PCT of the GPU time), each on its own launches, shapes and share of the GPU time
+    (`regime_verdicts`, the entry's own regime first). Counters from one step are not split by
+    regime: they go to the entry's regime only."""
+    shares = regime_shares(e, topn)
+    others = [r for r in e.regimes if r != ent["regime"] and shares.get(r, 0.0) >= REAL_TIME_PCT]
+    if not others:
+        return
+    out = [{k: v for k, v in ent.items() if k != "regime_verdicts"}]
+    for r in sorted(others, key=lambda r: -shares[r]):
+        try:
+            v, _ = analyze_entry(e, topn, env, config, peaks, art["stage"], None, all_light, regime=r)
+            out.append(contract.complete_entry(v))
+        except EntryError as exc:
+            out.append({"regime": r, "regime_pct_gpu_time": shares[r], "modeled": False,
+                        "headroom_class": "unknown", "notes": f"degraded (L2): {exc}"})
+    ent["regime_verdicts"] = out
 
 
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
@@ -99,11 +123,14 @@ def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
 
 def gain_rank_key(e: dict) -> tuple[float, bool]:
     """What ranking_by_expected_gain sorts on: the expected e2e gain of an entry with a verdict at
-    medium or high confidence; for every other entry its pct_gpu_time, the most it could give (a
+    medium or high confidence (of a kernel with verdicts in both regimes, the larger of the two, each
+    on its own regime's share); for every other entry its pct_gpu_time, the most it could give (a
     head without a verdict is never buried below a +0.00% saturated one). -> (key %, has_gain)."""
-    if (e.get("headroom_class") not in (None, "unknown") and e.get("confidence") in ("medium", "high")
-            and e.get("expected_e2e_gain_pct") is not None):
-        return float(e["expected_e2e_gain_pct"]), True
+    gains = [float(v["expected_e2e_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
+             if v.get("headroom_class") not in (None, "unknown") and v.get("confidence") in ("medium", "high")
+             and v.get("expected_e2e_gain_pct") is not None]
+    if gains:
+        return max(gains), True
     return float(e["pct_gpu_time"]), False
 
 

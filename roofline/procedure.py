@@ -30,21 +30,61 @@ BOUND_TYPES = ("memory", "compute", "latency", "unknown")   # CLOSED set
 HEADROOM_CLASSES = ("underperforming", "moderate", "saturated", "unknown")
 
 
+REAL_TIME_PCT = 0.5     # a second regime with at least this share of GPU time gets a verdict of its own
+
+
+def regime_times_ms(e: Entry, topn: TopN) -> dict[str, float] | None:
+    """GPU time per regime over the run (steps x launches per step x time per launch, ms), or None
+    when a step count is absent."""
+    steps = {"decode": topn.n_decode_steps, "prefill": topn.n_prefill_steps}
+    if any(steps.get(r) is None for r in e.regimes):
+        return None
+    return {r: steps[r] * reg.launches_per_step * reg.base_latency_ms for r, reg in e.regimes.items()}
+
+
+def regime_shares(e: Entry, topn: TopN) -> dict[str, float]:
+    """pct_gpu_time apportioned between the kernel's regimes by their time (docs/method.md section 3):
+    one regime carries the whole pct_gpu_time; two split it by their share of the kernel's time.
+    Without step counts the split is by launches x time per launch, one step each. Where the Top-N
+    gives total_gpu_time_ms and step counts, a regime's share is capped at its own time over the
+    window (launches outside the step ranges are in pct_gpu_time but in no regime)."""
+    measured = regime_times_ms(e, topn)
+    if len(e.regimes) == 1:
+        r = next(iter(e.regimes))
+        total = getattr(topn, "total_gpu_time_ms", None)
+        if measured and isinstance(total, (int, float)) and total > 0:
+            return {r: min(e.pct_gpu_time, 100.0 * measured[r] / total)}
+        return {r: e.pct_gpu_time}
+    t = measured or {r: reg.launches_per_step * reg.base_latency_ms for r, reg in e.regimes.items()}
+    tot = sum(t.values())
+    if not tot > 0:
+        return {r: e.pct_gpu_time / len(t) for r in t}
+    out = {r: e.pct_gpu_time * v / tot for r, v in t.items()}
+    total = getattr(topn, "total_gpu_time_ms", None)
+    if measured and isinstance(total, (int, float)) and total > 0:
+        # NB: a kernel's launches outside the step ranges are in its pct_gpu_time but in no regime;
+        # a regime's share is never more than its own time over the whole window
+        out = {r: min(v, 100.0 * measured[r] / total) for r, v in out.items()}
+    return out
+
+
 def pick_regime(e: Entry, topn: TopN) -> tuple[str, str]:
-    """The e2e-critical regime: the one carrying the launches over the run."""
+    """The e2e-critical regime: the one carrying the kernel's TIME over the run (steps x launches per
+    step x time per launch). A kernel with 3 us decode launches and 300 us prefill launches is a
+    prefill kernel even when decode launches it more often."""
     if len(e.regimes) == 1:
         r = next(iter(e.regimes))
         other = "prefill" if r == "decode" else "decode"
         if (topn.n_prefill_steps if other == "prefill" else topn.n_decode_steps):
             return r, f"this kernel ran only in the {r} regime (the trace also has {other} steps)"
         return r, f"only the {r} regime is profiled"
-    nd, npf = topn.n_decode_steps, topn.n_prefill_steps
-    if nd is None or npf is None:
+    t = regime_times_ms(e, topn)
+    if t is None:
         return "decode", "serving step counts absent: decode assumed e2e-critical"
-    dec = nd * e.regimes["decode"].launches_per_step
-    pre = npf * e.regimes["prefill"].launches_per_step
-    r = "decode" if dec >= pre else "prefill"
-    return r, f"{r} carries the launches ({dec:g} decode vs {pre:g} prefill launches in the run)"
+    r = "decode" if t["decode"] >= t["prefill"] else "prefill"
+    sh = regime_shares(e, topn)
+    return r, (f"{r} carries the kernel's time ({t['decode']:.4g} ms decode vs {t['prefill']:.4g} ms prefill over "
+               f"the run: {sh['decode']:.3g}% vs {sh['prefill']:.3g}% of GPU time)")
 
 
 def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
@@ -86,12 +126,17 @@ def entry_head(e: Entry) -> tuple[dict, str]:
     return out, op_class
 
 
-def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str]):
-    """The e2e-critical regime and its timing fields; returns (regime name, its Regime record)."""
-    regime, why = pick_regime(e, topn)
+def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str | None = None):
+    """The e2e-critical regime (or the one asked for) and its timing fields, with its share of the
+    GPU time (regime_pct_gpu_time: what its gain is computed on); returns (regime, its Regime record)."""
+    if regime is None:
+        regime, why = pick_regime(e, topn)
+    else:
+        why = f"the {regime} regime, analysed beside the kernel's e2e-critical one"
     reg = e.regimes[regime]
     out.update(regime=regime, t_ms=reg.base_latency_ms, launches_per_step=_verbatim_lps(e, regime, reg),
-               launches_per_logical_op=e.launches_per_logical_op)
+               launches_per_logical_op=e.launches_per_logical_op,
+               regime_pct_gpu_time=regime_shares(e, topn)[regime])
     notes.append(why)
     return regime, reg
 
@@ -268,7 +313,7 @@ def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float,
     out["byte_model"] = chosen["model"]
     if len(alts) > 1:
         out["alternatives"] = [{k: v for k, v in a.items() if k != "_m"} for a in alts]
-        if op_class == "moe":
+        if op_class == "moe" and any(a["model"] == "all_experts" for a in alts):
             allx = next(a for a in alts if a["model"] == "all_experts")
             notes.append(f"all-expert model: {allx['bytes_est'] / 1e6:.1f} MB -> {allx['roofline_pct_raw']:.1%}")
     return pct_raw
@@ -350,7 +395,8 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
                     confidence: str) -> None:
     """Headroom class, speedup and e2e gain: a verdict only when allowed and not low-confidence
     (else provisional)."""
-    gain = e.pct_gpu_time * (1.0 - 1.0 / attain) if attain else None
+    # NB: the gain is on the share of GPU time of the regime analysed, never the kernel's whole share
+    gain = out["regime_pct_gpu_time"] * (1.0 - 1.0 / attain) if attain else None
     band = routing.headroom_class(pct_raw, tgt) if tgt else "unknown"
     if verdict and confidence != "low":
         out["headroom_class"] = band
@@ -381,13 +427,14 @@ def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict
 
 
 def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
-                  counters: Any | None, all_light: list[dict]) -> tuple[dict, dict]:
-    """One head entry -> (artifact entry, model info). Raises EntryError to degrade it (L2)."""
+                  counters: Any | None, all_light: list[dict], regime: str | None = None) -> tuple[dict, dict]:
+    """One head entry in one regime (default: its e2e-critical one) -> (artifact entry, model info).
+    Raises EntryError to degrade it (L2)."""
     notes: list[str] = []
     out, op_class = entry_head(e)
     if e.problems:
         raise EntryError("; ".join(e.problems))
-    regime, reg = place_regime(e, topn, out, notes)
+    regime, reg = place_regime(e, topn, out, notes, regime)
     check_modelable(e, op_class, peaks)
     w = model_work(op_class, e, env, config, regime, notes)
     t_s, n_l = logical_time(e, reg, out, notes)

@@ -248,6 +248,25 @@ def table_rows(art: dict) -> list[list[str]]:
                          if e.get("attainable_speedup_range") and e.get("attainable_speedup") else ""),
                      _gain(e.get("expected_e2e_gain_pct")), e.get("confidence", "low"), e.get("route", "")])
         rows += _shape_rows(e)
+        rows += _regime_rows(e)
+    return rows
+
+
+def _regime_rows(e: dict) -> list[list[str]]:
+    """The kernel's other regime(s) with real time, each with its own verdict on its own share
+    (the % column is that regime's share of the GPU time)."""
+    rows = []
+    for v in (e.get("regime_verdicts") or [])[1:]:
+        hc = v.get("headroom_class", "unknown")
+        if v.get("provisional_headroom_class"):
+            hc += f" (provisional: {v['provisional_headroom_class']})"
+        t = v.get("t_ms")
+        rows.append(["", "", f"  [{v.get('regime')} regime" + (f", {t * 1e3:.1f} us per launch]" if t else "]"),
+                     f"{v.get('regime_pct_gpu_time', 0.0):.2f}", v.get("bound_type", "unknown"),
+                     _pct(v.get("roofline_pct")) + (" (suspect)" if v.get("suspect") else ""), hc,
+                     _x(v.get("attainable_speedup")), _gain(v.get("expected_e2e_gain_pct")),
+                     v.get("confidence", "low"), v.get("route", "")])
+        rows += [["", "", "  " + r[2]] + r[3:] for r in _shape_rows(v)]
     return rows
 
 
@@ -263,6 +282,8 @@ def _shape_rows(e: dict) -> list[list[str]]:
     rows = []
     per = e.get("per_shape") or []
     tot = sum((r.get("launches") or 0) * r["t_ms"] for r in per)
+    # the shapes of the analysed regime share that regime's part of the kernel's GPU time
+    base = e.get("regime_pct_gpu_time", e["pct_gpu_time"])
     # label each shape by what differs between them (a decode attention differs only in seq_len)
     keys = {k for r in per for k in r["shape"]}
     differ = {k for k in keys if len({repr(r["shape"].get(k)) for r in per}) > 1}
@@ -274,12 +295,12 @@ def _shape_rows(e: dict) -> list[list[str]]:
         shown, rest = per, []
     for r in shown:
         n = r.get("launches")
-        share = e["pct_gpu_time"] * n * r["t_ms"] / tot if (n and tot) else None
+        share = base * n * r["t_ms"] / tot if (n and tot) else None
         rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
                              f"({r['t_ms'] * 1e3:.1f} us)", "-" if share is None else f"{share:.2f}",
                      r.get("roof_axis", "-"), _pct(r.get("roofline_pct")), "", "", "", "", ""])
     if rest:
-        share = sum(e["pct_gpu_time"] * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
+        share = sum(base * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
         pcts = [r["roofline_pct"] for r in rest if r.get("roofline_pct") is not None]
         rows.append(["", "", f"  - {len(rest)} more shapes (per_shape in the JSON)",
                      "-" if share is None else f"{share:.2f}", rest[0].get("roof_axis", "-"),

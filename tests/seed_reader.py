@@ -166,10 +166,11 @@ def check(art: dict, topn: dict | None = None) -> list[str]:
 
 
 def _gain_key(e: dict) -> float:
-    if e["headroom_class"] != "unknown" and e["confidence"] in ("medium", "high") and \
-            e["expected_e2e_gain_pct"] is not None:
-        return e["expected_e2e_gain_pct"]
-    return e["pct_gpu_time"]
+    # a kernel with a verdict per regime (regime_verdicts) ranks by the larger of its regimes' gains
+    gains = [v["expected_e2e_gain_pct"] for v in (e.get("regime_verdicts") or [e])
+             if v.get("headroom_class", "unknown") != "unknown" and v.get("confidence") in ("medium", "high")
+             and v.get("expected_e2e_gain_pct") is not None]
+    return max(gains) if gains else e["pct_gpu_time"]
 
 
 def _check_modeled(e, where, err):
@@ -202,8 +203,15 @@ def _check_verdict(e, where, err):
     # floor: a launch cannot get shorter than its dispatch) may only lower it, never raise it
     if not (1.0 <= att <= max(1.0, tgt / pct) * (1 + 1e-9)):
         err(f"{where}: attainable_speedup {att} outside [1, max(1, target_eff / roofline_pct)]")
-    if not _close(gain, e["pct_gpu_time"] * (1 - 1 / att), 1e-9) and abs(gain) > 1e-12:
-        err(f"{where}: expected_e2e_gain_pct != pct_gpu_time x (1 - 1/attainable_speedup)")
+    # the gain is on the analysed regime's share of the GPU time (the whole pct_gpu_time for a kernel
+    # of one regime), never more than that share
+    share = e.get("regime_pct_gpu_time", e["pct_gpu_time"])
+    if not (_num(share) and 0 <= share <= e["pct_gpu_time"] * (1 + 1e-9)):
+        err(f"{where}: regime_pct_gpu_time {share} outside [0, pct_gpu_time]")
+    elif not _close(gain, share * (1 - 1 / att), 1e-9) and abs(gain) > 1e-12:
+        err(f"{where}: expected_e2e_gain_pct != regime_pct_gpu_time x (1 - 1/attainable_speedup)")
+    elif gain > share:
+        err(f"{where}: expected_e2e_gain_pct {gain} exceeds its regime's share {share}")
     band = "saturated" if pct >= SAT * tgt else ("moderate" if pct >= MOD * tgt else "underperforming")
     if e["headroom_class"] != band:
         err(f"{where}: headroom_class {e['headroom_class']} but roofline_pct/target_eff say {band}")

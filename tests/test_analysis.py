@@ -148,15 +148,30 @@ def test_l1_unknown_device_with_props_is_low_confidence_display_only():
     assert g["confidence"] == "low" and g["headroom_class"] == "unknown" and g["provisional_headroom_class"]
 
 
-def test_regime_follows_the_launches():
+def test_regime_follows_the_time_and_each_regime_gains_on_its_own_share():
     e = gemm_entry("g", 30, 64, 4096, 4096, 0.5)
+    t_dec = e["regimes"]["decode"]["base_latency_ms"]
     e["regimes"]["prefill"] = {"base_latency_ms": 2.0, "launches_per_step": 10}
-    a = run(e)  # 1000 decode steps x 1 vs 10 prefill steps x 10
-    assert E(a, "g")["regime"] == "decode"
+    # 1000 decode steps x 1 launch x t_dec (~14 us) vs 10 prefill steps x 10 x 2 ms: decode launches
+    # more often (1000 vs 100), prefill holds the time (200 ms vs ~14 ms)
+    a = run(e)
+    g = E(a, "g")
+    dec_ms, pre_ms = 1000 * 1 * t_dec, 10 * 10 * 2.0
+    assert g["regime"] == "prefill"
+    assert g["regime_pct_gpu_time"] == pytest.approx(30 * pre_ms / (pre_ms + dec_ms))
+    v = {x["regime"]: x for x in g["regime_verdicts"]}
+    assert list(v) == ["prefill", "decode"]
+    assert v["decode"]["regime_pct_gpu_time"] == pytest.approx(30 * dec_ms / (pre_ms + dec_ms))
+    # the decode verdict is on the decode launch (64x4096x4096 at half the memory roof), its gain on
+    # the decode share only: never the kernel's 30%
+    assert v["decode"]["t_ms"] == t_dec and v["decode"]["hbm_util"] == pytest.approx(0.5, rel=1e-6)
+    assert v["decode"]["expected_e2e_gain_pct"] == pytest.approx(
+        v["decode"]["regime_pct_gpu_time"] * (1 - 1 / v["decode"]["attainable_speedup"]))
+    assert v["decode"]["expected_e2e_gain_pct"] < v["decode"]["regime_pct_gpu_time"] < 0.1 * 30
     t = topn(e)
-    t["serving"] = {"n_decode_steps": 5, "n_prefill_steps": 100}
-    a2 = api.analyze(t, h200_env())
-    assert E(a2, "g")["regime"] == "prefill"
+    t["serving"] = {"n_decode_steps": 100000, "n_prefill_steps": 10}
+    g2 = E(api.analyze(t, h200_env()), "g")
+    assert g2["regime"] == "decode" and g2["regime_verdicts"][1]["regime"] == "prefill"
 
 
 def test_per_logical_op_unit_sums_the_launches():

@@ -55,8 +55,10 @@ def test_the_strict_reader_accepts_the_worked_example_and_rejects_each_broken_pr
     assert any("suspect entry has a verdict" in p for p in broken(lambda a: a["entries"][0].update(suspect=True)))
     assert any("attainable_speedup 9.0 outside" in p
                for p in broken(lambda a: a["entries"][1].update(attainable_speedup=9.0)))
-    assert any("expected_e2e_gain_pct != pct_gpu_time" in p
+    assert any("expected_e2e_gain_pct != regime_pct_gpu_time" in p
                for p in broken(lambda a: a["entries"][1].update(expected_e2e_gain_pct=1.0)))
+    assert any("regime_pct_gpu_time 9.0 outside" in p
+               for p in broken(lambda a: a["entries"][1].update(regime_pct_gpu_time=9.0)))
     assert any("ranking_by_expected_gain buries" in p
                for p in broken(lambda a: a.update(ranking_by_expected_gain=a["ranking_by_expected_gain"][::-1])))
     assert any("peaks.source 'file'" in p for p in broken(lambda a: a["peaks"].update(source="file")))

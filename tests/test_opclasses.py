@@ -147,8 +147,8 @@ def test_each_class_registers_its_jobs():
         oc = opclasses.get(c)
         assert oc.not_modelled and (oc.fill, oc.trace_shape, oc.gemm_problems) == (None, None, None), c
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}
-    assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {"gemm", "attn", "elementwise", "norm",
-                                                                            "quant"}
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {"gemm", "moe", "attn", "elementwise",
+                                                                            "norm", "quant"}
 
 
 def test_the_lookups_answer_through_the_registration():

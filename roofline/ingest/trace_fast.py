@@ -25,6 +25,7 @@ _loads = json.loads
 _NAME_RX = re.compile(rb'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _EXT_RX = re.compile(rb'"External id"\s*:\s*(\d+)')
 _DIMS_RX = re.compile(rb'"Input Dims"\s*:\s*(\[[\d\[\], \t\-]*\])')
+_STRIDES_RX = re.compile(rb'"Input Strides"\s*:\s*(\[[\d\[\], \t\-]*\])')
 _STRLIST = rb'(\[(?:\s*"(?:[^"\\\n]|\\.)*"\s*,?)*\s*\])'
 _TYPES_RX = re.compile(rb'"Input type"\s*:\s*' + _STRLIST)
 _CONC_RX = re.compile(rb'"Concrete Inputs"\s*:\s*' + _STRLIST)
@@ -215,6 +216,7 @@ def _cpu_op_reader(sink: Sink):
     the name was not found in place) into ``sink``. The lookups are bound once, as locals."""
     loads, handle = _loads, sink.handle
     dims_search, ext_search, types_search, conc_search = _DIMS_RX.search, _EXT_RX.search, _TYPES_RX.search, _CONC_RX.search
+    strides_search = _STRIDES_RX.search
     cpu_op_bytes, cpu_op_key = sink.cpu_op_bytes, sink.cpu_op_key
 
     def cpu_op(data, pos, nxt, nmb):
@@ -245,11 +247,14 @@ def _cpu_op_reader(sink: Sink):
         xm = ext_search(data, pos, nxt)
         tm = types_search(data, pos, nxt)
         cm = conc_search(data, pos, nxt)
+        sm = strides_search(data, pos, nxt)
         if nmb is None or xm is None or (tm is None and data.find(b'"Input type"', pos, nxt) >= 0) \
-                or (cm is None and data.find(b'"Concrete Inputs"', pos, nxt) >= 0):
+                or (cm is None and data.find(b'"Concrete Inputs"', pos, nxt) >= 0) \
+                or (sm is None and data.find(b'"Input Strides"', pos, nxt) >= 0):
             decode_event(loads, data[pos:nxt].rstrip(b" \t\r\n,"), handle)
         else:
-            cpu_op_bytes(nmb, int(xm.group(1)), dm.group(1), tm.group(1) if tm else None, cm.group(1) if cm else None)
+            cpu_op_bytes(nmb, int(xm.group(1)), dm.group(1), tm.group(1) if tm else None, cm.group(1) if cm else None,
+                         sm.group(1) if sm else None)
 
     return cpu_op
 

@@ -129,7 +129,7 @@ def _merge(pt: ParsedTrace, sink: Sink, part: ParsedTrace) -> None:
 
 def _sig_index(pt: ParsedTrace, sink: Sink, sig) -> int:
     """The index in pt.sigs of a worker's signature (the worker's OpSig object is kept when new)."""
-    key = (sig.name, sig.dims, sig.types, sig.concrete)
+    key = (sig.name, sig.dims, sig.types, sig.concrete, sig.strides)
     s = sink.sig_idx.get(key)
     if s is None:
         s = sink.sig_idx[key] = len(pt.sigs)

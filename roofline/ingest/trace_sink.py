@@ -47,15 +47,17 @@ class Sink:
         return s
 
     # ------------------------------------------------------------------ fields read in place
-    def cpu_op_bytes(self, nm: bytes, ext: int, dims: bytes, types: bytes | None, conc: bytes | None) -> None:
+    def cpu_op_bytes(self, nm: bytes, ext: int, dims: bytes, types: bytes | None, conc: bytes | None,
+                     strides: bytes | None = None) -> None:
         """A cpu_op seen only as raw bytes of its fields: decoded once per distinct signature."""
         self.n += 1
-        key = (nm, dims, types, conc)
+        key = (nm, dims, types, conc, strides)
         s = self.bsig.get(key)
         if s is None:
             s = self.bsig[key] = self.sig_index(
                 (json.loads(nm.join((b'"', b'"'))), freeze(json.loads(dims)),
-                 freeze(json.loads(types)) if types else (), freeze(json.loads(conc)) if conc else ()))
+                 freeze(json.loads(types)) if types else (), freeze(json.loads(conc)) if conc else (),
+                 freeze(json.loads(strides)) if strides else ()))
         if ext >= 0:
             self.pt.op_ext.append(ext)
             self.pt.op_sig.append(s)
@@ -103,7 +105,8 @@ class Sink:
                 return False
             dims = d.get("Input Dims")
             s = -1 if dims is None else self.sig_index(
-                (name, freeze(dims), freeze(d.get("Input type") or ()), freeze(d.get("Concrete Inputs") or ())))
+                (name, freeze(dims), freeze(d.get("Input type") or ()), freeze(d.get("Concrete Inputs") or ()),
+                 freeze(d.get("Input Strides") or ())))
             self.ksig[(nm, key)] = s
         self.n += 1
         if s >= 0:
@@ -152,7 +155,7 @@ class Sink:
         if nm in NO_KERNEL_OPS and not self.keep_all_ops:
             return
         s = self.sig_index((nm, freeze(dims), freeze(args.get("Input type") or ()),
-                            freeze(args.get("Concrete Inputs") or ())))
+                            freeze(args.get("Concrete Inputs") or ()), freeze(args.get("Input Strides") or ())))
         ext = to_int(args.get("External id"))
         if ext >= 0:
             self.pt.op_ext.append(ext)

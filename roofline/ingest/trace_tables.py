@@ -56,6 +56,9 @@ class OpSig:
     dims: tuple
     types: tuple
     concrete: tuple
+    # NB: "Input Strides" (recorded by torch >= 2.x with record_shapes): a 0 stride marks a
+    # broadcast (expanded) dimension, whose elements are not separate memory
+    strides: tuple = ()
 
 
 @dataclass

@@ -38,6 +38,39 @@ def tensors(sig):
     return out
 
 
+def distinct_elems(dims, strides) -> int:
+    """Elements of a tensor argument that are separate memory: a dimension with stride 0 is a
+    broadcast (an expanded view, e.g. transformers' repeat_kv of K/V from kv heads to query heads,
+    or a mask broadcast over heads) and repeats the same elements. Without strides: every element."""
+    n = 1
+    for i, d in enumerate(dims):
+        st = strides[i] if isinstance(strides, tuple) and i < len(strides) else None
+        if st == 0 and d > 1:
+            continue
+        n *= int(d)
+    return n
+
+
+def tensor_elems(sig):
+    """(all elements, distinct elements, type) of each tensor argument, in the order of tensors()."""
+    out = []
+    strides = getattr(sig, "strides", ()) or ()
+    for i, d in enumerate(sig.dims):
+        t = sig.types[i] if i < len(sig.types) else ""
+        if t in NON_TENSOR or not isinstance(d, tuple):
+            continue
+        if d and isinstance(d[0], tuple):
+            continue
+        if d == () and len(sig.dims) > 1:
+            continue
+        st = strides[i] if i < len(strides) and isinstance(strides[i], tuple) else ()
+        full = 1
+        for x in d:
+            full *= int(x)
+        out.append((full, distinct_elems(d, st) if st else full, t))
+    return out
+
+
 def tensor_list(sig):
     """The element dims of the first TensorList argument (cat, stack, _foreach_*), or None.
 

@@ -1,18 +1,69 @@
 """Op class "moe": a mixture-of-experts layer (fused MoE, grouped expert GEMMs).
 
-Model: roofline/models/moe.py. Stage A: M from the workload, E / top_k / hidden / inter from
-config.json. Trace: no aten rule (fused MoE ops are not aten ops). Stage C: the expert GEMMs at
-the average tokens per hit expert."""
+Model: roofline/models/moe.py. Two shapes:
+- a grouped expert GEMM (one launch per projection): `rows` (token-expert pairs), `E`, `N`, `K`,
+  from the aten grouped-GEMM ops below (transformers' `grouped_mm` experts backend, torch's
+  `_grouped_mm` / `_scaled_grouped_mm`); config.json only names the projection (gate_up: K =
+  hidden_size; down: N = hidden_size);
+- a fused MoE layer (vLLM / SGLang `fused_moe_kernel`: no aten shapes): M from the workload, E /
+  top_k / hidden / inter from config.json (stage A).
+Stage C: the expert GEMMs at the average rows per hit expert."""
 from __future__ import annotations
 
 import math
 
 from roofline.models import moe as _model
 from roofline.opclasses.base import OpClass, Problem, register
+from roofline.opclasses.aten import dtype_of
 from roofline.opclasses.stage_a import cfg, fill, fill_m
 
 
+# Grouped GEMM ops: op -> (index of A [rows, K], index of W [E, K, N]). NB: W is the logical
+# [E, K, N] operand; a model storing [E, N, K] passes a transposed view, whose recorded dims are
+# the view's.
+GROUPED_OPS = {"aten::_grouped_mm": (0, 1), "aten::_scaled_grouped_mm": (0, 1), "aten::grouped_mm": (0, 1)}
+
+
+def trace_shape(sig):
+    """rows, E, N, K of a recorded grouped expert GEMM, with its operand dtypes."""
+    spec = GROUPED_OPS.get(sig.name)
+    if spec is None or len(sig.dims) <= max(spec):
+        return None
+    a, w = sig.dims[spec[0]], sig.dims[spec[1]]
+    if not (isinstance(a, tuple) and isinstance(w, tuple)) or len(w) != 3 or len(a) not in (2, 3):
+        return None
+    if len(a) == 3:                      # batched form [E, m, K] x [E, K, N] (no offsets)
+        rows, k = int(a[0]) * int(a[1]), int(a[2])
+    else:
+        rows, k = int(a[0]), int(a[1])
+    if k != int(w[1]):
+        return None
+    out = {"rows": rows, "E": int(w[0]), "N": int(w[2]), "K": k}
+    ta = sig.types[spec[0]] if spec[0] < len(sig.types) else ""
+    tw = sig.types[spec[1]] if spec[1] < len(sig.types) else ""
+    dt = {"act": dtype_of(ta), "weight": dtype_of(tw), "out": dtype_of(ta)}
+    if sig.name == "aten::_scaled_grouped_mm":
+        dt["out"] = None                 # out_dtype is an argument the trace does not type
+    return out, {kk: v for kk, v in dt.items() if v}
+
+
+def _projection(s: dict, config, assumed) -> None:
+    """Name a grouped GEMM's projection from config.json (no effect on its bytes: K x N per expert)."""
+    hidden = cfg(config, "hidden_size", "d_model")
+    if hidden is None or "projection" in s:
+        return
+    if int(s["K"]) == int(hidden):
+        s["projection"] = "gate_up" if int(s["N"]) != int(hidden) else "gate_up or down"
+    elif int(s["N"]) == int(hidden):
+        s["projection"] = "down"
+
+
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
+    if "rows" in s:
+        fill(s, "E", cfg(config, "num_experts", "num_local_experts", "n_routed_experts"), "config.json", assumed)
+        if all(k in s for k in ("N", "K")):
+            _projection(s, config, assumed)
+        return ("rows", "E", "N", "K")
     fill_m(s, wl, regime, assumed)
     fill(s, "E", cfg(config, "num_experts", "num_local_experts", "n_routed_experts"), "config.json", assumed)
     fill(s, "top_k", cfg(config, "num_experts_per_tok", "moe_topk", "top_k"), "config.json", assumed)
@@ -25,6 +76,11 @@ def gemm_problems(entry: dict) -> list[Problem]:
     """The expert GEMMs at the average tokens per hit expert. NB: real routing is skewed; the
     average is the model's assumption, stated in the write-back notes."""
     sh = entry.get("shape") or {}
+    if all(k in sh for k in ("rows", "E", "N", "K")):
+        dt = (entry.get("dtypes") or {}).get("act", "bf16")
+        hit = _model.experts_hit(int(sh["E"]), int(sh["rows"]))
+        m_e = max(1, math.ceil(int(sh["rows"]) / hit))
+        return [Problem(f"moe grouped {sh.get('projection') or 'GEMM'}", m_e, int(sh["N"]), int(sh["K"]), dt, hit)]
     if not all(k in sh for k in ("M", "E", "top_k", "hidden", "inter")):
         return []
     dt = (entry.get("dtypes") or {}).get("act", "bf16")
@@ -41,6 +97,7 @@ def gemm_problems(entry: dict) -> list[Problem]:
     return out
 
 
-register(OpClass("moe", model=_model.model, fill=fill_stage_a, gemm_problems=gemm_problems,
-                 shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage"}),
-                 dim_keys=frozenset({"M", "E", "top_k", "hidden", "inter"})))
+register(OpClass("moe", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
+                 shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage", "rows", "N", "K",
+                                       "projection"}),
+                 dim_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "rows"})))

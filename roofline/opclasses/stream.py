@@ -11,7 +11,7 @@ from math import prod
 
 from roofline.errors import EntryError
 from roofline.models import elementwise as _model
-from roofline.opclasses.aten import dtype_of, tensor_list, tensors
+from roofline.opclasses.aten import dtype_of, tensor_elems, tensor_list, tensors
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.stage_a import cfg
 
@@ -93,6 +93,8 @@ def trace_shape(sig):
     if not ts:
         return None
     sizes = [int(prod(d)) if d else 1 for d, _ in ts]
+    # NB: what an input reads is its distinct elements: an expanded (stride-0) view repeats them
+    reads = [dist for _, dist, _ in tensor_elems(sig)] if getattr(sig, "strides", ()) else sizes
     g = GATHER_OPS.get(sig.name)
     if g is not None and len(sig.dims) > max(g):
         # NB: a gather reads only the selected rows of its table, not the whole table
@@ -128,10 +130,10 @@ def trace_shape(sig):
             return ({"elems_in": n_src + n_idx, "elems_out": n_src},
                     {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v})
     if sig.name == "aten::copy_" and len(ts) >= 2:
-        out = {"elems_in": sizes[1], "elems_out": sizes[0]}
+        out = {"elems_in": reads[1], "elems_out": sizes[0]}
         dt = {"act": dtype_of(ts[1][1]), "out": dtype_of(ts[0][1])}
     else:
-        out = {"elems_in": sum(sizes), "elems_out": max(sizes) if "norm" not in sig.name else sizes[0]}
+        out = {"elems_in": sum(reads), "elems_out": max(sizes) if "norm" not in sig.name else sizes[0]}
         dt = {"act": dtype_of(ts[0][1]), "out": dtype_of(ts[0][1])}
     return out, {k: v for k, v in dt.items() if v}
 
