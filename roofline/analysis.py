@@ -23,8 +23,14 @@ from roofline.procedure import (  # noqa: F401  (re-exported: the per-entry step
 
 def _light(e: Entry) -> dict:
     kind = classify(e.name, e.classification)
+    raw = e.raw if isinstance(e.raw, dict) else {}
+    nb = raw.get("launch_neighbours") if isinstance(raw.get("launch_neighbours"), dict) else {}
+    adj = {n for side in ("before", "after") if isinstance(nb.get(side), dict) for n in nb[side]}
+    ops = raw.get("aten_ops") if isinstance(raw.get("aten_ops"), dict) else {}
     return {"name": e.name, "short_name": e.short_name or _short_name(e.name),
-            "op_class": contract.seed_op_class(kind), "op_kind": kind, "pct_gpu_time": e.pct_gpu_time}
+            "op_class": contract.seed_op_class(kind), "op_kind": kind, "pct_gpu_time": e.pct_gpu_time,
+            "adjacent": adj, "has_neighbours": bool(nb), "aten_ops": set(ops),
+            "n_shapes": len(e.shapes or [])}
 
 
 def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: str | None = None,

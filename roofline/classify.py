@@ -26,6 +26,9 @@ RULES: list[tuple[str, str]] = [
      r"cross_device_reduce|custom_?ar|one_?shot_|two_?shot_|multimem|nvshmem|deep_?ep", "comm"),
     # --- KV-cache writes are copies, though their names say "flash"/"mla"
     (r"reshape_and_cache|concat_and_cache|cache_kernel", "elementwise"),
+    # inductor names a kernel after the ops it fuses: a pointwise one (triton_poi_) stays pointwise
+    # whatever it is named after (triton_poi_fused__scaled_dot_product_..._attention is a copy)
+    (r"^triton_poi_", "elementwise"),
     # --- mixture of experts (fused MoE, grouped GEMM, routing/gating, token permutation)
     (r"fused_moe|moe_|_moe|moe::|\bmoe\b|^moe|grouped_?gemm|group_?gemm|groupgemm|gemm_?grouped|"
      r"ptr_?array|array_?tma|group_?problem|grouped|topk_?gating|gating_?softmax|expert", "moe"),

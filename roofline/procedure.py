@@ -138,6 +138,13 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str 
                launches_per_logical_op=e.launches_per_logical_op,
                regime_pct_gpu_time=regime_shares(e, topn)[regime])
     notes.append(why)
+    raw = e.raw if isinstance(e.raw, dict) else {}
+    if isinstance(raw.get("regime_note"), str):
+        notes.append(raw["regime_note"])
+    # a Top-N whose regime topn inferred from the shapes (no step ranges) says so in every entry
+    tnotes = topn.raw.get("notes") if isinstance(topn.raw, dict) else None
+    notes.extend(n for n in (tnotes if isinstance(tnotes, list) else [])
+                 if isinstance(n, str) and n.startswith("ASSUMED: regime"))
     return regime, reg
 
 
@@ -254,6 +261,53 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
     return alts, chosen
 
 
+STREAM_KINDS = ("elementwise", "norm", "quant")
+
+
+def cache_residency(op_class: str, w: "Work", chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
+    """Where the L2 decides the DRAM bytes (docs/method.md section 4), measured on the real-model
+    corpus with ncu in the run's own cache state:
+    - a streaming op whose whole traffic fits in half the L2 reads what the kernel before it just
+      wrote and writes what the next one reads: its DRAM bytes were a few % of the model's
+      (decode elementwise ops). The HBM roof does not bind it: no verdict (returns True);
+    - a GEMM operand, or an attention mask, larger than half the L2 is re-read from DRAM tile by
+      tile: DRAM bytes above the fewest-bytes count are expected (prefill GEMMs 1.0-2.1x)."""
+    l2 = peaks.l2_bytes()
+    if not l2:
+        return False
+    half = l2 / 2
+    if op_class in STREAM_KINDS and chosen["bytes_est"] <= half:
+        out["l2_resident"] = True
+        notes.append(f"L2-resident: the op moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
+                     f"({l2 / 1e6:.0f} MB): in a serving step it is served from L2 (ncu DRAM bytes of such ops "
+                     "are a few % of the model's), so the HBM roof does not bind it: no verdict; the lever is "
+                     "fusion with its producer or consumer")
+        return True
+    if op_class == "gemm":
+        big = []
+        for sh, d in zip(w.shapes, w.dts):
+            bt = float(sh.get("batch", 1))
+            a = float(sh["M"]) * float(sh["K"]) * d["act_bytes"] * bt
+            b = float(sh["K"]) * float(sh["N"]) * d["weight_bytes"] * bt
+            if max(a, b) > half and min(a, b) > 0.01 * half:
+                big.append(f"{sh['M']}x{sh['N']}x{sh['K']}: {'A' if a >= b else 'B'} {max(a, b) / 1e6:.0f} MB")
+        if big:
+            notes.append(f"operands larger than half the L2 ({l2 / 1e6:.0f} MB) are re-read from DRAM tile by tile "
+                         f"({'; '.join(big[:3])}): DRAM bytes above this fewest-bytes count are expected; the "
+                         "compute axis is unaffected")
+    info = w.res.info or {}
+    if op_class == "moe" and info.get("grouped") and info.get("expert_weight_bytes", 0) > half:
+        rows_per_expert = info["pairs"] / max(info["experts_hit"], 1.0)
+        if rows_per_expert > 128:
+            notes.append(f"each expert's weights ({info['expert_weight_bytes'] / 1e6:.0f} MB) exceed half the L2 and "
+                         f"its ~{rows_per_expert:.0f} rows span several row tiles: weight tiles are re-read from DRAM "
+                         "for each row tile, so DRAM bytes above the model's are expected")
+    if op_class == "attn" and (w.res.info or {}).get("mask_bytes", 0) > half:
+        notes.append(f"the attention mask ({w.res.info['mask_bytes'] / 1e6:.0f} MB) exceeds half the L2 and is "
+                     "re-read from DRAM for the heads it is broadcast over: DRAM bytes above the model's are expected")
+    return False
+
+
 def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
                   peak_flops: float | None, t_s: float, peak_bw: float, n_l: int, notes: list[str]):
     """The chosen model's metrics, replaced by the measured ones where stage-C counters match
@@ -309,6 +363,7 @@ def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float,
                               for i, (sh, wt, d) in enumerate(zip(w.shapes, w.weights, w.dts))]
         if w.shape_t_ms:
             out["per_shape"] = _per_shape(w, e, [a["model"] for a in alts].index(chosen["model"]), peak_bw, peaks)
+            _flag_rows_over_roof(out["per_shape"], peaks, notes)
     out["shape_source"] = w.shape_source
     out["byte_model"] = chosen["model"]
     if len(alts) > 1:
@@ -319,11 +374,16 @@ def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float,
     return pct_raw
 
 
-def record_target(out: dict, op_class: str, regime: str, alts: list[dict], pct_raw: float) -> float | None:
+def record_target(out: dict, op_class: str, regime: str, alts: list[dict], pct_raw: float,
+                  paged: bool | None = None, notes: list[str] | None = None) -> float | None:
     """The class prior (target efficiency), the range over the feasible byte models and the
     reported ratio (clamped into [0, 1], the raw one kept). Returns the target."""
-    tgt = routing.target_eff_for(op_class, regime)
+    tgt = routing.target_eff_for(op_class, regime, paged)
     out["target_eff"] = tgt
+    if op_class == "attn" and regime == "decode" and notes is not None:
+        notes.append(f"target_eff {tgt:g}: the prior for a {'contiguous' if paged is False else 'paged'} KV cache "
+                     + ("(read sequentially, like a copy; the trace's attention op reads a contiguous cache)"
+                        if paged is False else "(block-table gathers; nothing in the input says the cache is contiguous)"))
     feas_pcts = [a["roofline_pct_raw"] for a in alts if a["feasible"]]
     if len(feas_pcts) > 1 and "bytes_measured" not in out:
         lo, hi = min(feas_pcts), max(feas_pcts)
@@ -349,7 +409,7 @@ def at_compute_wall(out: dict, pct_raw: float, tol_c: float, hbm_util: float, cd
 
 
 def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: float, peak_bw: float, t_s: float,
-                  notes: list[str]) -> bool:
+                  notes: list[str], l2_resident: bool = False) -> bool:
     """Bound type and the no-verdict cases (dispatch floor, L3 suspect). Returns whether a
     verdict may be given."""
     out["suspect"] = False
@@ -373,6 +433,10 @@ def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: fl
         notes.append(f"L3 suspect: roofline_pct_raw {pct_raw:.3g} is outside [{SUSPECT_LOW}, 1]; shown clamped, "
                      f"no verdict; the model's bytes may not exceed {peak_bw * t_s:.4g} (peak_bw x t); "
                      "stage-C counter measurement candidate")
+    if l2_resident and "bytes_measured" not in out:
+        # the L2 serves it: the HBM ratio is no evidence about the kernel (cache_residency)
+        bound = "latency"
+        verdict = False
     out["bound_type"] = bound if bound in BOUND_TYPES else "unknown"
     return verdict
 
@@ -419,6 +483,9 @@ def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict
     out["byte_reduction_levers"] = (routing.byte_reduction_levers(out, all_light, info, dt)
                                     if out["headroom_class"] == "saturated" else [])
     out["other_levers"] = routing.other_levers(out)
+    if out["headroom_class"] != "saturated":
+        me = next((o for o in all_light if o.get("name") == out["name"]), {})
+        out["other_levers"] = routing.copy_levers(out, me) + out["other_levers"]
     if (op_class == "moe" and out["headroom_class"] != "saturated"
             and any(not a["feasible"] for a in out.get("alternatives", []))):
         # the all-expert model being infeasible is itself evidence for the stop-reading lever
@@ -441,13 +508,15 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     peak_bw = peaks.hbm_bw_bytes_s
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
+    l2_resident = cache_residency(op_class, w, chosen, peaks, out, notes)
     m, bytes_est, confidence, cdtype, peak_flops = apply_stage_c(out, chosen, w.shape_source, counters, peaks,
                                                                  cdtype, peak_flops, t_s, peak_bw, n_l, notes)
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
     pct_raw = record_figures(out, op_class, w, m, bytes_est, chosen, alts, cdtype, e, regime, peak_bw, peaks, notes)
-    tgt = record_target(out, op_class, regime, alts, pct_raw)
+    paged = w.shapes[0].get("paged") if op_class == "attn" else None
+    tgt = record_target(out, op_class, regime, alts, pct_raw, paged if isinstance(paged, bool) else None, notes)
     pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
-    verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes)
+    verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident)
     attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
     route_and_levers(out, op_class, all_light, w.res.info, w.dt)
@@ -471,9 +540,26 @@ def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
             m = _metrics(c.bytes_est, c.flops_est, t_ms / 1e3, peak_bw, pf)
             row.update(achieved_flops=m["achieved_flops"], achieved_bw_bytes_s=m["achieved_bw_bytes_s"],
                        hbm_util=m["hbm_util"], compute_util=m["compute_util"], roof_axis=m["roof_axis"],
-                       roofline_pct=m["roofline_pct_raw"])
+                       roofline_pct=m["roofline_pct_raw"], _cdtype=r.compute_dtype)
         rows.append(row)
     return rows
+
+
+def _flag_rows_over_roof(rows: list[dict], peaks: Peaks, notes: list[str]) -> None:
+    """A shape row reading above its roof (beyond the compute roof's own run-to-run spread on the
+    compute axis) is no figure to read as fine: flagged `over_roof`, and the notes say which."""
+    for r in rows:
+        pct = r.get("roofline_pct")
+        if pct is None:
+            continue
+        tol = peaks.compute_roof_spread(r.get("_cdtype") or "bf16") if r.get("roof_axis") == "compute" else 0.0
+        r.pop("_cdtype", None)
+        limit = 1.0 / (1.0 - tol) if tol < 1 else float("inf")
+        if pct > limit:
+            r["over_roof"] = True
+            sh = ",".join(f"{k}={v}" for k, v in r["shape"].items() if not isinstance(v, (list, dict)))
+            notes.append(f"shape {sh} reads {pct:.0%} of the {r.get('roof_axis')} roof, beyond the roof's spread "
+                         f"({tol:.1%}): the model is wrong for this shape (flagged over_roof)")
 
 
 def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):

@@ -298,7 +298,8 @@ def _shape_rows(e: dict) -> list[list[str]]:
         share = base * n * r["t_ms"] / tot if (n and tot) else None
         rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
                              f"({r['t_ms'] * 1e3:.1f} us)", "-" if share is None else f"{share:.2f}",
-                     r.get("roof_axis", "-"), _pct(r.get("roofline_pct")), "", "", "", "", ""])
+                     r.get("roof_axis", "-"), _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else ""),
+                     "", "", "", "", ""])
     if rest:
         share = sum(base * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
         pcts = [r["roofline_pct"] for r in rest if r.get("roofline_pct") is not None]

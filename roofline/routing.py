@@ -10,7 +10,10 @@ TARGET_EFF: dict[str, float] = {
     "elementwise": 0.85,   # pure streaming: trivial streams top out near 0.85 of the pin rate
     "norm": 0.85,          # (seed: 0.85-0.90; the low end, since a row reduction adds a dependency)
     "quant": 0.85,
-    "attn_decode": 0.50,   # irregular paged KV access, occupancy-sensitive
+    "attn_decode": 0.50,   # irregular paged KV access (block-table gathers), occupancy-sensitive
+    # a contiguous (non-paged) KV cache is read sequentially, like a copy: the streaming prior. On the
+    # real-model corpus cuDNN's decode SDPA over a contiguous cache ran at 84% of the HBM roof.
+    "attn_decode_contiguous": 0.85,
     "attn_prefill": 0.70,  # NB: not in the seed; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
 }
 
@@ -35,10 +38,18 @@ ROUTES = {
 }
 
 
-def target_eff_for(op_class: str, regime: str) -> float | None:
+def target_prior(op_class: str, regime: str, paged: bool | None = None) -> str:
+    """The TARGET_EFF key for a kernel: attention by regime and, at decode, by KV access pattern
+    (paged = block-table gathers, the default where nothing says; contiguous = a sequential read)."""
     if op_class == "attn":
-        return TARGET_EFF["attn_prefill" if regime == "prefill" else "attn_decode"]
-    return TARGET_EFF.get(op_class)
+        if regime == "prefill":
+            return "attn_prefill"
+        return "attn_decode_contiguous" if paged is False else "attn_decode"
+    return op_class
+
+
+def target_eff_for(op_class: str, regime: str, paged: bool | None = None) -> float | None:
+    return TARGET_EFF.get(target_prior(op_class, regime, paged))
 
 
 def headroom_class(roofline_pct: float, target_eff: float) -> str:
@@ -53,7 +64,7 @@ def route(entry: dict) -> str:
     """The routing table of section 7, applied after the shippability gate. Returns a ROUTES key."""
     if entry.get("editable") is False:
         return "host_side"
-    if entry.get("dispatch_bound"):
+    if entry.get("dispatch_bound") or (entry.get("l2_resident") and entry.get("headroom_class") in (None, "unknown")):
         return "fusion_or_graph"
     hc, bt = entry.get("headroom_class"), entry.get("bound_type")
     if hc in (None, "unknown") or entry.get("confidence") == "low":
@@ -76,7 +87,7 @@ def other_levers(entry: dict) -> list[str]:
     """Levers that are NOT byte reduction (seed section 7 routing rows): latency-bound heads are
     fixed by occupancy / dependency chain / fusion / split-K, dispatch-bound ones by fusion or
     graph capture. byte_reduction_levers stays for saturated heads only (section 2)."""
-    if entry.get("dispatch_bound"):
+    if entry.get("dispatch_bound") or entry.get("l2_resident"):
         return ["fusion: fold this launch into a neighbouring kernel",
                 "graph capture: take the per-launch dispatch cost off the critical path"]
     if entry.get("bound_type") != "latency":
@@ -94,12 +105,32 @@ MAX_FUSE_LEVERS = 5  # fuse levers named one by one; the rest are summed in one 
 _NARROWER = {"fp32": "bf16", "bf16": "fp8", "fp16": "fp8", "fp8": "fp4"}
 
 
+def copy_levers(entry: dict, me: dict) -> list[str]:
+    """A concatenation whose size grows step by step (torch.cat of a KV cache: one more token each
+    decode step, so one captured shape per step) re-copies the whole cache to append one token: the
+    lever is to stop copying, not to fuse."""
+    ops = me.get("aten_ops") or set()
+    if ops & {"aten::cat", "aten::_cat", "aten::concat", "aten::concatenate"} and me.get("n_shapes", 0) >= 3 \
+            and entry.get("regime") == "decode":
+        return ["stop copying the cache: torch.cat re-copies the whole KV cache every decode step to append one "
+                "token (its captured shapes grow step by step); a preallocated (static) or paged cache appends "
+                "in place (index_copy_ / paged writes move only the new token's K and V)"]
+    return []
+
+
 def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict, dtypes: dict) -> list[str]:
     """Section 7.1: levers that make a saturated kernel move fewer bytes for the same work."""
     levers: list[str] = []
-    # 1. fuse an adjacent op away: prologue/epilogue kernels that appear separately in the Top-N
+    me = next((o for o in all_entries if o.get("name") == entry.get("name")), {})
+    # 0. a KV cache grown with torch.cat copies the whole cache every step to append one token
+    levers += copy_levers(entry, me)
+    # 1. fuse an adjacent op away: a prologue/epilogue kernel that appears separately in the Top-N
+    # AND runs next to this kernel in the launch stream (launched just before or after it: the
+    # producer or consumer of its tensors). Without launch-order evidence no kernel is named.
+    adj = me.get("adjacent") or set()
     fusable = sorted((o for o in all_entries if o is not entry and o.get("name") != entry.get("name")
-                      and (o.get("op_kind") or o.get("op_class")) in _FUSABLE),  # (never "fuse this kernel into itself")
+                      and (o.get("op_kind") or o.get("op_class")) in _FUSABLE  # (never "fuse this kernel into itself")
+                      and o.get("name") in adj),
                      key=lambda o: -o["pct_gpu_time"])
     for other in fusable[:MAX_FUSE_LEVERS]:  # the largest few: a 100,000-entry Top-N lists no 100,000 levers
         kind = other.get("op_kind") or other.get("op_class")

@@ -25,6 +25,7 @@ from roofline.errors import RooflineError
 from roofline.opclasses import trace_shape
 
 REGIMES = ("decode", "prefill")
+UNSHAPED_TIME_MAX = 0.10   # unshaped launches holding more of a kernel's time than this: no shapes used
 
 
 class TopNError(RooflineError):
@@ -49,6 +50,8 @@ class KernelAgg:
     launch_dims: Counter = field(default_factory=Counter)  # (grid, block) -> launches
     sig_us: Counter = field(default_factory=Counter)       # (sig idx, regime) -> summed duration (us)
     folded: dict = field(default_factory=dict)             # split-K reduce name -> [launches, us]
+    before: Counter = field(default_factory=Counter)       # kernel launched just before -> times
+    after: Counter = field(default_factory=Counter)        # kernel launched just after -> times
 
     @property
     def all_us(self) -> float:
@@ -79,6 +82,7 @@ def aggregate_trace(pt, plan: StepPlan):
         regime_of, steps = _regimes_without_ranges(pt, plan, prof_steps, notes)
     fold_into, extra_us = _splitk_folds(pt, notes)
     aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us)
+    _launch_neighbours(pt, aggs, fold_into)
     if not pt.sigs:
         notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
                      "profile with record_shapes=True (vLLM: VLLM_TORCH_PROFILER_RECORD_SHAPES=1)")
@@ -165,9 +169,61 @@ def _place_launches(pt, ranges: dict, use_gpu: bool):
     return regime_of, outside, outside_us
 
 
+# Regime from shapes (docs/method.md section 3): a decode step feeds each sequence ONE new token, so
+# its attention has q_len 1 and its GEMMs have as many rows as sequences in the batch; a prefill
+# step feeds whole prompts. Attention decides where the trace has it; GEMM rows otherwise.
+DECODE_Q_LEN_MAX = 1           # q_len <= this: decode (speculative decoding's few draft tokens are not inferred)
+PREFILL_Q_LEN_MIN = 16         # q_len >= this: prefill
+PREFILL_GEMM_ROWS_MIN = 2048   # a GEMM of this many rows or more: prefill (decode batches above 2048 are rare)
+DECODE_GEMM_ROWS_MAX = 512     # a GEMM of this many rows or fewer: decode
+
+
+def regime_of_sig(sig) -> tuple[str | None, str]:
+    """The regime an op's own shape says, with the evidence; (None, "") when it says nothing."""
+    for cls in ("attn", "gemm"):
+        r = trace_shape(cls, sig)
+        if r is None:
+            continue
+        shp = r[0]
+        if cls == "attn" and "q_len" in shp:
+            q = shp["q_len"]
+            if q <= DECODE_Q_LEN_MAX:
+                return "decode", f"attention q_len {q}"
+            if q >= PREFILL_Q_LEN_MIN:
+                return "prefill", f"attention q_len {q}"
+        if cls == "gemm" and "M" in shp and "batch" not in shp:
+            m = shp["M"]
+            if m >= PREFILL_GEMM_ROWS_MIN:
+                return "prefill", f"GEMM of {m} rows"
+            if m <= DECODE_GEMM_ROWS_MAX:
+                return "decode", f"GEMM of {m} rows"
+    return None, ""
+
+
+def window_regime(pt) -> tuple[str | None, str]:
+    """The regime of a window with no step ranges, from what its recorded ops' shapes say:
+    attention ops first (q_len), GEMM rows otherwise; the majority of the ops that say something."""
+    votes = {"attn": Counter(), "gemm": Counter()}
+    why: dict[tuple, str] = {}
+    for sig in getattr(pt, "sigs", []) or []:
+        reg, ev = regime_of_sig(sig)
+        if reg is None:
+            continue
+        kind = "attn" if ev.startswith("attention") else "gemm"
+        votes[kind][reg] += 1
+        why.setdefault((kind, reg), ev)
+    for kind in ("attn", "gemm"):
+        if votes[kind]:
+            reg, n = votes[kind].most_common(1)[0]
+            return reg, (f"{n} of {sum(votes[kind].values())} recorded {'attention' if kind == 'attn' else 'GEMM'} "
+                         f"op shapes say {reg} (e.g. {why[(kind, reg)]})")
+    return None, ""
+
+
 def _regimes_without_ranges(pt, plan: StepPlan, prof_steps, notes: list[str]):
-    """No step ranges: every launch in one regime (the one whose steps were given, else the
-    default), its steps given, else counted from ProfilerStep# ranges, else ONE (said so)."""
+    """No step ranges: every launch in one regime (the one whose steps were given, else the one the
+    shapes say, else the default), its steps given, else counted from ProfilerStep# ranges, else ONE
+    (said so)."""
     explicit = _explicit(plan)
     given = [r for r in REGIMES if explicit[r] is not None]
     if len(given) == 2:
@@ -175,6 +231,12 @@ def _regimes_without_ranges(pt, plan: StepPlan, prof_steps, notes: list[str]):
                         f"matching {plan.decode_range!r} / {plan.prefill_range!r} to tell the regimes apart; "
                         "profile one regime per trace or name the ranges")
     reg = given[0] if given else plan.default_regime
+    if not given:
+        inferred, why = window_regime(pt)
+        if inferred is not None:
+            reg = inferred
+            notes.append(f"ASSUMED: regime '{reg}' inferred from the shapes ({why}); pass --decode-steps or "
+                         "--prefill-steps, or profile inside step ranges, to say it")
     steps: dict[str, int] = {}
     if given:
         steps[reg] = explicit[reg]
@@ -250,6 +312,33 @@ def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict):
             a.sig_us[(s, reg)] += dur
             linked += 1
     return list(aggs.values()), linked
+
+
+NEIGHBOURS_KEPT = 4
+
+
+def _launch_neighbours(pt, aggs, fold_into: dict) -> None:
+    """Per kernel name, the kernels launched just before and just after its launches (GPU start
+    order; folded split-K reduces skipped): the producers and consumers a fusion lever may name."""
+    import numpy as np
+
+    if pt.n_kernels < 2:
+        return
+    order = np.argsort(np.frombuffer(pt.k_ts, dtype=np.float64), kind="stable").tolist()
+    seq = [pt.k_name[i] for i in order if i not in fold_into]
+    idx = {a.name: a for a in aggs}
+    before: dict[int, Counter] = defaultdict(Counter)
+    after: dict[int, Counter] = defaultdict(Counter)
+    for x, y in zip(seq, seq[1:]):
+        if x != y:
+            after[x][y] += 1
+            before[y][x] += 1
+    names = pt.kernel_names
+    for k in set(before) | set(after):
+        a = idx.get(names[k])
+        if a is not None:
+            a.before = Counter({names[j]: c for j, c in before[k].most_common(NEIGHBOURS_KEPT)})
+            a.after = Counter({names[j]: c for j, c in after[k].most_common(NEIGHBOURS_KEPT)})
 
 
 def _pair_splitk(pt):
@@ -337,11 +426,16 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
             regimes[reg] = {"base_latency_ms": a.total_us[reg] / c / 1000.0,
                             "launches_per_step": c / steps[reg]}
     if not regimes and steps:
-        # every launch ran outside the step ranges: put them in the first regime, and say so
-        reg = "decode" if "decode" in steps else next(iter(steps))
+        # every launch ran outside the step ranges: the regime its ops' shapes say (else the first
+        # regime), and say so
+        reg, why = _regime_of_agg(a, sigs)
+        if reg not in steps:
+            reg, why = ("decode" if "decode" in steps else next(iter(steps))), "no shape says; the first regime"
         c = a.all_count
         regimes[reg] = {"base_latency_ms": a.all_us / c / 1000.0, "launches_per_step": c / steps[reg]}
         e["regime_assumed"] = True
+        e["regime_note"] = (f"every launch ran outside the step ranges: regime {reg} ASSUMED ({why}); "
+                            f"launches_per_step = launches / {reg} steps")
     e["regimes"] = regimes
     # provenance (extra fields: the analysis ignores them)
     e["launches"] = a.all_count
@@ -358,9 +452,27 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
                                for nm, (c, us) in sorted(a.folded.items())]
         e["timing_note"] = ("split-K: each launch's time includes its reduce kernel (folded_kernels): "
                             "one logical op")
+    if a.before or a.after:
+        e["launch_neighbours"] = {"before": dict(a.before), "after": dict(a.after)}
     if a.sigs and sigs is not None:
         _shapes_of(e, a, cls, steps, sigs)
     return e
+
+
+def _regime_of_agg(a: KernelAgg, sigs) -> tuple[str | None, str]:
+    """The regime a kernel's linked ops' shapes say, by launches."""
+    if not a.sigs or sigs is None:
+        return None, "no linked op"
+    votes, ev = Counter(), {}
+    for (s, _), c in a.sigs.items():
+        reg, why = regime_of_sig(sigs[s])
+        if reg is not None:
+            votes[reg] += c
+            ev.setdefault(reg, why)
+    if not votes:
+        return None, "its ops' shapes say nothing"
+    reg = votes.most_common(1)[0][0]
+    return reg, f"shapes: {ev[reg]}"
 
 
 def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
@@ -385,6 +497,15 @@ def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
         shapes[key][2].add(reg)
         shapes[key][3] += a.sig_us[(s, reg)]
     e["aten_ops"] = dict(ops.most_common())
+    us_un = sum(a.sig_us[(s, reg)] for (s, reg) in a.sigs if trace_shape(cls, sigs[s]) is None) if unshaped else 0.0
+    us_all = sum(a.sig_us.values())
+    if shapes and us_all > 0 and us_un / us_all > UNSHAPED_TIME_MAX:
+        # NB: the shaped launches are not the kernel's work when the unshaped ones hold its time: no
+        # shapes are written (the analysis would take the shaped minority for the whole kernel)
+        e["shape_unknown"] = (f"{us_un / us_all:.0%} of the kernel's linked launch time comes from ops with no "
+                              f"shape rule ({', '.join(sorted(unshaped))}, op class {cls}): the shaped launches "
+                              "do not represent its work")
+        return
     if shapes:
         lst = sorted(shapes.values(), key=lambda x: -x[1])
         e["shapes"] = [x[0] for x in lst]
@@ -392,7 +513,9 @@ def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
         # NB: mean time of the linked launches of each shape; launches with no linked op (CUDA
         # graph replays) carry no shape and are not in it
         e["shape_base_latency_ms"] = [x[3] / x[1] / 1000.0 for x in lst]
-        if len(steps) > 1:
+        if len(steps) > 1 or any(x[2] != {next(iter(steps), None)} for x in lst):
+            # NB: also with one regime when some shapes ran outside its step ranges ("outside"): the
+            # analysis keeps those out of the regime's per-launch work
             e["shape_regimes"] = ["+".join(sorted(x[2])) for x in lst]
         dts = [x[4] for x in lst]
         if any(dts):
@@ -402,3 +525,4 @@ def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
     if unshaped and not shapes:
         e["shape_unknown"] = ("no shape rule for " + ", ".join(sorted(unshaped))
                               + f" (op class {cls}): the kernel's bytes cannot be counted from the trace")
+

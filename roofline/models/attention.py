@@ -24,14 +24,19 @@ def prefill_counts(batch: int, seq_len: int, n_q: int, n_kv: int, head_dim: int,
 def model(shape: dict, dt: dict) -> ModelResult:
     b, hq, hkv, d = int(shape["batch"]), int(shape["n_q_heads"]), int(shape["n_kv_heads"]), int(shape["head_dim"])
     regime = shape.get("regime", "decode")
+    mask = int(shape.get("mask_bytes") or 0)
     if regime == "prefill":
         s = int(shape["seq_len"])
         flops, nbytes = prefill_counts(b, s, hq, hkv, d, dt["act_bytes"], dt["out_bytes"], bool(shape.get("causal", True)))
+        # NB: an explicit mask (sliding window, padding) is read once; a mask larger than the L2
+        # is re-read per head (the analysis notes it)
+        nbytes += mask
         return ModelResult([Candidate("flash_prefill", nbytes, flops)], compute_dtype=dt["act"],
-                           info={"seq_len": s, "kind": "prefill"})
+                           info={"seq_len": s, "kind": "prefill", "mask_bytes": mask})
     cands = []
     for label, s in shape.get("seq_len_candidates") or [("captured", shape["seq_len"])]:
         flops, nbytes = decode_counts(b, float(s), hq, hkv, d, dt["kv_bytes"])
-        cands.append(Candidate(label, nbytes, flops, f"seq_len={s:g}"))
+        cands.append(Candidate(label, nbytes + mask, flops, f"seq_len={s:g}"))
     return ModelResult(cands, compute_dtype=dt["kv"] if dt["kv_bytes"] >= 2 else dt["act"],
-                       primary=cands[0].label, info={"kind": "decode", "paged": bool(shape.get("paged", True))})
+                       primary=cands[0].label, info={"kind": "decode", "paged": bool(shape.get("paged", True)),
+                                                     "mask_bytes": mask})

@@ -6,7 +6,7 @@ candidate). Trace: the aten attention ops below. Stage C: no GEMM re-run."""
 from __future__ import annotations
 
 from roofline.models import attention as _model
-from roofline.opclasses.aten import dtype_of
+from roofline.opclasses.aten import distinct_elems, dtype_of
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.stage_a import cfg, fill
 
@@ -25,6 +25,22 @@ ATTN_OPS = {
     "aten::_efficient_attention_forward": ("bshd", None),
 }
 
+
+
+def _mask_bytes(sig) -> int:
+    """Bytes of an explicit attn_mask (the 4th argument: a sliding-window or padding mask
+    transformers builds as a [batch, 1, q, kv] tensor), counting its distinct elements (a mask
+    broadcast over heads is one copy in memory)."""
+    from roofline.peaks import DTYPE_BYTES
+
+    if len(sig.dims) < 4 or not isinstance(sig.dims[3], tuple) or len(sig.dims[3]) < 2:
+        return 0
+    t = sig.types[3] if len(sig.types) > 3 else ""
+    dt = dtype_of(t)
+    if dt is None:
+        return 0
+    st = sig.strides[3] if len(getattr(sig, "strides", ()) or ()) > 3 and isinstance(sig.strides[3], tuple) else ()
+    return int(distinct_elems(sig.dims[3], st) * DTYPE_BYTES.get(dt, 1))
 
 
 def trace_shape(sig):
@@ -49,6 +65,9 @@ def trace_shape(sig):
                 break
     out = {kk: int(v) for kk, v in out.items()}
     out["paged"] = False
+    mb = _mask_bytes(sig)
+    if mb:
+        out["mask_bytes"] = mb
     if causal_i is not None and causal_i < len(sig.concrete):
         c = sig.concrete[causal_i]
         if c in ("True", "False"):
@@ -90,5 +109,5 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 register(OpClass("attn", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
                  shape_keys=frozenset({"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged",
-                                       "causal", "regime"}),
+                                       "causal", "regime", "mask_bytes"}),
                  dim_keys=frozenset({"batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim"})))

@@ -92,6 +92,11 @@ def trace_shape(sig):
     ts = tensors(sig)
     if not ts:
         return None
+    if sig.name in ("aten::index", "aten::_index") and len(sig.dims) > 1 and sig.dims[1] in ((), None) \
+            and (sig.types[1] if len(sig.types) > 1 else "") == "":
+        # NB: advanced indexing (x[idx] with a tensor index): the index list is recorded without its
+        # tensors, so the output's size (rows selected, repeats included) is unknown; no guess
+        return None
     sizes = [int(prod(d)) if d else 1 for d, _ in ts]
     # NB: what an input reads is its distinct elements: an expanded (stride-0) view repeats them
     reads = [dist for _, dist, _ in tensor_elems(sig)] if getattr(sig, "strides", ()) else sizes
