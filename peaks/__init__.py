@@ -74,6 +74,11 @@ class Peaks:
     def compute_peak(self, dtype: str) -> float | None:
         return self.flops.get(norm_dtype(dtype) or "")
 
+    def l2_bytes(self) -> float | None:
+        """The device's L2 size from its table (bytes), or None."""
+        v = self.raw.get("l2_bytes") if isinstance(self.raw, dict) else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
     def compute_confidence(self, dtype: str) -> str:
         d = norm_dtype(dtype) or ""
         if d in self.compute_unusable_dtypes or d not in self.flops:

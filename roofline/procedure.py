@@ -21,6 +21,8 @@ from roofline.inputs import Entry, Env, TopN
 from roofline.models import ModelResult
 from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
 from roofline.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_conf  # noqa: F401  (_finite re-exported)
+from roofline.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms  # noqa: F401  (re-exported)
+from roofline.residency import cache_residency, _flag_rows_over_roof
 from roofline.shapes import work_mix
 
 DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
@@ -28,63 +30,6 @@ LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor
 SUSPECT_LOW = 0.001            # roofline_pct under this is as impossible as one above 1.0
 BOUND_TYPES = ("memory", "compute", "latency", "unknown")   # CLOSED set
 HEADROOM_CLASSES = ("underperforming", "moderate", "saturated", "unknown")
-
-
-REAL_TIME_PCT = 0.5     # a second regime with at least this share of GPU time gets a verdict of its own
-
-
-def regime_times_ms(e: Entry, topn: TopN) -> dict[str, float] | None:
-    """GPU time per regime over the run (steps x launches per step x time per launch, ms), or None
-    when a step count is absent."""
-    steps = {"decode": topn.n_decode_steps, "prefill": topn.n_prefill_steps}
-    if any(steps.get(r) is None for r in e.regimes):
-        return None
-    return {r: steps[r] * reg.launches_per_step * reg.base_latency_ms for r, reg in e.regimes.items()}
-
-
-def regime_shares(e: Entry, topn: TopN) -> dict[str, float]:
-    """pct_gpu_time apportioned between the kernel's regimes by their time (docs/method.md section 3):
-    one regime carries the whole pct_gpu_time; two split it by their share of the kernel's time.
-    Without step counts the split is by launches x time per launch, one step each. Where the Top-N
-    gives total_gpu_time_ms and step counts, a regime's share is capped at its own time over the
-    window (launches outside the step ranges are in pct_gpu_time but in no regime)."""
-    measured = regime_times_ms(e, topn)
-    if len(e.regimes) == 1:
-        r = next(iter(e.regimes))
-        total = getattr(topn, "total_gpu_time_ms", None)
-        if measured and isinstance(total, (int, float)) and total > 0:
-            return {r: min(e.pct_gpu_time, 100.0 * measured[r] / total)}
-        return {r: e.pct_gpu_time}
-    t = measured or {r: reg.launches_per_step * reg.base_latency_ms for r, reg in e.regimes.items()}
-    tot = sum(t.values())
-    if not tot > 0:
-        return {r: e.pct_gpu_time / len(t) for r in t}
-    out = {r: e.pct_gpu_time * v / tot for r, v in t.items()}
-    total = getattr(topn, "total_gpu_time_ms", None)
-    if measured and isinstance(total, (int, float)) and total > 0:
-        # NB: a kernel's launches outside the step ranges are in its pct_gpu_time but in no regime;
-        # a regime's share is never more than its own time over the whole window
-        out = {r: min(v, 100.0 * measured[r] / total) for r, v in out.items()}
-    return out
-
-
-def pick_regime(e: Entry, topn: TopN) -> tuple[str, str]:
-    """The e2e-critical regime: the one carrying the kernel's TIME over the run (steps x launches per
-    step x time per launch). A kernel with 3 us decode launches and 300 us prefill launches is a
-    prefill kernel even when decode launches it more often."""
-    if len(e.regimes) == 1:
-        r = next(iter(e.regimes))
-        other = "prefill" if r == "decode" else "decode"
-        if (topn.n_prefill_steps if other == "prefill" else topn.n_decode_steps):
-            return r, f"this kernel ran only in the {r} regime (the trace also has {other} steps)"
-        return r, f"only the {r} regime is profiled"
-    t = regime_times_ms(e, topn)
-    if t is None:
-        return "decode", "serving step counts absent: decode assumed e2e-critical"
-    r = "decode" if t["decode"] >= t["prefill"] else "prefill"
-    sh = regime_shares(e, topn)
-    return r, (f"{r} carries the kernel's time ({t['decode']:.4g} ms decode vs {t['prefill']:.4g} ms prefill over "
-               f"the run: {sh['decode']:.3g}% vs {sh['prefill']:.3g}% of GPU time)")
 
 
 def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
@@ -259,53 +204,6 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
                 notes.append(f"{a['model']} model implies {a['roofline_pct_raw']:.0%} of the roof: infeasible "
                              "(L3 case; stage-C counters decide)")
     return alts, chosen
-
-
-STREAM_KINDS = ("elementwise", "norm", "quant")
-
-
-def cache_residency(op_class: str, w: "Work", chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
-    """Where the L2 decides the DRAM bytes (docs/method.md section 4), measured on the real-model
-    corpus with ncu in the run's own cache state:
-    - a streaming op whose whole traffic fits in half the L2 reads what the kernel before it just
-      wrote and writes what the next one reads: its DRAM bytes were a few % of the model's
-      (decode elementwise ops). The HBM roof does not bind it: no verdict (returns True);
-    - a GEMM operand, or an attention mask, larger than half the L2 is re-read from DRAM tile by
-      tile: DRAM bytes above the fewest-bytes count are expected (prefill GEMMs 1.0-2.1x)."""
-    l2 = peaks.l2_bytes()
-    if not l2:
-        return False
-    half = l2 / 2
-    if op_class in STREAM_KINDS and chosen["bytes_est"] <= half:
-        out["l2_resident"] = True
-        notes.append(f"L2-resident: the op moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                     f"({l2 / 1e6:.0f} MB): in a serving step it is served from L2 (ncu DRAM bytes of such ops "
-                     "are a few % of the model's), so the HBM roof does not bind it: no verdict; the lever is "
-                     "fusion with its producer or consumer")
-        return True
-    if op_class == "gemm":
-        big = []
-        for sh, d in zip(w.shapes, w.dts):
-            bt = float(sh.get("batch", 1))
-            a = float(sh["M"]) * float(sh["K"]) * d["act_bytes"] * bt
-            b = float(sh["K"]) * float(sh["N"]) * d["weight_bytes"] * bt
-            if max(a, b) > half and min(a, b) > 0.01 * half:
-                big.append(f"{sh['M']}x{sh['N']}x{sh['K']}: {'A' if a >= b else 'B'} {max(a, b) / 1e6:.0f} MB")
-        if big:
-            notes.append(f"operands larger than half the L2 ({l2 / 1e6:.0f} MB) are re-read from DRAM tile by tile "
-                         f"({'; '.join(big[:3])}): DRAM bytes above this fewest-bytes count are expected; the "
-                         "compute axis is unaffected")
-    info = w.res.info or {}
-    if op_class == "moe" and info.get("grouped") and info.get("expert_weight_bytes", 0) > half:
-        rows_per_expert = info["pairs"] / max(info["experts_hit"], 1.0)
-        if rows_per_expert > 128:
-            notes.append(f"each expert's weights ({info['expert_weight_bytes'] / 1e6:.0f} MB) exceed half the L2 and "
-                         f"its ~{rows_per_expert:.0f} rows span several row tiles: weight tiles are re-read from DRAM "
-                         "for each row tile, so DRAM bytes above the model's are expected")
-    if op_class == "attn" and (w.res.info or {}).get("mask_bytes", 0) > half:
-        notes.append(f"the attention mask ({w.res.info['mask_bytes'] / 1e6:.0f} MB) exceeds half the L2 and is "
-                     "re-read from DRAM for the heads it is broadcast over: DRAM bytes above the model's are expected")
-    return False
 
 
 def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
@@ -543,23 +441,6 @@ def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
                        roofline_pct=m["roofline_pct_raw"], _cdtype=r.compute_dtype)
         rows.append(row)
     return rows
-
-
-def _flag_rows_over_roof(rows: list[dict], peaks: Peaks, notes: list[str]) -> None:
-    """A shape row reading above its roof (beyond the compute roof's own run-to-run spread on the
-    compute axis) is no figure to read as fine: flagged `over_roof`, and the notes say which."""
-    for r in rows:
-        pct = r.get("roofline_pct")
-        if pct is None:
-            continue
-        tol = peaks.compute_roof_spread(r.get("_cdtype") or "bf16") if r.get("roof_axis") == "compute" else 0.0
-        r.pop("_cdtype", None)
-        limit = 1.0 / (1.0 - tol) if tol < 1 else float("inf")
-        if pct > limit:
-            r["over_roof"] = True
-            sh = ",".join(f"{k}={v}" for k, v in r["shape"].items() if not isinstance(v, (list, dict)))
-            notes.append(f"shape {sh} reads {pct:.0%} of the {r.get('roof_axis')} roof, beyond the roof's spread "
-                         f"({tol:.1%}): the model is wrong for this shape (flagged over_roof)")
 
 
 def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):

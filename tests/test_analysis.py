@@ -205,15 +205,25 @@ def test_routing_table_rows(hc, bt, pct, conf, editable, expected):
                           "editable": editable}) == expected
 
 
-def test_saturated_levers_fuse_adjacent_topn_ops_and_lower_precision():
-    a = run(gemm_entry("sat", 30, 64, 4096, 4096, 0.85),
+def test_saturated_levers_fuse_only_launch_adjacent_topn_ops_and_lower_precision():
+    # rms_norm runs just before the GEMM (its producer), silu after it (its consumer); rope runs
+    # elsewhere in the stream: a fusion lever names the first two only
+    sat = gemm_entry("sat", 30, 64, 4096, 4096, 0.85)
+    sat["launch_neighbours"] = {"before": {"rms_norm_kernel": 10}, "after": {"silu_and_mul_kernel": 10}}
+    a = run(sat,
             entry("rms_norm_kernel", 3.0, 0.01, shapes=[{"elems_in": 4096}]),
-            entry("silu_and_mul_kernel", 2.0, 0.01, shapes=[{"elems_in": 4096}]))
+            entry("silu_and_mul_kernel", 2.0, 0.01, shapes=[{"elems_in": 4096}]),
+            entry("rotary_embedding_kernel", 4.0, 0.01, shapes=[{"elems_in": 4096}]))
     lv = E(a, "sat")["byte_reduction_levers"]
     assert any(x.startswith("fuse rms_norm_kernel (norm, 3.00% GPU)") for x in lv)
     assert any(x.startswith("fuse silu_and_mul_kernel (elementwise, 2.00% GPU)") for x in lv)
+    assert not any("rotary" in x for x in lv)
     assert any("lower-precision weights (bf16 -> fp8)" in x and "accuracy gate" in x for x in lv)
     assert len(a["entries"]) == 1   # the fusion candidates are below the head, so absent
+    # without launch-order evidence (a pipeline Top-N with no launch_neighbours) no kernel is named
+    sat.pop("launch_neighbours")
+    lv2 = E(run(sat, entry("rms_norm_kernel", 3.0, 0.01, shapes=[{"elems_in": 4096}])), "sat")["byte_reduction_levers"]
+    assert not any(x.startswith("fuse ") for x in lv2)
 
 
 def test_rankings_side_by_side():

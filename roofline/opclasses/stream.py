@@ -79,27 +79,8 @@ def list_copy_shape(sig):
     return {"elems_in": n, "elems_out": n}, {}
 
 
-def trace_shape(sig):
-    """elementwise / norm / quant: elements read and written.
-
-    NB: the trace records inputs only. elems_out is the largest input's element count (the
-    broadcast result) except for copy_ (out = its first argument, in = the second) and norms
-    (out = the normalised input).
-    """
-    r = list_copy_shape(sig) or reduce_shape(sig)
-    if r is not None:
-        return r
-    ts = tensors(sig)
-    if not ts:
-        return None
-    if sig.name in ("aten::index", "aten::_index") and len(sig.dims) > 1 and sig.dims[1] in ((), None) \
-            and (sig.types[1] if len(sig.types) > 1 else "") == "":
-        # NB: advanced indexing (x[idx] with a tensor index): the index list is recorded without its
-        # tensors, so the output's size (rows selected, repeats included) is unknown; no guess
-        return None
-    sizes = [int(prod(d)) if d else 1 for d, _ in ts]
-    # NB: what an input reads is its distinct elements: an expanded (stride-0) view repeats them
-    reads = [dist for _, dist, _ in tensor_elems(sig)] if getattr(sig, "strides", ()) else sizes
+def _gather_or_scatter(sig):
+    """Gathers read the rows they select; in-place scatters write the rows they touch."""
     g = GATHER_OPS.get(sig.name)
     if g is not None and len(sig.dims) > max(g):
         # NB: a gather reads only the selected rows of its table, not the whole table
@@ -134,6 +115,33 @@ def trace_shape(sig):
             t = sig.types[sc[0]] if sc[0] < len(sig.types) else ""
             return ({"elems_in": n_src + n_idx, "elems_out": n_src},
                     {k: v for k, v in {"act": dtype_of(t), "out": dtype_of(t)}.items() if v})
+    return None
+
+
+def trace_shape(sig):
+    """elementwise / norm / quant: elements read and written.
+
+    NB: the trace records inputs only. elems_out is the largest input's element count (the
+    broadcast result) except for copy_ (out = its first argument, in = the second) and norms
+    (out = the normalised input).
+    """
+    r = list_copy_shape(sig) or reduce_shape(sig)
+    if r is not None:
+        return r
+    ts = tensors(sig)
+    if not ts:
+        return None
+    if sig.name in ("aten::index", "aten::_index") and len(sig.dims) > 1 and sig.dims[1] in ((), None) \
+            and (sig.types[1] if len(sig.types) > 1 else "") == "":
+        # NB: advanced indexing (x[idx] with a tensor index): the index list is recorded without its
+        # tensors, so the output's size (rows selected, repeats included) is unknown; no guess
+        return None
+    sizes = [int(prod(d)) if d else 1 for d, _ in ts]
+    # NB: what an input reads is its distinct elements: an expanded (stride-0) view repeats them
+    reads = [dist for _, dist, _ in tensor_elems(sig)] if getattr(sig, "strides", ()) else sizes
+    r = _gather_or_scatter(sig)
+    if r is not None:
+        return r
     if sig.name == "aten::copy_" and len(ts) >= 2:
         out = {"elems_in": reads[1], "elems_out": sizes[0]}
         dt = {"act": dtype_of(ts[1][1]), "out": dtype_of(ts[0][1])}
