@@ -145,3 +145,10 @@ def render(res: dict) -> str:
         ck = "baseline" if r["level"] == 0 else ("ok" if r.get("check_ok") else "FAIL")
         lines.append(f"| {what} | {lvl} | {t} | {x} | {tb} | {ph} | {pc} | {r['tflops']:.0f} | {ck} |")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - render a stored result: python3 -m roofline.ladder.bench_x FILE.json
+    import json
+    import sys
+
+    print(render(json.loads(open(sys.argv[1]).read())))

@@ -24,7 +24,24 @@ def expert_macs(hidden: int, inter: int, stage: int | None) -> int:
     return expert_weight_elems(hidden, inter, stage)
 
 
+def grouped_model(shape: dict, dt: dict) -> ModelResult:
+    """The grouped form (a recorded torch._grouped_mm): `pairs` rows of A [pairs, K] over E experts'
+    W [E, N, K]. NB: bytes as the layer model: the hit experts' weights (or all E), A read once, C
+    written once; FLOPs 2 pairs N K."""
+    p, E, N, K = int(shape["pairs"]), int(shape["E"]), int(shape["N"]), int(shape["K"])
+    hit = experts_hit(E, p)
+    acts = p * K * dt["act_bytes"] + p * N * dt["out_bytes"]
+    flops = 2.0 * p * N * K
+    w = N * K * dt["weight_bytes"]
+    cands = [Candidate("experts_hit", hit * w + acts, flops, f"{hit:.1f} of {E} experts streamed (expected distinct experts for {p} rows)"),
+             Candidate("all_experts", E * w + acts, flops, f"all {E} experts streamed regardless of routing")]
+    return ModelResult(candidates=cands, compute_dtype=wider(dt["act"], dt["weight"]), primary="experts_hit",
+                       info={"pairs": p, "experts_hit": hit, "E": E, "stage": None, "expert_weight_bytes": w})
+
+
 def model(shape: dict, dt: dict) -> ModelResult:
+    if "pairs" in shape:
+        return grouped_model(shape, dt)
     M, E, top_k = int(shape["M"]), int(shape["E"]), int(shape["top_k"])
     hidden, inter = int(shape["hidden"]), int(shape["inter"])
     stage = shape.get("stage")
