@@ -53,6 +53,16 @@
 //   cuOccupancyMaxActiveClusters, gpu.max_active_clusters);
 //   u -> (tile t = u / S, split u % S); t -> (cluster-row, column) in GROUP-row grouped order
 //   (level 6's L2-friendly order), row tile = cluster-row * CL + rank.
+// fp8 (FP8 = 1, levels 13-14): e4m3 operands, QGMMA k32; a K tile is 128 elements (the same
+//   128-byte swizzled rows and +32-byte descriptor steps); the kernel takes rowwise sa [M] and
+//   colwise sb [N] scales (WsX) and applies them after any split-K reduction, in the staging of
+//   the TMA store (pair by pair) or before the register stores.
+// Grouped (GROUPED = 1, level 12; CL = 1, cooperative, no split): M = R token rows sorted by
+//   expert, offs [E] the cumulative row ends (WsX), B a 2-D map over the E*N weight rows of W
+//   [E, N, K]; warp 1 lists the tiles per expert from offs (grouped.cuh), tile t -> (expert, m-tile
+//   within the expert, column block), m-tiles fastest; A rows of a tile past the expert's end are
+//   computed and discarded: the 64-row slab that crosses the end is stored from registers with the
+//   row bound at the expert's end, whole slabs through the TMA store.
 // Epilogue (EPI = 1, N % 8 == 0): each consumer stages 64x128 chunks of its accumulators in its
 //   own 16 KiB of shared memory and one of its threads issues TMA bulk stores, left in flight
 //   (waited for, for reading, before the buffer is rewritten; named barrier 2 + consumer).
