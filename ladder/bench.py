@@ -19,7 +19,7 @@ from roofline.peaks.envelope import quantiles as _quantiles
 from roofline.peaks.measure import copy_benchmark
 
 from . import check, gpu
-from .registry import LEVELS, Level
+from .registry import DENSE_LEVELS, Level
 
 DEFAULT_SHAPES: tuple[tuple[int, int, int], ...] = (
     (128, 128, 64),        # one tile, one K tile: every level can run it
@@ -212,7 +212,7 @@ class BenchResult:
         return {"meta": self.meta, "ceilings": self.ceilings, "rows": self.rows}
 
 
-def run_bench(levels=LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0, min_reps=10) -> BenchResult:
+def run_bench(levels=DENSE_LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0, min_reps=10) -> BenchResult:
     """Check, then time every level that supports each shape, beside cuBLAS; returns data."""
     cp = gpu.cupy()
     timer = Timer()

@@ -27,15 +27,19 @@ class BuildError(RooflineError, RuntimeError):
 
 
 def level_source(level: Level) -> str:
-    """The self-contained CUDA source of one level (common.cuh inlined)."""
+    """The self-contained CUDA source of one level: every `#include "x.cuh"` of the ladder's own
+    headers (common.cuh; ws.cuh, mma_small.cuh, grouped.cuh for levels 7+) replaced by the
+    header's text, each header once, nested includes too."""
     text = level.path.read_text()
     if '#include "common.cuh"' not in text:
         raise BuildError(f"{level.file} does not include common.cuh")
-    # inline the ladder's own headers (common.cuh; ws.cuh for levels 7+), each once
-    for hdr in ("common.cuh", "ws.cuh"):
-        inc = f'#include "{hdr}"'
-        if inc in text:
-            text = text.replace(inc, (KERNEL_DIR / hdr).read_text(), 1)
+    done: set[str] = set()
+    rx = re.compile(r'#include "([\w.]+\.cuh)"')
+    while (m := rx.search(text)) is not None:
+        hdr = m.group(1)
+        body = "" if hdr in done else (KERNEL_DIR / hdr).read_text()
+        done.add(hdr)
+        text = text[:m.start()] + body + text[m.end():]
     return text
 
 
@@ -49,9 +53,31 @@ def _module(source: str, defines: tuple[str, ...]):
     return mod
 
 
+def source_key(level: Level) -> str:
+    """A name for one build: kernel + hash of its source, defines and NVRTC options (prebuilt cubins)."""
+    import hashlib
+
+    h = hashlib.sha1("\n".join((level_source(level), *level.defines, *NVRTC_OPTIONS)).encode()).hexdigest()[:16]
+    return f"{level.kernel}_{h}"
+
+
+@functools.lru_cache(maxsize=None)
+def _cubin_module(path: str):
+    import cupy as cp
+
+    return cp.RawModule(path=path)
+
+
 def get_kernel(level: Level):
-    """The cupy.RawKernel of a level (compiled once per process; CuPy also caches on disk)."""
+    """The cupy.RawKernel of a level (compiled once per process; CuPy also caches on disk). With
+    LADDER_CUBIN_DIR set, a cubin built ahead by `python -m roofline.ladder.prebuild DIR` for this
+    exact source is loaded instead (no NVRTC time on the device)."""
+    import os
+
     try:
+        pre = os.environ.get("LADDER_CUBIN_DIR")
+        if pre and (Path(pre) / f"{source_key(level)}.cubin").is_file():
+            return _cubin_module(str(Path(pre) / f"{source_key(level)}.cubin")).get_function(level.kernel)
         return _module(level_source(level), level.defines).get_function(level.kernel)
     except Exception as exc:  # NVRTC errors carry the log; keep it
         raise BuildError(f"building level {level.id} ({level.file}) failed: {exc}") from exc

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .registry import LEVELS, get_level
+from .registry import DENSE_LEVELS, LEVELS, get_level
 
 
 def _parse_shape(text: str) -> tuple[int, int, int]:
@@ -64,6 +64,8 @@ def run_cmd(level_id, shape, as_json):
         lv = get_level(level_id)
     except KeyError as exc:
         raise click.BadParameter(str(exc))
+    if lv.contract != "gemm-bf16":
+        raise click.BadParameter(f"level {lv.id} solves {lv.contract}: run it with python3 -m roofline.ladder.device_x")
     if not lv.supports(m, n, k):
         raise click.BadParameter(f"level {lv.id} supports {lv.domain_text()}")
     _need_gpu()
@@ -84,7 +86,7 @@ def run_cmd(level_id, shape, as_json):
 def bench_cmd(shapes, shape_set, level_ids, out):
     """All levels x a shape set, each checked then timed beside cuBLAS (same process)."""
     try:
-        lvls = tuple(get_level(i) for i in level_ids) if level_ids else LEVELS
+        lvls = tuple(get_level(i) for i in level_ids) if level_ids else DENSE_LEVELS
     except KeyError as exc:
         raise click.BadParameter(str(exc))
     shp = tuple(_parse_shape(s) for s in shapes) if shapes else None

@@ -17,6 +17,11 @@ DECODE_SKINNY_MAX_M = 128
 DECODE_WIDE_MAX_M = 256       # large decode batches / small prefill chunks: a few 128-row tiles
 PREFILL_ALIGN = 128
 SHAPE_CLASSES = ("decode-skinny", "decode-wide", "prefill", "ragged")
+GROUPED_DECODE_MAX_ROWS = 64  # rows per hit expert up to which a grouped GEMM is a weight stream (decode)
+GROUPED_CLASSES = ("grouped-decode", "grouped-prefill")
+# one runtime table per contract (registry.CONTRACTS), package data in roofline/data/
+TABLE_FILES = {"gemm-bf16": "ladder_dispatch_sm90a_bf16.json", "gemm-fp8": "ladder_dispatch_sm90a_fp8.json",
+               "grouped-bf16": "ladder_dispatch_sm90a_grouped_bf16.json"}
 
 
 def shape_class(M: int, N: int, K: int) -> str:
@@ -31,6 +36,37 @@ def shape_class(M: int, N: int, K: int) -> str:
     return "ragged"
 
 
+def grouped_class(rows: int, experts_hit: float) -> str:
+    """grouped-decode (at most GROUPED_DECODE_MAX_ROWS rows per hit expert: the weights are streamed
+    once and the GEMM is memory-bound) or grouped-prefill."""
+    return "grouped-decode" if rows <= GROUPED_DECODE_MAX_ROWS * max(experts_hit, 1.0) else "grouped-prefill"
+
+
+def _pct(r: dict) -> float | None:
+    """% of the library kernel: the dense bench's pct_cublas, or 100 x bench_x's ratio_vs_lib."""
+    if "pct_cublas" in r:
+        return r["pct_cublas"]
+    return 100.0 * r["ratio_vs_lib"] if "ratio_vs_lib" in r else None
+
+
+def build_grouped_table(bench: dict, arch: str = "sm_90a") -> dict:
+    """From bench_x's grouped rows (bench_moe.json): per grouped class, every level that passed its
+    check, ranked by its median % of torch._grouped_mm over the cases of the class (the stopping
+    rule's order, dispatch_order). bf16 rows with W [E, N, K] only (the layout every level takes)."""
+    per: dict[tuple[str, int], list[float]] = {}
+    for r in bench.get("rows", []):
+        if r.get("level", 0) == 0 or not r.get("check_ok") or r.get("dtype") != "bf16" or r.get("layout") != "enk":
+            continue
+        per.setdefault((grouped_class(r["rows"], r["experts_hit"]), r["level"]), []).append(_pct(r))
+    classes: dict[str, list] = {}
+    for (cls, lvl), vals in per.items():
+        classes.setdefault(cls, []).append({"level": lvl, "median_pct_cublas": statistics.median(vals),
+                                            "shapes_benched": len(vals)})
+    return {"arch": arch, "dtype": "bf16", "contract": "grouped-bf16", "library": "torch._grouped_mm",
+            "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
+            "classes": {c: dispatch_order(rows) for c, rows in classes.items()}}
+
+
 def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
     """From the ladder's own bench results (rows of `roofline ladder bench --out`): per shape class,
     every level that passed the check, ranked by its median % of cuBLAS over the benched shapes of
@@ -38,17 +74,19 @@ def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16")
     shape (single-tile levels only run tiny shapes)."""
     per: dict[tuple[str, int], list[float]] = {}
     for r in bench.get("rows", []):
-        if r.get("level", 0) == 0 or not r.get("check_ok") or "pct_cublas" not in r:
+        if r.get("level", 0) == 0 or not r.get("check_ok") or _pct(r) is None:
             continue
-        per.setdefault((shape_class(r["m"], r["n"], r["k"]), r["level"]), []).append(r["pct_cublas"])
+        per.setdefault((shape_class(r["m"], r["n"], r["k"]), r["level"]), []).append(_pct(r))
     classes: dict[str, list] = {}
     for (cls, lvl), vals in per.items():
         classes.setdefault(cls, []).append({"level": lvl, "median_pct_cublas": statistics.median(vals),
                                             "shapes_benched": len(vals)})
     for cls, rows in classes.items():
         classes[cls] = dispatch_order(rows)
-    return {"arch": arch, "dtype": dtype, "device": bench.get("meta", {}).get("device"),
-            "source": bench.get("meta", {}).get("time_utc"), "classes": classes}
+    return {"arch": arch, "dtype": dtype, "contract": "gemm-fp8" if dtype == "fp8" else "gemm-bf16",
+            "library": "torch._scaled_mm" if dtype == "fp8" else "cuBLAS (torch.mm)",
+            "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
+            "classes": classes}
 
 
 def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[dict]:
@@ -77,9 +115,33 @@ def merge_benches(benches: list[dict]) -> dict:
     return {"meta": newest.get("meta", {}), "rows": list(rows.values())}
 
 
-def default_dispatch_table() -> dict | None:
-    p = resources.files("roofline") / "data" / "ladder_dispatch_sm90a_bf16.json"
-    return json.loads(p.read_text()) if p.is_file() else None
+def default_dispatch_table(contract: str = "gemm-bf16") -> dict | None:
+    """The shipped table of one contract (TABLE_FILES), or None."""
+    p = resources.files("roofline") / "data" / TABLE_FILES.get(contract, "")
+    return json.loads(p.read_text()) if contract in TABLE_FILES and p.is_file() else None
+
+
+def table_contract(table: dict) -> str:
+    """The contract a dispatch table is for (tables made before the field existed: bf16 dense)."""
+    return table.get("contract") or ("gemm-fp8" if table.get("dtype") == "fp8" else "gemm-bf16")
+
+
+def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: int, K: int, dtype: str,
+                         arch: str = "sm_90a") -> tuple[int | None, str]:
+    """-> (level id or None, why) for a grouped GEMM of `rows` token-expert rows over the experts hit."""
+    if table is None:
+        return None, "no grouped dispatch table (python -m roofline.rerun --build-grouped-dispatch BENCH_MOE.json OUT)"
+    if dtype != table.get("dtype"):
+        return None, f"grouped dtype {dtype} is not dispatched (the grouped table is {table.get('dtype')})"
+    if arch != table.get("arch"):
+        return None, f"the ladder kernels need {table.get('arch')}; this device is {arch}"
+    cls = grouped_class(rows, experts_hit)
+    rs = table["classes"].get(cls) or [r for v in table["classes"].values() for r in v]
+    if not rs:
+        return None, "the grouped table has no level"
+    r = rs[0]
+    return r["level"], (f"{cls}: level {r['level']} had the best median {r['median_pct_cublas']:.0f}% of "
+                        f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)")
 
 
 def _supports(level_id: int, M: int, N: int, K: int) -> bool:

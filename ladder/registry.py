@@ -29,6 +29,15 @@ from pathlib import Path
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels" / "sm90"
 ARCH = "sm_90a"
 
+# The problems a level can solve; bench, check and dispatch read a level's contract to call it.
+CONTRACTS = {
+    "gemm-bf16": "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
+    "gemm-fp8": "C[M,N] = (A[M,K] B[N,K]^T) * sa[M] * sb[N], e4m3 in, fp32 acc, bf16 out (torch._scaled_mm rowwise)",
+    "grouped-bf16": "C[R,N] = A_e[rows of e] W_e^T per expert, offs[E] int32 row ends, W [E,N,K] or [E,K,N] "
+                    "(torch._grouped_mm), bf16 in, fp32 acc, bf16 out",
+    "grouped-fp8": "grouped-bf16 in e4m3, C = (A_e W_e^T) * sa[row] * sw[e,n] (torch._scaled_grouped_mm rowwise)",
+}
+
 
 @dataclass(frozen=True)
 class Level:
@@ -53,6 +62,7 @@ class Level:
     splitk: int = 0                # 0: no split-K; -1: split count chosen per shape (gpu.splitk_plan); n: n splits; -2: stream-K tail (gpu.streamk_plan)
     by_m: tuple[tuple[int, str], ...] = ()  # ((m_above, VARIANTS key), ...): for M > m_above launch that build
     grid_balance: bool = False     # "ws": launch the fewest CTAs that keep the same number of rounds (idle SMs save power)
+    contract: str = "gemm-bf16"    # CONTRACTS: which problem the level solves (the dense bf16 GEMM for levels 1-10)
 
     @property
     def total_smem_bytes(self) -> int:
@@ -156,6 +166,34 @@ LEVELS = LEVELS + (
           "serving shapes: 64x128 tiles + split-K (workspace, per-tile counters), 8 stages",
           (64, 128, 64), _WS_THREADS_1, 16 * 8 + 16, 232, True, kind="ws", splitk=-1,
           dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1), by_m=((64, "l10_m128"),)),
+)
+
+# Levels 11-14 (grouped MoE GEMMs and fp8; notes/l11.md .. l14.md). Level 11's tile is 64 weight
+# rows x RG = 32 token rows x 64 K; its shared memory: D = 16 stages of 8 KiB weights + 2 token chunks.
+_L11_STAGE = 64 * 128 + 2 * 16 * 128
+LEVELS = LEVELS + (
+    Level(11, "grouped_decode", "l11_grouped_decode.cu", "gemm_l11",
+          "MoE decode as weight streaming: swap-AB (64 weight rows as wgmma M, the expert's tokens as N = 16 x 2 chunks), "
+          "units (expert, token group, 64 weight rows) for hit experts only, listed on the device from the offsets, 16 stages",
+          "grouped GEMM (torch._grouped_mm contract), swap-AB weight streaming, device-side unit list",
+          (64, 32, 64), 256, 4368, 64, True, kind="grouped", contract="grouped-bf16",
+          dyn_smem_bytes=16 * _L11_STAGE + 1024),
+    Level(12, "grouped_prefill", "l12_grouped_prefill.cu", "gemm_l12",
+          "MoE prefill: level 9's engine (two cooperative consumers, 128x256, 4 stages, TMA-store epilogue) over the "
+          "grouped tile list (m-tiles fastest per expert), row-masked stores at expert ends; no cluster",
+          "grouped tile list in the warp-specialized engine",
+          _TILE_WIDE, _WS_THREADS_2, 1616, 168, True, kind="ws", contract="grouped-bf16",
+          dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    Level(13, "fp8", "l13_fp8.cu", "gemm_l13",
+          "fp8 e4m3: level 9 in fp8 (QGMMA m64n256k32, K tiles of 128), 2-CTA cluster, scales in the epilogue",
+          "fp8 (e4m3) QGMMA, rowwise/colwise scales in the epilogue",
+          (128, 256, 128), _WS_THREADS_2, 64, 168, False, kind="ws", cluster=2, contract="gemm-fp8",
+          grid_balance=True, dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    Level(14, "fp8_splitk", "l14_fp8_splitk.cu", "gemm_l14",
+          "fp8 e4m3 for decode shapes: level 10 in fp8 (64x128 tiles, split-K per shape, 8 stages)",
+          "fp8 decode: split-K, scales after the reduction",
+          (64, 128, 128), _WS_THREADS_1, 16 * 8 + 16, 232, True, kind="ws", splitk=-1, contract="gemm-fp8",
+          dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1)),
 )
 
 # Deliberately wrong builds, kept so that a test proves the check catches them. Never benched.
@@ -283,7 +321,49 @@ VARIANTS: dict[str, Level] = {
         "level 10 with 64x256 tiles (one m64n256 consumer), split-K per shape, 5 stages of 40 KiB", "-",
         (64, 256, 64), _WS_THREADS_1, 16 * 5 + 16, 232, True, kind="ws", splitk=-1,
         defines=("L10_N256",), dyn_smem_bytes=_ws_dyn(5, (64 * 64 + 256 * 64) * 2, 1)),
+    # level 11's alternatives: W stored [E, K, N] (N contiguous: MN-major tiles, wgmma trans-a),
+    # token chunks of 32 (one chunk) and of 8 (four chunks), and the fp8 build (grouped-fp8)
+    "l11_wkn": Level(
+        11, "grouped_decode_wkn", "l11_grouped_decode.cu", "gemm_l11",
+        "level 11 with W [E, K, N] (N contiguous): a 3-D map, MN-major weight tiles (wgmma trans-a)", "-",
+        (64, 32, 64), 256, 4368, 64, True, kind="grouped", contract="grouped-bf16", defines=("L11_WKN=1",),
+        dyn_smem_bytes=16 * _L11_STAGE + 1024),
+    "l11_tn32": Level(
+        11, "grouped_decode_tn32", "l11_grouped_decode.cu", "gemm_l11",
+        "level 11 with one token chunk of 32 (wgmma m64n32)", "-", (64, 32, 64), 256, 4368, 64, True,
+        kind="grouped", contract="grouped-bf16", defines=("L11_TN=32", "L11_CH=1"), dyn_smem_bytes=16 * _L11_STAGE + 1024),
+    "l11_tn8": Level(
+        11, "grouped_decode_tn8", "l11_grouped_decode.cu", "gemm_l11",
+        "level 11 with four token chunks of 8 (wgmma m64n8)", "-", (64, 32, 64), 256, 4368, 64, True,
+        kind="grouped", contract="grouped-bf16", defines=("L11_TN=8", "L11_CH=4"), dyn_smem_bytes=16 * _L11_STAGE + 1024),
+    "l11_tn64": Level(
+        11, "grouped_decode_tn64", "l11_grouped_decode.cu", "gemm_l11",
+        "level 11 with one token chunk of 64 (wgmma m64n64), 12 stages of 16 KiB", "-", (64, 64, 64), 256, 4304, 72, True,
+        kind="grouped", contract="grouped-bf16", defines=("L11_TN=64", "L11_CH=1", "L11_D=12"),
+        dyn_smem_bytes=12 * (64 * 128 + 64 * 128) + 1024),
+    "l11_fp8": Level(
+        11, "grouped_decode_fp8", "l11_grouped_decode.cu", "gemm_l11",
+        "level 11 in fp8 e4m3 (QGMMA m64n16k32, K stages of 128), scales sa[row] * sw[e, n] at the store", "-",
+        (64, 32, 128), 256, 4368, 72, True, kind="grouped", contract="grouped-fp8", defines=("L11_FP8=1",),
+        dyn_smem_bytes=16 * _L11_STAGE + 1024),
+    "l12_m128n128": Level(
+        12, "grouped_prefill_128x128", "l12_grouped_prefill.cu", "gemm_l12",
+        "level 12 on 128x128 tiles (two cooperative m64n128 consumers), 6 stages", "-", (128, 128, 64),
+        _WS_THREADS_2, 1648, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PP",),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l13_nocluster": Level(
+        13, "fp8_nocluster", "l13_fp8.cu", "gemm_l13",
+        "level 13 without the cluster", "-", (128, 256, 128), _WS_THREADS_2, 64, 168, False, kind="ws",
+        contract="gemm-fp8", defines=("L13_CL=1",), grid_balance=True, dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
 }
+
+
+def levels_for(contract: str, levels=None) -> tuple[Level, ...]:
+    """The levels (default: LEVELS) that solve `contract` (CONTRACTS)."""
+    return tuple(lv for lv in (LEVELS if levels is None else levels) if lv.contract == contract)
+
+
+DENSE_LEVELS = levels_for("gemm-bf16")   # levels 1-10: what the dense bench, check and dispatch run
 
 
 def get_level(level_id: int) -> Level:
@@ -301,11 +381,11 @@ def _smem_text(lv: Level) -> str:
 
 def render_markdown_table() -> str:
     """The README's level table, generated from LEVELS."""
-    rows = ["| level | file | what it adds | tile (MxNxK) | threads | smem | regs <= | no spills | shapes |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| level | file | contract | what it adds | tile (MxNxK) | threads | smem | regs <= | no spills | shapes |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for lv in LEVELS:
         t = "x".join(map(str, lv.tile_mnk))
-        rows.append(f"| {lv.id} | `kernels/sm90/{lv.file}` | {lv.adds} | {t} | {lv.threads} | "
+        rows.append(f"| {lv.id} | `kernels/sm90/{lv.file}` | {lv.contract} | {lv.adds} | {t} | {lv.threads} | "
                     f"{_smem_text(lv)} | {lv.regs_max} | {'yes' if lv.no_spills else 'no'} | "
                     f"{lv.domain_text()} |")
     return "\n".join(rows)

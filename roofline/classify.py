@@ -65,7 +65,7 @@ OP_HINT_RULES: list[tuple[str, str]] = [
     (r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|_int_mm|addmv|mv|dot)$", "gemm"),
     (r"scaled_dot_product|flash_attention|efficient_attention|cudnn_attention|attention", "attn"),
     (r"layer_norm|rms_norm|group_norm|batch_norm|softmax", "norm"),
-    (r"moe", "moe"),
+    (r"moe|^aten::_grouped_mm$|^aten::_scaled_grouped_mm$", "moe"),
     (r"nccl|all_reduce|all_gather|reduce_scatter|c10d", "comm"),
     (r"quant", "quant"),
     (r"^aten::", "elementwise"),

@@ -77,7 +77,12 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
         "cublas_roofline_pct": _roof_pct(e, lib, peaks) if lib else None,
         "current_t_ms": current, "predicted_attainable_speedup": e.get("attainable_speedup"),
         "device": meas.get("device"), "time_utc": meas.get("time_utc"),
+        "library": meas.get("library", "cuBLAS (torch.mm)"),
     }
+    grouped = [q for q in (meas.get("problems") or []) if q.get("routing")]
+    if grouped:   # the drawn routing and the experts it hit, beside the model's expectation
+        m["routing"] = [{"label": q.get("label"), "rule": q["routing"], "experts_hit_drawn": q.get("experts_hit_drawn"),
+                         "experts_hit_model": q.get("experts_hit_model")} for q in grouped]
     speedup, basis = _measured_speedup(m, meas, current, lad, lib, library_in_run)
     m["speedup_basis"] = basis
     m["best"] = "ladder" if (lad and (not lib or lad < lib)) else "cublas"
@@ -192,9 +197,14 @@ def _is_library_kernel(e: dict) -> bool:
 
 
 if __name__ == "__main__":  # pragma: no cover - the table builder
-    if len(sys.argv) >= 4 and sys.argv[1] == "--build-dispatch":
+    if len(sys.argv) >= 4 and sys.argv[1] in ("--build-dispatch", "--build-fp8-dispatch"):
         benches = [json.loads(Path(p).read_text()) for p in sys.argv[2:-1]]
-        tbl = build_dispatch_table(merge_benches(benches))
+        tbl = build_dispatch_table(merge_benches(benches), dtype="fp8" if "fp8" in sys.argv[1] else "bf16")
+        Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
+    elif len(sys.argv) == 4 and sys.argv[1] == "--build-grouped-dispatch":
+        from roofline.ladder.dispatch import build_grouped_table
+        tbl = build_grouped_table(json.loads(Path(sys.argv[2]).read_text()))
         Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
     else:
-        sys.exit("usage: python -m roofline.rerun --build-dispatch BENCH.json [BENCH.json ...] OUT.json")
+        sys.exit("usage: python -m roofline.rerun --build-dispatch|--build-fp8-dispatch BENCH.json [BENCH.json ...] OUT.json\n"
+                 "       python -m roofline.rerun --build-grouped-dispatch BENCH_MOE.json OUT.json")

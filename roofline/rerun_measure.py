@@ -30,7 +30,8 @@ def l2_mode_for(problems: list[Problem], mode: str = "auto") -> tuple[str, str]:
         raise ValueError(f"l2 mode must be one of {', '.join(L2_MODES)}, got {mode!r}")
     if mode != "auto":
         return mode, f"L2 {mode} (asked)"
-    big = max((p.M * p.K + p.N * p.K + p.M * p.N) * 2 for p in problems)
+    # a grouped problem's weights are E x N x K (the experts the drawn routing does not hit stay cold)
+    big = max((p.M * p.K + (p.E or 1) * p.N * p.K + p.M * p.N) * 2 for p in problems)
     if big <= L2_WARM_MAX_BYTES:
         return "warm", f"L2 warm: the largest GEMM's operands ({big / 2**20:.1f} MiB) fit in half the L2"
     return "cold", f"L2 cold (flushed before each launch): the largest GEMM's operands are {big / 2**20:.0f} MiB"
@@ -70,6 +71,93 @@ def measure_problems(problems: list[Problem], level_id: int, seed: int = 0, l2: 
         del a, b, c
     out = {"problems": per, "ladder_level": level_id, "check_ok": ok, "device": gpu.device_name(), "l2_mode": l2,
            "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    if ok:
+        for key in ("ladder", "cublas"):
+            out[f"{key}_t_ms"], out[f"{key}_t_ms_p20"], out[f"{key}_t_ms_p80"] = tot[key]
+    return out
+
+
+def draw_routing(p: Problem, seed: int = 0) -> tuple[list[int], str]:
+    """Rows per expert for a grouped problem (the trace has the rows and experts, not the split):
+    top_k distinct experts per token, uniform, when tokens and top_k are known; else each row's
+    expert uniform and independent. Seeded: the same split every re-run."""
+    from roofline.ladder.routing import topk_counts, uniform_counts
+
+    if p.tokens and p.top_k:
+        return topk_counts(p.tokens, p.E, p.top_k, seed), f"topk_counts(tokens={p.tokens}, E={p.E}, top_k={p.top_k}, seed={seed})"
+    return uniform_counts(p.M, p.E, seed), f"uniform_counts(rows={p.M}, E={p.E}, seed={seed})"
+
+
+def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
+    """Check, then time a grouped level and torch._grouped_mm on each grouped problem with a drawn
+    routing, same operands, same L2 state; the routing and the experts it hit go with the result."""
+    from roofline.ladder import bench, check_x, gpu, gpu_x
+    from roofline.ladder.registry import get_level
+    from roofline.ladder.routing import experts_hit
+
+    cp = gpu.cupy()
+    lv = get_level(level_id)
+    timer = bench.Timer(flush_l2=(l2 != "warm"))
+    tot = {"ladder": [0.0, 0.0, 0.0], "cublas": [0.0, 0.0, 0.0]}
+    per, ok = [], True
+    for p in problems:
+        counts, rule = draw_routing(p, seed)
+        chk = check_x.check_grouped(lv, counts, p.N, p.K, layout=p.w_layout, seed=seed + 7)
+        ok = ok and chk.ok
+        row = {**asdict(p), "routing": rule, "experts_hit_drawn": experts_hit(counts), "check_ok": chk.ok,
+               "check_rel_err": chk.rel_err_ref}
+        if chk.ok:
+            a, w, offs = check_x.grouped_operands(counts, p.N, p.K, p.w_layout, seed + 1)
+            c = cp.empty((p.M, p.N), dtype=cp.uint16)
+            for key, fn in (("ladder", lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout)),
+                            ("cublas", lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout))):
+                med, p20, p80 = bench.quantiles(timer.time(fn))
+                row[f"{key}_t_ms"], row[f"{key}_t_ms_p20"], row[f"{key}_t_ms_p80"] = med, p20, p80
+                for i, v in enumerate((med, p20, p80)):
+                    tot[key][i] += p.count * v
+            del a, w, c
+        else:
+            row["check_reason"] = chk.reason
+        per.append(row)
+    return _summed(per, level_id, ok, l2, tot, "torch._grouped_mm")
+
+
+def measure_fp8(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
+    """Check, then time an fp8 level and torch._scaled_mm (rowwise scales) on each problem."""
+    from roofline.ladder import bench, check_x, gpu, gpu_x
+    from roofline.ladder.registry import get_level
+
+    cp = gpu.cupy()
+    lv = get_level(level_id)
+    timer = bench.Timer(flush_l2=(l2 != "warm"))
+    tot = {"ladder": [0.0, 0.0, 0.0], "cublas": [0.0, 0.0, 0.0]}
+    per, ok = [], True
+    for p in problems:
+        chk = check_x.check_fp8(lv, p.M, p.N, p.K, seed=seed + 7)
+        ok = ok and chk.ok
+        row = {**asdict(p), "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
+        if chk.ok:
+            a, b = gpu_x.random_fp8((p.M, p.K), seed + 1), gpu_x.random_fp8((p.N, p.K), seed + 2)
+            sa, sb = cp.ones(p.M, dtype=cp.float32), cp.ones(p.N, dtype=cp.float32)
+            c = cp.empty((p.M, p.N), dtype=cp.uint16)
+            for key, fn in (("ladder", lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K)),
+                            ("cublas", lambda: gpu_x.torch_scaled(a, b, sa, sb))):
+                med, p20, p80 = bench.quantiles(timer.time(fn))
+                row[f"{key}_t_ms"], row[f"{key}_t_ms_p20"], row[f"{key}_t_ms_p80"] = med, p20, p80
+                for i, v in enumerate((med, p20, p80)):
+                    tot[key][i] += p.count * v
+            del a, b, c
+        else:
+            row["check_reason"] = chk.reason
+        per.append(row)
+    return _summed(per, level_id, ok, l2, tot, "torch._scaled_mm")
+
+
+def _summed(per, level_id, ok, l2, tot, library: str) -> dict:
+    from roofline.ladder import gpu
+
+    out = {"problems": per, "ladder_level": level_id, "check_ok": ok, "device": gpu.device_name(), "l2_mode": l2,
+           "library": library, "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     if ok:
         for key in ("ladder", "cublas"):
             out[f"{key}_t_ms"], out[f"{key}_t_ms_p20"], out[f"{key}_t_ms_p80"] = tot[key]

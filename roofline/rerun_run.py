@@ -29,7 +29,7 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     from roofline import rerun, rerun_counters, rerun_measure
 
     art = json.loads(artifact.read_text())
-    table = json.loads(dispatch.read_text()) if dispatch else rerun.default_dispatch_table()
+    table = _tables(json.loads(dispatch.read_text()) if dispatch else None)
     arch = rerun_measure.device_arch()
     if arch is None:
         raise RerunError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
@@ -39,12 +39,18 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     records = []
     for e, probs, lvl, why in it:
         mode, mode_why = rerun_measure.l2_mode_for(probs, l2)
-        meas = rerun_measure.measure_problems(probs, lvl, l2=mode)
+        kind = _contract(probs[0])
+        measure = {"grouped-bf16": rerun_measure.measure_grouped, "gemm-fp8": rerun_measure.measure_fp8}.get(
+            kind, rerun_measure.measure_problems)
+        meas = measure(probs, lvl, l2=mode)
         meas["dispatch_reason"], meas["l2_mode_reason"] = why, mode_why
         if not meas["check_ok"]:
             skipped[e["name"]] = f"level {lvl} failed the correctness check; not timed"
             continue
-        if counters:
+        if counters and kind != "gemm-bf16":   # L4: the counter runs launch the dense levels only
+            meas["counters"] = {"error": f"counters of {kind} re-runs are not collected (the ncu work-mix run "
+                                         "launches the dense bf16 levels only)"}
+        elif counters:
             # the library kernel is what ran in the run: its counters describe the in-run work
             target = "cublas" if rerun._is_library_kernel(e) else "ladder"
             try:
@@ -76,13 +82,49 @@ def _plan(art: dict, entries, table: dict, arch, level: int | None) -> tuple[lis
         if not probs:
             skipped[e["name"]] = "no GEMM shape to re-run (stage A without N/K?)"
             continue
-        lvl, why = (level, f"level {level} forced") if level else rerun.choose_level(
-            table, probs[0].M, probs[0].N, probs[0].K, probs[0].dtype, arch)
+        lvl, why = (level, f"level {level} forced") if level else _choose(table, probs[0], arch)
         if lvl is None:
             skipped[e["name"]] = why
             continue
         work.append((e, probs, lvl, why))
     return work, skipped
+
+
+def _contract(p) -> str:
+    """The ladder contract of a problem (registry.CONTRACTS)."""
+    if p.grouped:
+        return "grouped-bf16" if p.dtype == "bf16" else f"grouped-{p.dtype}"
+    return "gemm-fp8" if p.dtype == "fp8" else "gemm-bf16"
+
+
+def _tables(given: dict | None) -> dict:
+    """One dispatch table per contract: the shipped ones, the one given (--dispatch) in its
+    contract's place."""
+    from roofline.ladder.dispatch import TABLE_FILES, default_dispatch_table, table_contract
+
+    out = {c: default_dispatch_table(c) for c in TABLE_FILES}
+    if given is not None:
+        out[table_contract(given)] = given
+    return out
+
+
+def _choose(tables: dict, p, arch) -> tuple[int | None, str]:
+    """The level for a head's first problem, from its contract's table."""
+    from roofline import rerun
+    from roofline.ladder.dispatch import choose_grouped_level
+
+    kind = _contract(p)
+    if p.grouped:
+        from roofline.rerun_measure import draw_routing
+        from roofline.ladder.routing import experts_hit
+
+        if kind not in tables:
+            return None, f"grouped {p.dtype} GEMMs are not dispatched (grouped bf16 only)"
+        counts, rule = draw_routing(p)
+        lvl, why = choose_grouped_level(tables[kind], p.M, experts_hit(counts), p.N, p.K, p.dtype, arch)
+        return lvl, f"{why}; routing {rule}: {experts_hit(counts)} experts hit (model {p.experts_hit_model:.1f})" \
+            if p.experts_hit_model is not None else f"{why}; routing {rule}"
+    return rerun.choose_level(tables.get(kind), p.M, p.N, p.K, p.dtype, arch)
 
 
 def _merge_and_write(art: dict, artifact: Path, records: list, done: list, playbook_dir):

@@ -5,7 +5,7 @@ Skipped cleanly without CuPy or a GPU. On the device:
 import pytest
 
 from roofline.ladder import check, gpu
-from roofline.ladder.registry import LEVELS, WRONG
+from roofline.ladder.registry import DENSE_LEVELS as LEVELS, WRONG
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu.gpu_available(), reason="needs CuPy and an NVIDIA GPU")]

@@ -156,10 +156,15 @@ def test_the_lookups_answer_through_the_registration():
     assert opclasses.trace_shape("gemm", lin) == ({"M": 8, "N": 14336, "K": 4096},
                                                    {"act": "bf16", "weight": "bf16", "out": "bf16"})
     assert opclasses.trace_shape("moe", lin) is None and opclasses.trace_shape("comm", lin) is None
+    gmm = OpSig("aten::_grouped_mm", ((512, 2048), (128, 2048, 1536), (128,)), ("c10::BFloat16", "c10::BFloat16", "int"), ())
+    assert opclasses.trace_shape("moe", gmm) == ({"pairs": 512, "E": 128, "N": 1536, "K": 2048},
+                                                  {"act": "bf16", "weight": "bf16", "out": "bf16"})
     assert opclasses.trace_shape("no-such-class", lin) is None
     ps = opclasses.gemm_problems({"op_class": "moe", "shape": {"M": 64, "E": 256, "top_k": 8, "hidden": 2048,
                                                                  "inter": 768}})
     assert [p.label for p in ps] == ["moe stage1 (gate/up)", "moe stage2 (down)"]
+    g = opclasses.gemm_problems({"op_class": "moe", "shape": {"pairs": 512, "E": 128, "N": 1536, "K": 2048}})
+    assert [(p.label, p.M, p.N, p.K, p.E, p.tokens) for p in g] == [("grouped", 512, 1536, 2048, 128, None)]
     assert opclasses.gemm_problems({"op_class": "attn", "shape": {}}) == []
     assert opclasses.gemm_problems({"shape": {"M": 1, "N": 1, "K": 1}}) == []
 

@@ -31,8 +31,12 @@ def test_gemm_problems_dense_and_moe():
     ps = rerun.gemm_problems({"op_class": "moe", "shape": {"M": 64, "E": 256, "top_k": 8, "hidden": 2048,
                                                            "inter": 512}, "dtypes": {"act": "fp8"}})
     hit = 256 * (1 - (1 - 1 / 256) ** 512)
-    assert [(p.M, p.N, p.K) for p in ps] == [(math.ceil(512 / hit), 1024, 2048), (math.ceil(512 / hit), 2048, 512)]
-    assert ps[0].count == pytest.approx(hit) and ps[0].dtype == "fp8"
+    # one grouped GEMM per stage: 64 x 8 = 512 token-expert rows over 256 experts (the re-run draws
+    # the split), gate/up N = 2 x inter, K = hidden; down N = hidden, K = inter
+    assert [(p.M, p.N, p.K, p.E, p.tokens, p.top_k) for p in ps] == [(512, 1024, 2048, 256, 64, 8),
+                                                                     (512, 2048, 512, 256, 64, 8)]
+    assert ps[0].count == 1.0 and ps[0].dtype == "fp8" and ps[0].grouped
+    assert ps[0].experts_hit_model == pytest.approx(hit)
     assert rerun.gemm_problems({"op_class": "attn", "shape": {}}) == []
     mix = rerun.gemm_problems({"op_class": "gemm", "shape": {"M": 8, "N": 3072, "K": 1024}, "dtypes": {"act": "bf16"},
                                "shapes_used": [{"shape": {"M": 8, "N": 3072, "K": 1024}, "weight": 0.5},

@@ -26,9 +26,9 @@ def expert_macs(hidden: int, inter: int, stage: int | None) -> int:
 
 def grouped_model(shape: dict, dt: dict) -> ModelResult:
     """One grouped expert GEMM launch (torch._grouped_mm, CUTLASS grouped / ptr-array kernels): `rows`
-    token-expert pairs sorted by expert, A [rows, K] x W [E, K, N] -> [rows, N]. Only the experts the
+    token-expert pairs sorted by expert, A [pairs, K] x W [E, K, N] -> [pairs, N]. Only the experts the
     rows route to are streamed (the kernel skips groups with no rows: their offsets are equal)."""
-    rows, E, N, K = int(shape["rows"]), int(shape["E"]), int(shape["N"]), int(shape["K"])
+    rows, E, N, K = int(shape["pairs"]), int(shape["E"]), int(shape["N"]), int(shape["K"])
     hit = experts_hit(E, rows)
     w_elems = N * K
     # NB: A read once and C written once (rows x K, rows x N): a tile of A stays on chip for its N tiles
@@ -50,7 +50,7 @@ def grouped_model(shape: dict, dt: dict) -> ModelResult:
 
 
 def model(shape: dict, dt: dict) -> ModelResult:
-    if "rows" in shape:
+    if "pairs" in shape:
         return grouped_model(shape, dt)
     M, E, top_k = int(shape["M"]), int(shape["E"]), int(shape["top_k"])
     hidden, inter = int(shape["hidden"]), int(shape["inter"])

@@ -13,7 +13,19 @@ class Problem:
     N: int
     K: int
     dtype: str
-    count: float      # how many such GEMMs make up one logical op (experts hit, for MoE)
+    count: float      # how many such GEMMs make up one logical op
+    # a grouped (MoE) GEMM: M token-expert rows over E experts (torch._grouped_mm); the re-run
+    # draws the rows per expert (ladder.routing): top_k distinct experts per token when tokens
+    # and top_k are known, else each row's expert uniform
+    E: int | None = None
+    tokens: int | None = None
+    top_k: int | None = None
+    w_layout: str = "enk"        # W [E, N, K] (K contiguous); "ekn": [E, K, N]
+    experts_hit_model: float | None = None   # models.moe.experts_hit, for the entry beside the drawn one
+
+    @property
+    def grouped(self) -> bool:
+        return self.E is not None
 
 
 @dataclass(frozen=True)

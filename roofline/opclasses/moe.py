@@ -10,8 +10,6 @@ Model: roofline/models/moe.py. Two shapes:
 Stage C: the expert GEMMs at the average rows per hit expert."""
 from __future__ import annotations
 
-import math
-
 from roofline.models import moe as _model
 from roofline.opclasses.base import OpClass, Problem, register
 from roofline.opclasses.aten import dtype_of
@@ -38,7 +36,7 @@ def trace_shape(sig):
         rows, k = int(a[0]), int(a[1])
     if k != int(w[1]):
         return None
-    out = {"rows": rows, "E": int(w[0]), "N": int(w[2]), "K": k}
+    out = {"pairs": rows, "E": int(w[0]), "N": int(w[2]), "K": k}
     ta = sig.types[spec[0]] if spec[0] < len(sig.types) else ""
     tw = sig.types[spec[1]] if spec[1] < len(sig.types) else ""
     dt = {"act": dtype_of(ta), "weight": dtype_of(tw), "out": dtype_of(ta)}
@@ -59,11 +57,11 @@ def _projection(s: dict, config, assumed) -> None:
 
 
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
-    if "rows" in s:
+    if "pairs" in s:
         fill(s, "E", cfg(config, "num_experts", "num_local_experts", "n_routed_experts"), "config.json", assumed)
         if all(k in s for k in ("N", "K")):
             _projection(s, config, assumed)
-        return ("rows", "E", "N", "K")
+        return ("pairs", "E", "N", "K")
     fill_m(s, wl, regime, assumed)
     fill(s, "E", cfg(config, "num_experts", "num_local_experts", "n_routed_experts"), "config.json", assumed)
     fill(s, "top_k", cfg(config, "num_experts_per_tok", "moe_topk", "top_k"), "config.json", assumed)
@@ -73,31 +71,31 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 
 def gemm_problems(entry: dict) -> list[Problem]:
-    """The expert GEMMs at the average tokens per hit expert. NB: real routing is skewed; the
-    average is the model's assumption, stated in the write-back notes."""
+    """The grouped GEMMs of one logical op: pairs = M x top_k rows over E experts (stage 1 gate/up
+    N = 2 inter, K = hidden; stage 2 down N = hidden, K = inter), or the recorded grouped form."""
     sh = entry.get("shape") or {}
-    if all(k in sh for k in ("rows", "E", "N", "K")):
-        dt = (entry.get("dtypes") or {}).get("act", "bf16")
-        hit = _model.experts_hit(int(sh["E"]), int(sh["rows"]))
-        m_e = max(1, math.ceil(int(sh["rows"]) / hit))
-        return [Problem(f"moe grouped {sh.get('projection') or 'GEMM'}", m_e, int(sh["N"]), int(sh["K"]), dt, hit)]
+    dt = (entry.get("dtypes") or {}).get("act", "bf16")
+    if all(k in sh for k in ("pairs", "E", "N", "K")):
+        p, E = int(sh["pairs"]), int(sh["E"])
+        return [Problem("grouped", p, int(sh["N"]), int(sh["K"]), dt, 1.0, E=E,
+                        experts_hit_model=_model.experts_hit(E, p))]
     if not all(k in sh for k in ("M", "E", "top_k", "hidden", "inter")):
         return []
-    dt = (entry.get("dtypes") or {}).get("act", "bf16")
-    pairs = int(sh["M"]) * int(sh["top_k"])
-    hit = _model.experts_hit(int(sh["E"]), pairs)
-    m_e = max(1, math.ceil(pairs / hit))
+    M, E, k = int(sh["M"]), int(sh["E"]), int(sh["top_k"])
+    pairs = M * k
+    hit = _model.experts_hit(E, pairs)
     hidden, inter = int(sh["hidden"]), int(sh["inter"])
     stage = sh.get("stage")
     out = []
+    kw = dict(E=E, tokens=M, top_k=k, experts_hit_model=hit)
     if stage in (None, 1):
-        out.append(Problem("moe stage1 (gate/up)", m_e, 2 * inter, hidden, dt, hit))
+        out.append(Problem("moe stage1 (gate/up)", pairs, 2 * inter, hidden, dt, 1.0, **kw))
     if stage in (None, 2):
-        out.append(Problem("moe stage2 (down)", m_e, hidden, inter, dt, hit))
+        out.append(Problem("moe stage2 (down)", pairs, hidden, inter, dt, 1.0, **kw))
     return out
 
 
 register(OpClass("moe", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
-                 shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage", "rows", "N", "K",
+                 shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage", "pairs", "N", "K",
                                        "projection"}),
-                 dim_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "rows"})))
+                 dim_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "pairs", "N", "K"})))

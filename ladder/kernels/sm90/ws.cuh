@@ -53,12 +53,24 @@
 //   cuOccupancyMaxActiveClusters, gpu.max_active_clusters);
 //   u -> (tile t = u / S, split u % S); t -> (cluster-row, column) in GROUP-row grouped order
 //   (level 6's L2-friendly order), row tile = cluster-row * CL + rank.
+// fp8 (FP8 = 1, levels 13-14): e4m3 operands, QGMMA k32; a K tile is 128 elements (the same
+//   128-byte swizzled rows and +32-byte descriptor steps); the kernel takes rowwise sa [M] and
+//   colwise sb [N] scales (WsX) and applies them after any split-K reduction, in the staging of
+//   the TMA store (pair by pair) or before the register stores.
+// Grouped (GROUPED = 1, level 12; CL = 1, cooperative, no split): M = R token rows sorted by
+//   expert, offs [E] the cumulative row ends (WsX), B a 2-D map over the E*N weight rows of W
+//   [E, N, K]; warp 1 lists the tiles per expert from offs (grouped.cuh), tile t -> (expert, m-tile
+//   within the expert, column block), m-tiles fastest; A rows of a tile past the expert's end are
+//   computed and discarded: the 64-row slab that crosses the end is stored from registers with the
+//   row bound at the expert's end, whole slabs through the TMA store.
 // Epilogue (EPI = 1, N % 8 == 0): each consumer stages 64x128 chunks of its accumulators in its
 //   own 16 KiB of shared memory and one of its threads issues TMA bulk stores, left in flight
 //   (waited for, for reading, before the buffer is rewritten; named barrier 2 + consumer).
 //   EPI = 0 or N % 8 != 0: masked register stores (levels 1-3, 6). Tails of M, N, K: TMA
 //   zero-fill on the loads, clipping / masks on the stores.
 #pragma once
+#include "mma_small.cuh"
+#include "grouped.cuh"
 
 namespace ladder {
 
@@ -120,8 +132,9 @@ __device__ __forceinline__ void wgmma_k16<128>(float (&d)[128], u64 da, u64 db, 
   wgmma_m64n256k16_bf16(d, da, db, scale_d);
 }
 
-template <int NC, int PINGPONG, int MR, int BNW, int D, int CL, int SPLITK, int GROUP, int EPI>
+template <int NC, int PINGPONG, int MR, int BNW, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0>
 struct WsCfg {
+  static constexpr int KE = FP8 ? 128 : 64;                      // K elements per stage: 128 bytes per row either way
   static constexpr int UM = PINGPONG ? 64 * MR : NC * 64 * MR;   // rows of one unit tile
   static constexpr int UN = BNW;                                 // columns of one unit tile
   static constexpr int NACC = BNW / 2;                           // f32 per thread per m64 slab
@@ -141,7 +154,37 @@ struct WsCfg {
   static_assert(!SPLITK || (CL == 1 && !PINGPONG), "split-K only cooperative, no cluster");
   static_assert(DYN_SMEM + 8 * (2 * D + 2) + 16 <= 227 * 1024, "fits the 227 KiB per-block limit");
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % (1024 * CL) == 0, "1024-aligned swizzle atoms");
+  static_assert(!GROUPED || (CL == 1 && !SPLITK && !PINGPONG), "grouped: cooperative, no cluster, no split");
 };
+
+// What levels 12-14 add to the kernel's arguments: fp8 scales (rowwise sa [M], colwise sb [N]:
+// C = acc * sa[row] * sb[col], applied after any split-K reduction) and the grouped offsets.
+struct WsX { const float* sa; const float* sb; const int* offs; int E; };
+
+template <int NACC, int FP8>
+__device__ __forceinline__ void ws_mma(float (&d)[NACC], u64 da, u64 db, int scale_d) {
+  if constexpr (FP8) {
+    if constexpr (NACC == 64) wgmma_m64n128k32_e4m3(d, da, db, scale_d);
+    else wgmma_m64n256k32_e4m3(d, da, db, scale_d);
+  } else {
+    wgmma_k16<NACC>(d, da, db, scale_d);
+  }
+}
+
+// fp8 epilogue scales on one 64-row slab (rows row0.., columns col0..; the wgmma layout of store_acc)
+template <int NACC>
+__device__ __forceinline__ void apply_scales(float (&acc)[NACC], const float* __restrict__ sa, const float* __restrict__ sb,
+                                             int M, int N, int row0, int col0, int tid_wg) {
+  const int w = tid_wg >> 5, l = tid_wg & 31;
+  const int ra = row0 + 16 * w + (l >> 2);
+  const float s0 = ra < M ? __ldg(sa + ra) : 0.0f, s1 = ra + 8 < M ? __ldg(sa + ra + 8) : 0.0f;
+#pragma unroll
+  for (int i = 0; i < NACC; i += 4) {
+    const int col = col0 + 8 * (i >> 2) + 2 * (l & 3);
+    const float b0 = col < N ? __ldg(sb + col) : 0.0f, b1 = col + 1 < N ? __ldg(sb + col + 1) : 0.0f;
+    acc[i] *= s0 * b0; acc[i + 1] *= s0 * b1; acc[i + 2] *= s1 * b0; acc[i + 3] *= s1 * b1;
+  }
+}
 
 // Which units a CTA owns and what each covers (one definition, read by producer and consumers).
 struct WsUnit { int t, kt0, kt1, nseg, own, slot; };
@@ -234,15 +277,37 @@ __device__ __forceinline__ void stage_chunk128(const float (&acc)[NACC], unsigne
   }
 }
 
-template <class Cfg, int NC, int PINGPONG, int MR, int D, int CL, int SPLITK, int GROUP, int EPI>
+// fp8: the same staging with the scales applied pair by pair (s0, s1: the thread's two row
+// scales; sbc: the column scales from the chunk's first column; columns >= N read as 0), so the
+// scale values live only as long as one pair (a whole-slab pass spilled at 168 registers)
+template <int NACC, int CH>
+__device__ __forceinline__ void stage_chunk128_scaled(const float (&acc)[NACC], unsigned char* buf, int tid_wg,
+                                                      float s0, float s1, const float* __restrict__ sbc, int ncols) {
+  const int w = tid_wg >> 5, l = tid_wg & 31;
+#pragma unroll
+  for (int i = CH * 64; i < CH * 64 + 64; i += 2) {
+    const int r = 16 * w + (l >> 2) + 8 * ((i >> 1) & 1);
+    const int j = (i >> 2) - CH * 16;
+    const int box = j >> 3, ch = j & 7;
+    const int cc = 8 * j + 2 * (l & 3);
+    const float sr = ((i >> 1) & 1) ? s1 : s0;
+    const float b0 = cc < ncols ? __ldg(sbc + cc) : 0.0f, b1 = cc + 1 < ncols ? __ldg(sbc + cc + 1) : 0.0f;
+    *reinterpret_cast<u32*>(buf + box * 8192 + r * 128 + ((ch ^ (r & 7)) << 4) + 4 * (l & 3)) =
+        pack_bf16x2(acc[i] * sr * b0, acc[i + 1] * sr * b1);
+  }
+}
+
+template <class Cfg, int NC, int PINGPONG, int MR, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0>
 __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tmB, const TmaMap* tmC,
                                              bf16_t* __restrict__ C, int M, int N, int K, int c_tma,
-                                             float* __restrict__ ws, int* __restrict__ cnt, int S, int ks) {
+                                             float* __restrict__ ws, int* __restrict__ cnt, int S, int ks,
+                                             const WsX x = WsX{nullptr, nullptr, nullptr, 0}) {
   extern __shared__ unsigned char dsmem[];
   __shared__ __align__(8) u64 full[D];
   __shared__ __align__(8) u64 empty[D];
   __shared__ __align__(8) u64 mdone[2];   // ping-pong: consumer c finished a main loop (count 4 warps)
   __shared__ int last_flag;
+  __shared__ int gpre[GROUPED ? grp::MAX_E_WS + 1 : 1];   // grouped: tiles per expert (prefix); row ends from offs
   unsigned char* base = align1024(dsmem);
   const int tid = threadIdx.x, wg = tid >> 7, tid_wg = tid & 127;
   const u32 rank = CL > 1 ? cluster_ctarank() : 0u;
@@ -255,13 +320,33 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
     if (PINGPONG) { mbar_init(&mdone[0], 4); mbar_init(&mdone[1], 4); }
     fence_mbar_init();
   }
-  if (CL > 1) cluster_sync_all(); else __syncthreads();
-
   const int tiles_m = (M + Cfg::UM - 1) / Cfg::UM;
   const WsOrder order{(tiles_m + CL - 1) / CL, (N + Cfg::UN - 1) / Cfg::UN, GROUP};
+  if constexpr (GROUPED) { if (tid >= 32 && tid < 64) grp::build_plan(x.offs, x.E, Cfg::UM, order.tiles_n, gpre, nullptr, tid - 32); }
+  if (CL > 1) cluster_sync_all(); else __syncthreads();
+
   const int cid = static_cast<int>(blockIdx.x) / CL, ncl = static_cast<int>(gridDim.x) / CL;
-  const int nkt = (K + BK - 1) / BK;
-  WsWork<SPLITK> work{cid, ncl, order.tiles_mc * order.tiles_n, nkt, SPLITK ? S : 1, SPLITK ? ks : nkt, 0, 0};
+  const int nkt = (K + Cfg::KE - 1) / Cfg::KE;
+  const int ntiles = GROUPED ? gpre[GROUPED ? x.E : 0] : order.tiles_mc * order.tiles_n;
+  // tile t -> (A row0, B row0, column block, row end): dense via the grouped (L2) order; grouped:
+  // expert e's tiles, m-tiles fastest (the m-tiles of one weight block run side by side: W from L2)
+  auto locate = [&](int t, int& arow, int& brow, int& tn, int& mend) {
+    if constexpr (GROUPED) {
+      const int e = grp::expert_of(t, gpre, x.E), beg = e ? __ldg(x.offs + e - 1) : 0, end = __ldg(x.offs + e);
+      const int mt_e = (end - beg + Cfg::UM - 1) / Cfg::UM, local = t - gpre[e];
+      tn = local / mt_e;
+      arow = beg + (local - tn * mt_e) * Cfg::UM;
+      brow = e * N + tn * Cfg::UN;
+      mend = end;
+    } else {
+      int tmc;
+      order.coords(t, tmc, tn);
+      arow = (tmc * CL + static_cast<int>(rank)) * Cfg::UM;
+      brow = tn * Cfg::UN;
+      mend = M;
+    }
+  };
+  WsWork<SPLITK> work{cid, ncl, ntiles, nkt, SPLITK ? S : 1, SPLITK ? ks : nkt, 0, 0};
   work.init();
   const int mine = work.count();
 
@@ -272,20 +357,19 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       int q = 0;
       for (int i = 0; i < mine; ++i) {
         const WsUnit w = work.unit(i);
-        int tmc, tn;
-        order.coords(w.t, tmc, tn);
-        const int row0 = (tmc * CL + static_cast<int>(rank)) * Cfg::UM, col0 = tn * Cfg::UN;
+        int row0, col0, tn, mend;
+        locate(w.t, row0, col0, tn, mend);
         for (int kt = w.kt0; kt < w.kt1; ++kt, ++q) {
           const int s = q % D;
           if (q >= D) mbar_wait(&empty[s], ((q / D) - 1) & 1);
           unsigned char* st = base + s * Cfg::STAGE;
           mbar_arrive_expect_tx(&full[s], Cfg::STAGE);
-          tma_load_2d(st, tmA, &full[s], kt * BK, row0);
+          tma_load_2d(st, tmA, &full[s], kt * Cfg::KE, row0);
           if (CL > 1) {
-            tma_load_2d_mc(st + Cfg::A_BYTES + rank * (Cfg::B_BYTES / CL), tmB, &full[s], kt * BK,
+            tma_load_2d_mc(st + Cfg::A_BYTES + rank * (Cfg::B_BYTES / CL), tmB, &full[s], kt * Cfg::KE,
                            col0 + static_cast<int>(rank) * (Cfg::UN / CL), static_cast<unsigned short>((1 << CL) - 1));
           } else {
-            tma_load_2d(st + Cfg::A_BYTES, tmB, &full[s], kt * BK, col0);
+            tma_load_2d(st + Cfg::A_BYTES, tmB, &full[s], kt * Cfg::KE, col0);
           }
         }
       }
@@ -316,9 +400,8 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         mbar_wait(&mdone[c ^ 1], ((i - 1) >> 1) & 1);
         __syncwarp();
       }
-      int tmc, tn;
-      order.coords(t, tmc, tn);
-      const int tm = tmc * CL + static_cast<int>(rank);
+      int arow, brow, tn, mend;
+      locate(t, arow, brow, tn, mend);
       for (int j = 0; j < nk; ++j, ++q) {
         const int s = q % D;
         mbar_wait(&full[s], (q / D) & 1);
@@ -330,8 +413,8 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         for (int kk = 0; kk < BK / WGMMA_K; ++kk) {
 #pragma unroll
           for (int mr = 0; mr < MR; ++mr)
-            wgmma_k16<Cfg::NACC>(acc[mr], make_desc_sw128(sa + mr * 64 * 128 + kk * 32),
-                                 make_desc_sw128(sb + kk * 32), (j == 0 && kk == 0) ? 0 : 1);
+            ws_mma<Cfg::NACC, FP8>(acc[mr], make_desc_sw128(sa + mr * 64 * 128 + kk * 32),
+                                   make_desc_sw128(sb + kk * 32), (j == 0 && kk == 0) ? 0 : 1);
         }
         wgmma_commit();
         wgmma_wait<1>();
@@ -342,7 +425,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       wgmma_wait<0>();
       release(q - 1);
       __syncwarp();
-      const int row0 = tm * Cfg::UM + (PINGPONG ? 0 : c * 64 * MR), col0 = tn * Cfg::UN;
+      const int row0 = arow + (PINGPONG ? 0 : c * 64 * MR), col0 = tn * Cfg::UN;
       if (SPLITK && w.nseg > 1) {
         constexpr int NA = MR * Cfg::NACC;
         float4* slot = reinterpret_cast<float4*>(ws) + static_cast<size_t>(w.slot) * (Cfg::NCT * NA / 4);
@@ -374,6 +457,10 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
             }
         }
       }
+      if (FP8 && !(EPI && c_tma)) {
+#pragma unroll
+        for (int mr = 0; mr < MR; ++mr) apply_scales<Cfg::NACC>(acc[mr], x.sa, x.sb, M, N, row0 + mr * 64, col0, tid_wg);
+      }
       if (EPI && c_tma) {
         // writeback through shared memory: per 64x128 chunk, wait until the previous chunk's
         // bulk store has read the buffer, stage (st.shared, swizzled), fence to the async
@@ -386,11 +473,23 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
           for (int ch = 0; ch < Cfg::UN / 128; ++ch) {
             if (tid_wg == 0) tma_store_wait_read();
             named_bar_sync(2 + c, 128);
-            if (ch == 0) stage_chunk128<Cfg::NACC, 0>(acc[mr], buf, tid_wg);
-            if constexpr (Cfg::UN == 256) { if (ch == 1) stage_chunk128<Cfg::NACC, 1>(acc[mr], buf, tid_wg); }
+            if constexpr (FP8) {
+              const int ra = row0 + mr * 64 + 16 * (tid_wg >> 5) + ((tid_wg & 31) >> 2);
+              const float s0 = ra < M ? __ldg(x.sa + ra) : 0.0f, s1 = ra + 8 < M ? __ldg(x.sa + ra + 8) : 0.0f;
+              const int c0 = col0 + ch * 128;
+              if (ch == 0) stage_chunk128_scaled<Cfg::NACC, 0>(acc[mr], buf, tid_wg, s0, s1, x.sb + c0, N - c0);
+              if constexpr (Cfg::UN == 256) { if (ch == 1) stage_chunk128_scaled<Cfg::NACC, 1>(acc[mr], buf, tid_wg, s0, s1, x.sb + c0, N - c0); }
+            } else {
+              if (ch == 0) stage_chunk128<Cfg::NACC, 0>(acc[mr], buf, tid_wg);
+              if constexpr (Cfg::UN == 256) { if (ch == 1) stage_chunk128<Cfg::NACC, 1>(acc[mr], buf, tid_wg); }
+            }
             fence_proxy_async_smem();
             named_bar_sync(2 + c, 128);
             const int r = row0 + mr * 64;
+            if (GROUPED && r + 64 > mend) {   // the slab ends inside the expert: masked register stores, once
+              if (ch == 0) store_acc<Cfg::NACC>(acc[mr], C, mend, N, r, col0, tid_wg);
+              continue;
+            }
             if (tid_wg == 0 && r < M) {
 #pragma unroll
               for (int box = 0; box < 2; ++box)
@@ -401,7 +500,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         }
       } else {
 #pragma unroll
-        for (int mr = 0; mr < MR; ++mr) store_acc<Cfg::NACC>(acc[mr], C, M, N, row0 + mr * 64, col0, tid_wg);
+        for (int mr = 0; mr < MR; ++mr) store_acc<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg);
       }
     }
     if (EPI && c_tma && tid_wg == 0) tma_store_wait_all();   // smem stays valid until read
@@ -411,6 +510,18 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 }
 
 }  // namespace ladder
+
+// Levels 12-14: the same body with the fp8 scales / grouped offsets (WsX) as extra arguments.
+#define LADDER_WS_KERNEL_X(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP)                           \
+  namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP>; }          \
+  extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) __cluster_dims__(CL, 1, 1)         \
+  NAME(const __grid_constant__ ladder::TmaMap tmA, const __grid_constant__ ladder::TmaMap tmB,            \
+       const __grid_constant__ ladder::TmaMap tmC, bf16_t* __restrict__ C, int M, int N, int K, int c_tma, \
+       float* __restrict__ ws, int* __restrict__ cnt, int S, int ks, const float* __restrict__ sa,        \
+       const float* __restrict__ sb, const int* __restrict__ offs, int E) {                               \
+    ladder::ws_gemm_body<NAME##_cfg, NC, PP, MR, D, CL, SK, GROUP, EPI, FP8, GRP>(                         \
+        &tmA, &tmB, &tmC, C, M, N, K, c_tma, ws, cnt, S, ks, ladder::WsX{sa, sb, offs, E});               \
+  }
 
 // One entry point per build: NAME, consumers, ping-pong, m64 slabs per consumer, BN, stages,
 // cluster size, split-K, group rows, TMA-store epilogue (1; 0 = register stores).

@@ -1,0 +1,261 @@
+"""Launches of levels 11-14 (grouped MoE GEMMs and fp8) and their library baselines.
+
+Operands are CuPy arrays of raw bits: bf16 as uint16, fp8 e4m3 as uint8; offsets int32 [E]
+(cumulative row ends, the torch._grouped_mm contract), scales float32. The library side is
+PyTorch on zero-copy views of the same memory: torch._grouped_mm (bf16), torch._scaled_mm with
+rowwise scales and torch._scaled_grouped_mm (fp8), each with use_fast_accum=True where it has
+the switch (one fp32 wgmma accumulation, like levels 11-14). Tensor maps: gpu.tensor_map's
+encoding for 2-D and 3-D, bf16 or uint8, SWIZZLE_128B with a 128-byte inner box.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+
+from . import gpu
+from .build import get_kernel
+from .registry import VARIANTS, Level
+
+MAX_E_DECODE = 512   # grouped.cuh MAX_E
+MAX_E_PREFILL = 384  # grouped.cuh MAX_E_WS
+
+
+@functools.lru_cache(maxsize=512)
+def tensor_map_nd(ptr: int, elem_bytes: int, dims: tuple, strides_bytes: tuple, box: tuple):
+    """A 2-D/3-D tensor map: dims and box innermost first, strides_bytes for dims 1.. (bytes)."""
+    from cuda.bindings import driver as drv
+    dt = (drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if elem_bytes == 2
+          else drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8)
+    if ptr % 16 or any(s % 16 for s in strides_bytes):
+        raise ValueError("TMA needs 16-byte aligned base and strides")
+    err, tm = drv.cuTensorMapEncodeTiled(
+        dt, len(dims), ptr, [drv.cuuint64_t(d) for d in dims], [drv.cuuint64_t(s) for s in strides_bytes],
+        [drv.cuuint32_t(b) for b in box], [drv.cuuint32_t(1)] * len(dims),
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled(dims {dims}, strides {strides_bytes}, box {box}) failed: {err}")
+    val = np.zeros((), dtype=gpu._TM_DTYPE)
+    val["opaque"] = np.frombuffer(ctypes.string_at(int(tm.getPtr()), 128), dtype=np.uint64)
+    return val[()]
+
+
+def _map2(x, rows: int, cols: int, stride: int, box_rows: int, eb: int):
+    return tensor_map_nd(x.data.ptr, eb, (cols, rows), (stride * eb,), (128 // eb, box_rows))
+
+
+def _pad_last(x, k: int, mult: int):
+    """Copy x [..., k] into a buffer whose last dim is rounded up to `mult` (TMA strides)."""
+    cp = gpu.cupy()
+    kp = -(-k // mult) * mult
+    out = cp.zeros(x.shape[:-1] + (kp,), dtype=x.dtype)
+    out[..., :k] = x
+    return out, kp
+
+
+def _dyn(level: Level, kern) -> None:
+    key = (level.name, level.defines)
+    if key not in gpu._dyn_set:
+        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
+        gpu._dyn_set.add(key)
+
+
+_NULL = None
+
+
+def _null():
+    global _NULL
+    if _NULL is None:
+        _NULL = gpu.cupy().zeros(4, dtype=gpu.cupy().float32)
+    return _NULL
+
+
+# ------------------------------------------------------------------ grouped (levels 11, 12)
+def launch_grouped(level: Level, a, w, offs, c, E: int, N: int, K: int, layout: str = "enk", sa=None, sw=None) -> None:
+    """C[R,N] = A_e . W_e^T per expert. a [R,K], w [E,N,K] (layout enk) or [E,K,N] (ekn), offs [E]
+    int32, c [R,N] uint16; fp8 levels: a, w uint8 and sa [R], sw [E,N] float32."""
+    cp = gpu.cupy()
+    R = a.shape[0]
+    fp8 = level.contract == "grouped-fp8"
+    eb = 1 if fp8 else 2
+    if R == 0:
+        return
+    if layout == "ekn" and (level.kind != "grouped" or fp8):
+        raise ValueError(f"{level.name} takes W [E, N, K] only (K contiguous)")
+    if E > (MAX_E_DECODE if level.kind == "grouped" else MAX_E_PREFILL):
+        raise ValueError(f"{level.name}: at most {MAX_E_DECODE if level.kind == 'grouped' else MAX_E_PREFILL} experts")
+    keep = []
+    mult = 16 // eb
+    if K % mult:
+        a, _ = _pad_last(a, K, mult)
+        keep.append(a)
+    if layout == "enk" and K % mult:
+        w, _ = _pad_last(w, K, mult)
+        keep.append(w)
+    if layout == "ekn" and N % mult:
+        w, _ = _pad_last(w, N, mult)
+        keep.append(w)
+    ka = a.shape[1]
+    kern = get_kernel(level)
+    _dyn(level, kern)
+    if level.kind == "grouped":
+        _launch_l11(level, kern, a, w, offs, c, E, N, K, ka, layout, eb, sa, sw)
+    else:
+        _launch_l12(level, kern, a, w, offs, c, E, N, K, ka)
+    del keep
+
+
+def _launch_l11(level, kern, a, w, offs, c, E, N, K, ka, layout, eb, sa, sw):
+    cp = gpu.cupy()
+    R = a.shape[0]
+    tn = next((int(d.split("=")[1]) for d in level.defines if d.startswith("L11_TN=")), 16)
+    tma = _map2(a, R, K, ka, tn, eb)
+    if layout == "enk":
+        tmw = _map2(w, E * N, K, w.shape[-1], 64, eb)
+    else:   # [E, K, N]: dims {N, K, E}
+        npad = w.shape[-1]
+        tmw = tensor_map_nd(w.data.ptr, 2, (N, K, E), (npad * 2, K * npad * 2), (64, 64, 1))
+    nul = _null()
+    kern((gpu.sm_count(), 1, 1), (level.threads, 1, 1),
+         (tma, tmw, c, offs, cp.int32(E), cp.int32(N), cp.int32(K), sa if sa is not None else nul,
+          sw if sw is not None else nul), shared_mem=level.dyn_smem_bytes)
+
+
+def _launch_l12(level, kern, a, w, offs, c, E, N, K, ka):
+    cp = gpu.cupy()
+    R = a.shape[0]
+    bm, bn, bk = level.tile_mnk
+    tma = _map2(a, R, K, ka, bm, 2)
+    tmb = _map2(w, E * N, K, w.shape[-1], bn, 2)
+    c_tma = N % 8 == 0
+    tmc = gpu.tensor_map(c.data.ptr, R, N, N, 64) if c_tma else tma
+    nkt = -(-K // bk)
+    # tiles are listed on the device; at most (R / bm + E) m-tiles x the column blocks
+    bound = (-(-R // bm) + E) * -(-N // bn)
+    nul = _null()
+    ws, cnt = gpu._ws_buffers(0, 0)
+    kern((min(gpu.sm_count(), bound), 1, 1), (level.threads, 1, 1),
+         (tma, tmb, tmc, c, cp.int32(R), cp.int32(N), cp.int32(K), cp.int32(int(c_tma)), ws, cnt,
+          cp.int32(1), cp.int32(nkt), nul, nul, offs, cp.int32(E)), shared_mem=level.dyn_smem_bytes)
+
+
+# ------------------------------------------------------------------ fp8 dense (levels 13, 14)
+def launch_fp8(level: Level, a, b, sa, sb, c, m: int, n: int, k: int) -> None:
+    """C[M,N] = (A . B^T) * sa[:, None] * sb[None, :]: a [M,K], b [N,K] uint8 (e4m3 bits), sa [M],
+    sb [N] float32, c [M,N] uint16 (bf16 bits)."""
+    cp = gpu.cupy()
+    for m_above, key in level.by_m:
+        if m > m_above:
+            level = VARIANTS[key]
+    kern = get_kernel(level)
+    keep = []
+    if k % 16:
+        a, _ = _pad_last(a, k, 16)
+        b, _ = _pad_last(b, k, 16)
+        keep += [a, b]
+    ka = a.shape[1]
+    bm, bn, bk = level.tile_mnk
+    cl = level.cluster
+    tma = _map2(a, m, k, ka, bm, 1)
+    tmb = _map2(b, n, k, ka, bn // cl, 1)
+    sms = gpu.sm_count()
+    s, ks = gpu.splitk_plan(level, m, n, k, sms)
+    tiles = -(-(-(-m // bm)) // cl) * -(-n // bn)
+    units = tiles * s
+    _dyn(level, kern)
+    slots = sms // cl
+    if cl > 1:
+        slots = min(slots, gpu.max_active_clusters(level, kern) or slots)
+    ctas = min(units, slots)
+    if level.grid_balance:
+        ctas = -(-units // -(-units // slots))
+    ws, cnt = gpu._ws_buffers(units * bm * bn, tiles) if s > 1 else gpu._ws_buffers(0, 0)
+    c_tma = n % 8 == 0
+    tmc = gpu.tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
+    kern((cl * ctas, 1, 1), (level.threads, 1, 1),
+         (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma)), ws, cnt,
+          cp.int32(s), cp.int32(ks), sa, sb, _null(), cp.int32(0)), shared_mem=level.dyn_smem_bytes)
+    del keep
+
+
+# ------------------------------------------------------------------ library baselines (torch)
+def _t(x, dtype):
+    torch = gpu.torch_or_none()
+    if torch is None:
+        raise RuntimeError(gpu.TORCH_MISSING)
+    cp = gpu.cupy()
+    if dtype == "bf16":
+        return torch.from_dlpack(x.view(cp.int16)).view(torch.bfloat16)
+    if dtype == "fp8":
+        return torch.from_dlpack(x).view(torch.float8_e4m3fn)
+    return torch.from_dlpack(x)
+
+
+def torch_grouped(a, w, offs, layout: str = "enk"):
+    """torch._grouped_mm on the same memory -> the bf16 output tensor [R, N]."""
+    torch = gpu.torch_or_none()
+    wt = _t(w, "bf16")
+    mat_b = wt.transpose(1, 2) if layout == "enk" else wt
+    return torch._grouped_mm(_t(a, "bf16"), mat_b, offs=_t(offs, None))
+
+
+def torch_scaled_grouped(a, w, offs, sa, sw):
+    """torch._scaled_grouped_mm (rowwise scales, fast accumulation), W [E, N, K] as [E, K, N] column-major."""
+    torch = gpu.torch_or_none()
+    return torch._scaled_grouped_mm(_t(a, "fp8"), _t(w, "fp8").transpose(1, 2), _t(sa, None), _t(sw, None),
+                                    offs=_t(offs, None), out_dtype=torch.bfloat16, use_fast_accum=True)
+
+
+def torch_scaled(a, b, sa, sb):
+    """torch._scaled_mm with rowwise A / colwise B scales, bf16 out, fast accumulation."""
+    torch = gpu.torch_or_none()
+    m, n = a.shape[0], b.shape[0]
+    return torch._scaled_mm(_t(a, "fp8"), _t(b, "fp8").t(), scale_a=_t(sa, None).view(m, 1),
+                            scale_b=_t(sb, None).view(1, n), out_dtype=torch.bfloat16, use_fast_accum=True)
+
+
+def into(c, out) -> None:
+    """Copy a torch bf16 result into a uint16 CuPy array."""
+    _t(c, "bf16").copy_(out)
+
+
+# ------------------------------------------------------------------ operands
+def _e4m3_table() -> np.ndarray:
+    """float64 value of each e4m3fn bit pattern (1 sign, 4 exponent bits biased 7, 3 mantissa bits;
+    subnormals at exponent 0; S.1111.111 is NaN; no Inf)."""
+    b = np.arange(256)
+    sign = np.where(b & 0x80, -1.0, 1.0)
+    e, mnt = (b >> 3) & 0xF, b & 7
+    val = np.where(e == 0, mnt / 8.0 * 2.0 ** -6, (1 + mnt / 8.0) * 2.0 ** (e - 7.0))
+    val = sign * val
+    val[(b & 0x7F) == 0x7F] = np.nan
+    return val
+
+
+E4M3 = _e4m3_table()
+
+
+def random_fp8(shape, seed: int):
+    """e4m3 bits (uint8 CuPy): random sign and mantissa, exponent field 4..9 (|x| in [1/8, 7.5]):
+    never zero, never NaN; made without torch (compute-sanitizer runs see only the ladder's kernels)."""
+    cp = gpu.cupy()
+    rs = cp.random.RandomState(seed)
+    sign = rs.randint(0, 2, size=shape, dtype=cp.int32) << 7
+    exp = rs.randint(4, 10, size=shape, dtype=cp.int32) << 3
+    mnt = rs.randint(0, 8, size=shape, dtype=cp.int32)
+    return (sign | exp | mnt).astype(cp.uint8)
+
+
+def fp8_bits_to_f64(x):
+    """e4m3 bits -> float64, exactly (a table lookup)."""
+    cp = gpu.cupy()
+    return cp.asarray(E4M3)[x.astype(cp.int32)]
+
+
+def offsets_from_counts(counts) -> "np.ndarray":
+    """Rows per expert -> int32 cumulative row ends (the offs argument)."""
+    return np.cumsum(np.asarray(counts, dtype=np.int64)).astype(np.int32)

@@ -1,0 +1,19 @@
+// Level 12: grouped GEMM for MoE prefill (hundreds of rows per expert): level 9's engine (ws.cuh:
+// producer warpgroup + two cooperative consumers on a 128x256 tile, 4 stages, TMA-store epilogue)
+// over a grouped tile list. Contract as level 11 with W [E, N, K] (K contiguous): the B map is
+// 2-D over the E*N weight rows; expert e's tiles are (ceil(m_e / 128) m-tiles) x (ceil(N / 256)
+// column blocks), m-tiles fastest, listed from the offsets on the device (grouped.cuh; experts
+// with no rows have no tiles). A tile's rows past the expert's end belong to the next expert:
+// computed and discarded (the 64-row slab that crosses the end is stored from registers with a
+// row mask; whole slabs go through the TMA store). No cluster (a multicast pair would have to
+// stay inside one expert), persistent on the fewest CTAs that keep the rounds.
+#include "common.cuh"
+#include "ws.cuh"
+#ifdef L12_PP
+LADDER_WS_KERNEL_X(gemm_l12, 2, 0, 1, 128, 6, 1, 0, 16, LADDER_EPI, 0, 1)   // -DL12_PP: 128x128 tiles, 6 stages
+#else
+LADDER_WS_KERNEL_X(gemm_l12, 2, 0, 1, 256, 4, 1, 0, 16, LADDER_EPI, 0, 1)
+#endif
+#ifdef LADDER_EXPECT_DYN_SMEM
+static_assert(gemm_l12_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
+#endif

@@ -1,0 +1,10 @@
+// Level 14: fp8 e4m3 for decode shapes: level 10's build (producer + one consumer on 64x128
+// tiles, 8 stages, split-K chosen per shape by gpu.splitk_plan, partials in an fp32 workspace)
+// in fp8 (ws.cuh FP8 = 1: QGMMA m64n128k32, K tiles of 128 elements); the scales are applied
+// once, after the split-K reduction (ws.cuh apply_scales). Level 13 says the fp8 contract.
+#include "common.cuh"
+#include "ws.cuh"
+LADDER_WS_KERNEL_X(gemm_l14, 1, 0, 1, 128, 8, 1, 1, 16, LADDER_EPI, 1, 0)
+#ifdef LADDER_EXPECT_DYN_SMEM
+static_assert(gemm_l14_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
+#endif

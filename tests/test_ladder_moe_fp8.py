@@ -1,0 +1,137 @@
+"""CPU: levels 11-14's routing, dispatch and re-run logic, and the stored H200 evidence read back
+against independent counts (fixtures/ladder/grouped_fp8_h200/)."""
+import json
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from roofline.ladder import dispatch, routing
+from roofline.ladder.registry import CONTRACTS, DENSE_LEVELS, LEVELS, VARIANTS, get_level
+
+EV = Path(__file__).resolve().parent.parent / "fixtures" / "ladder" / "grouped_fp8_h200"
+MOE = json.loads((EV / "start2_bench_moe" / "bench_moe.json").read_text())
+FP8 = json.loads((EV / "start2_bench_fp8" / "bench_fp8_serving.json").read_text())
+
+
+def test_routings_keep_the_pairs_and_are_seeded():
+    c = routing.uniform_counts(512, 128, seed=3)
+    assert sum(c) == 512 and len(c) == 128 and c == routing.uniform_counts(512, 128, seed=3)
+    t = routing.topk_counts(64, 128, 8, seed=0)
+    assert sum(t) == 64 * 8 and max(t) <= 64          # top_k DISTINCT experts per token
+    assert routing.experts_hit([0, 3, 0, 1]) == 2
+    names = dict(routing.edge_routings())
+    assert 0 in names["zero and one-row experts"] and 1 in names["zero and one-row experts"]
+    assert routing.experts_hit(names["all rows on one expert of 8"]) == 1
+    with pytest.raises(ValueError):
+        routing.topk_counts(4, 2, 3)
+
+
+def test_registry_contracts_and_dense_list():
+    assert {lv.contract for lv in LEVELS} <= set(CONTRACTS)
+    assert [lv.id for lv in DENSE_LEVELS] == list(range(1, 11))
+    assert get_level(12).contract == "grouped-bf16" and get_level(13).contract == "gemm-fp8"
+    assert VARIANTS["l11_fp8"].contract == "grouped-fp8"
+
+
+def test_grouped_class():
+    assert dispatch.grouped_class(512, 125) == "grouped-decode"          # 4 rows per hit expert
+    assert dispatch.grouped_class(64 * 128, 128) == "grouped-decode"     # exactly the limit
+    assert dispatch.grouped_class(64 * 128 + 1, 128) == "grouped-prefill"
+    assert dispatch.grouped_class(32768, 128) == "grouped-prefill"
+
+
+def test_the_stored_moe_bench_reads_back_against_an_independent_count():
+    rows = [r for r in MOE["rows"] if "t_ms_median" in r]
+    peak = MOE["ceilings"]["hbm_peak_bytes_s"]
+    assert peak == 4.8e12
+    for r in rows:
+        counts = routing.topk_counts(r["tokens"], r["E"], r["top_k"], seed=0)   # the stated routing, redrawn
+        eb = 1 if r["dtype"] == "fp8" else 2
+        hit = sum(1 for x in counts if x)
+        assert (r["rows"], r["experts_hit"]) == (r["tokens"] * r["top_k"], hit)
+        want = hit * r["N"] * r["K"] * eb + r["rows"] * r["K"] * eb + r["rows"] * r["N"] * 2
+        assert r["bytes_min"] == want
+        assert r["pct_hbm_peak"] == pytest.approx(100 * want / (r["t_ms_median"] * 1e-3) / peak)
+    lib = {(r["case"], r["dtype"]): r for r in rows if r["level"] == 0}
+    for r in rows:
+        if r["level"]:
+            assert r["ratio_vs_lib"] == pytest.approx(lib[(r["case"], r["dtype"])]["t_ms_median"] / r["t_ms_median"])
+    mix = next(r for r in rows if r["case"] == "mixtral-decode64-gate_up" and r["level"] == 12)
+    assert round(mix["ratio_vs_lib"], 3) == 1.443 and round(mix["pct_hbm_peak"], 1) == 80.9   # README, notes/l12.md
+
+
+def test_shipped_grouped_and_fp8_tables_are_the_stored_benches():
+    assert dispatch.build_grouped_table(MOE) == dispatch.default_dispatch_table("grouped-bf16")
+    assert dispatch.build_dispatch_table(FP8, dtype="fp8") == dispatch.default_dispatch_table("gemm-fp8")
+    # independent: the grouped-decode median of level 12 from the rows by hand
+    vals = [100 * r["ratio_vs_lib"] for r in MOE["rows"] if r["level"] == 12 and r.get("check_ok")
+            and r["rows"] <= 64 * r["experts_hit"]]
+    tbl = dispatch.default_dispatch_table("grouped-bf16")
+    assert tbl["classes"]["grouped-decode"][0] == {"level": 12, "median_pct_cublas": statistics.median(vals),
+                                                   "shapes_benched": 6, "within_noise_of_best": True}
+
+
+def test_fp8_dispatch_and_its_geomean():
+    t = dispatch.default_dispatch_table("gemm-fp8")
+    assert dispatch.choose_level(t, 16, 4096, 4096, "fp8")[0] == 14
+    assert dispatch.choose_level(t, 8192, 8192, 8192, "fp8")[0] == 13
+    assert dispatch.choose_level(t, 8192, 8192, 8192, "bf16")[0] is None     # the fp8 table is fp8 only
+    ran = [r["ratio_vs_lib"] for r in FP8["rows"] if r["level"] and
+           t["classes"][dispatch.shape_class(r["m"], r["n"], r["k"])][0]["level"] == r["level"]]
+    gm = math.exp(sum(map(math.log, ran)) / len(ran))
+    assert len(ran) == 30 and round(gm, 3) == 0.967                     # notes/l13.md, README
+
+
+def test_choose_grouped_level():
+    t = dispatch.default_dispatch_table("grouped-bf16")
+    lvl, why = dispatch.choose_grouped_level(t, 512, 125, 1536, 2048, "bf16")
+    assert lvl == 12 and "grouped-decode" in why
+    assert dispatch.choose_grouped_level(t, 512, 125, 1536, 2048, "fp8")[0] is None
+    assert dispatch.choose_grouped_level(None, 512, 125, 1536, 2048, "bf16")[0] is None
+
+
+def test_rerun_plan_dispatches_moe_and_fp8_heads():
+    from roofline import rerun_run
+
+    tables = rerun_run._tables(None)
+    art = {"entries": [
+        {"name": "gmm", "modeled": True, "op_class": "moe", "shape": {"pairs": 512, "E": 128, "N": 1536, "K": 2048},
+         "dtypes": {"act": "bf16"}},
+        {"name": "moe", "modeled": True, "op_class": "moe",
+         "shape": {"M": 64, "E": 128, "top_k": 8, "hidden": 2048, "inter": 768}, "dtypes": {"act": "bf16"}},
+        {"name": "f8", "modeled": True, "op_class": "gemm", "shape": {"M": 64, "N": 4096, "K": 4096},
+         "dtypes": {"act": "fp8"}},
+        {"name": "h", "modeled": True, "op_class": "gemm", "shape": {"M": 64, "N": 4096, "K": 4096},
+         "dtypes": {"act": "fp16"}}]}
+    work, skipped = rerun_run._plan(art, (), tables, "sm_90a", None)
+    got = {e["name"]: (lvl, why) for e, _, lvl, why in work}
+    assert got["gmm"][0] == 12 and "uniform_counts(rows=512, E=128, seed=0)" in got["gmm"][1]
+    hit = routing.experts_hit(routing.uniform_counts(512, 128, 0))
+    assert f"{hit} experts hit (model 125.7)" in got["gmm"][1]
+    assert got["moe"][0] == 12 and "topk_counts(tokens=64, E=128, top_k=8, seed=0)" in got["moe"][1]
+    assert got["f8"][0] == 14
+    assert "h" in skipped and "fp16" in skipped["h"]
+
+
+def test_l2_mode_counts_all_expert_weights():
+    from roofline.opclasses import Problem
+    from roofline.rerun_measure import l2_mode_for
+
+    small = Problem("grouped", 64, 1536, 2048, "bf16", 1.0, E=1)
+    big = Problem("grouped", 64, 1536, 2048, "bf16", 1.0, E=128)      # 805 MB of weights
+    assert l2_mode_for([small])[0] == "warm" and l2_mode_for([big])[0] == "cold"
+
+
+def test_e4m3_table():
+    from roofline.ladder.gpu_x import E4M3
+    assert (E4M3[0x38], E4M3[0x7E], E4M3[0x01], E4M3[0xB8]) == (1.0, 448.0, 2.0 ** -9, -1.0)
+    assert np.isnan(E4M3[0x7F]) and np.isnan(E4M3[0xFF]) and np.isfinite(np.delete(E4M3, [0x7F, 0xFF])).all()
+
+
+def test_prebuilt_cubin_names_follow_the_source():
+    from roofline.ladder.build import source_key
+    assert source_key(get_level(11)) != source_key(VARIANTS["l11_fp8"])
+    assert source_key(get_level(11)).startswith("gemm_l11_")
