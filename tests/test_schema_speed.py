@@ -104,14 +104,21 @@ def test_json_depth_without_numpy_agrees_with_the_count(depth):
     assert safeio.json_depth_ok(big) is (depth + 1 <= safeio.MAX_JSON_DEPTH)
 
 
-def test_analyze_imports_no_numpy_pandas_matplotlib(example_dir):
+def test_analyze_imports_no_numpy_pandas_matplotlib(tmp_path):
+    # a real H200 run: its peak table (h200.yaml, every recorded run) is the big one to check
+    real = ROOT / "fixtures" / "traces_real"
+    topn = tmp_path / "profile_topN.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "roofline.cli", "topn", str(real / "decode_b64_cat.json.gz"), "-o", str(topn),
+                    "--no-env-report", "-q"], check=True, env=env)
     code = ("import sys\nfrom roofline.cli import main\n"
-            "try:\n    main(['analyze', sys.argv[1], '--format', 'json'])\nexcept SystemExit as e:\n"
-            "    assert not e.code, e.code\n"
+            "try:\n    main(['analyze', sys.argv[1], '--env', sys.argv[2], '--format', 'json'])\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
             "heavy = [m for m in ('numpy', 'pandas', 'matplotlib') if m in sys.modules]\n"
             "print('HEAVY=' + ','.join(heavy), file=sys.stderr)\n")
-    r = subprocess.run([sys.executable, "-c", code, str(example_dir / "profile" / "round_1" / "profile_topN.json")],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run([sys.executable, "-c", code, str(topn), str(real / "env_decode.json")],
+                       capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["entries"]
+    art = json.loads(r.stdout)
+    assert art["gpu_name"] == "NVIDIA H200" and art["entries"]
     assert "HEAVY=\n" in r.stderr, r.stderr
