@@ -31,13 +31,28 @@ class TableFileError(PeaksError):
     failing, never read as "device not in the tables"."""
 
 BF16_FP16_TOLERANCE = 0.05  # seed 002 section 8: equal rates; >5% apart = mis-calibrated microbench
+# THE dtype table: every spelling a Top-N, a trace (torch / aten type strings are mapped to these
+# names in roofline/opclasses/aten.py), a peaks table or a flag uses, to one short name; then the
+# bytes of one element of each. Integer and bool tensors are bytes too (sort keys, indices, masks).
 DTYPE_ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
-    "float64": "fp64", "double": "fp64", "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8",
-    "fp8_e5m2": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8", "fp4": "fp4",
-    "mxfp4": "fp4", "nvfp4": "fp4", "tf32": "tf32",
+    "float64": "fp64", "double": "fp64", "tf32": "tf32",
+    # 8-bit floats: every OCP / fnuz variant and the e8m0 scale format are one byte
+    "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_e4m3fn": "fp8",
+    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8",
+    "float8_e8m0fnu": "fp8", "fp8_e8m0": "fp8", "e8m0": "fp8", "fp8_e4m3fnuz": "fp8", "fp8_e5m2fnuz": "fp8",
+    # 4-bit floats, one element = half a byte. NB: torch's float4_e2m1fn_x2 packs TWO per element
+    # (itemsize 1): a shape counted in x2 elements is 1 byte each, hence its own name
+    "fp4": "fp4", "mxfp4": "fp4", "nvfp4": "fp4", "e2m1": "fp4", "fp4_e2m1": "fp4",
+    "float4_e2m1fn_x2": "fp4x2", "fp4x2": "fp4x2",
+    # integers and bool
+    "int64": "int64", "long": "int64", "int32": "int32", "int": "int32", "int16": "int16", "short": "int16",
+    "int8": "int8", "uint8": "uint8", "byte": "uint8", "char": "int8", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "bool": "bool", "boolean": "bool",
 }
-DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
+DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "fp4x2": 1,
+               "int64": 8, "uint64": 8, "int32": 4, "uint32": 4, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
+               "bool": 1}
 
 
 def bf16_fp16_gap(bf16: float, fp16: float) -> float:

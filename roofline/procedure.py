@@ -51,8 +51,9 @@ def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
     md = norm_dtype(env.model_dtype)
     act = norm_dtype(e.dtypes.get("act")) or md
     weight = norm_dtype(e.dtypes.get("weight")) or md
-    # NB: an 8-bit (or narrower) activation model still writes 16-bit outputs (bf16) by default.
-    out = norm_dtype(e.dtypes.get("out")) or (act if DTYPE_BYTES.get(act, 2) >= 2 else "bf16")
+    # NB: an fp8/fp4 activation model still writes 16-bit outputs (bf16) by default; an integer or
+    # bool tensor (sort keys, indices, masks) writes its own dtype.
+    out = norm_dtype(e.dtypes.get("out")) or (act if act not in ("fp8", "fp4", "fp4x2") else "bf16")
     kv = norm_dtype(e.dtypes.get("kv")) or norm_dtype(env.kv_cache_dtype) or act
     dt = {"act": act, "weight": weight, "out": out, "kv": kv}
     for k in list(dt):
