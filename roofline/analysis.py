@@ -60,8 +60,13 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     if counters is not None:
         from roofline.counters import match
 
-        matched, unmatched = match([{"name": e.name, "short_name": e.short_name} for e in head], counters)
+        # matched over EVERY entry (a record of a kernel below the head threshold is not "unmatched"),
+        # applied to the head
+        in_head = {id(e) for e in head}
+        everyone = head + [e for e in order if id(e) not in in_head]
+        matched, unmatched = match([{"name": e.name, "short_name": e.short_name} for e in everyone], counters)
         art["unmatched_counters"] = list(unmatched)
+        matched = {e.name: matched[e.name] for e in head if e.name in matched}
     any_captured = any(e.shapes for e in head)
     art["stage"] = stage or ("C" if matched else ("B" if any_captured else "A"))
     for e in nonfinite:

@@ -1,10 +1,14 @@
-"""Nsight Compute output -> per-kernel launches for the Top-N builder.
+"""Nsight Compute output -> per-kernel launches for the Top-N builder, each kernel's measured
+counters and the device, so that the Top-N of a report is a complete input (docs/topn.md):
 
 The report is read by THE ncu reader of stage C (roofline.counters.ncu: `rep_launches` for a
 ``.ncu-rep``, optionally gzipped, through the ``ncu-report`` package without a GPU; `csv_table` +
 `csv_launches` for the CSV of ``ncu --import R --csv --page raw [--print-units base]``, units
 through roofline.counters.units); this module keeps what the Top-N needs of each launch, its
-duration (``gpu__time_duration.sum``) and grid/block, as :class:`~roofline.ingest.topn.KernelAgg`.
+duration (``gpu__time_duration.sum``) and grid/block, as :class:`~roofline.ingest.topn.KernelAgg`;
+the same launches give each kernel's per-launch counters (DRAM bytes, issued FLOPs:
+:func:`roofline.counters.ncu.launch_records`, exactly what ``analyze --counters`` reads) and the
+device (``device__attribute_*``: :func:`roofline.counters.ncu.device_records`).
 A CSV row without a usable duration is skipped and counted; the report's other problems raise
 NcuError.
 
@@ -18,9 +22,10 @@ import os
 import shutil
 import tempfile
 import zlib
+from dataclasses import dataclass, field
 
 from roofline.counters.errors import CounterReadError
-from roofline.counters.ncu import DURATION, csv_launches, csv_table, rep_launches
+from roofline.counters.ncu import DURATION, WITH_DEVICE, csv_launches, csv_table, device_records, launch_records, rep_launches
 from roofline.errors import RooflineError
 from roofline.ingest.topn import KernelAgg
 
@@ -29,6 +34,14 @@ _NS_TO_US = 1e-3
 
 class NcuError(RooflineError):
     """The report or CSV cannot be used (message names the problem, not the file)."""
+
+
+@dataclass
+class NcuRead:
+    aggs: list                  # KernelAgg per kernel name (durations)
+    bad: int                    # CSV rows skipped (no usable duration)
+    counters: list              # KernelCounters per kernel name (per-launch averages)
+    devices: list = field(default_factory=list)   # deviceProperties-style records
 
 
 def read_ncu_csv(path: str, regime: str):
@@ -54,20 +67,22 @@ def read_ncu_csv(path: str, regime: str):
     if DURATION not in table.col:
         raise NcuError(f"no '{DURATION}' column (collect it: it is in every ncu section set)")
     try:
-        launches = csv_launches(table, path, (DURATION,), strict=False)
+        launches = csv_launches(table, path, WITH_DEVICE, strict=False)
     except CounterReadError as exc:
         raise NcuError(exc.problem) from None
     aggs: dict[str, KernelAgg] = {}
     bad = 0
+    kept = []
     for ln in launches:
         ns = ln.values.get(DURATION)
         if ns is None or not 0 <= ns * _NS_TO_US < float("inf"):  # a negative or infinite duration is no measurement
             bad += 1
             continue
         _add(aggs, ln, ns * _NS_TO_US, regime)
+        kept.append(ln)
     if not aggs:
         raise NcuError("no kernel rows with a duration")
-    return list(aggs.values()), bad
+    return NcuRead(list(aggs.values()), bad, launch_records(kept, "ncu-csv"), device_records(kept))
 
 
 def _add(aggs: dict, ln, us: float, regime: str) -> None:
@@ -113,10 +128,12 @@ def read_ncu_rep(path: str, regime: str):
         if gz:
             tmp = _gunzip_to_temp(path, size)
         try:
-            launches = rep_launches(tmp or path, (DURATION,), dims=True)
+            launches = rep_launches(tmp or path, WITH_DEVICE, dims=True)
         except CounterReadError as exc:
             raise NcuError(exc.problem) from None
-        return _rep_aggs(launches, regime), 0
+        aggs = _rep_aggs(launches, regime)
+        timed = [ln for ln in launches if ln.values.get(DURATION) is not None]
+        return NcuRead(aggs, 0, launch_records(timed, "ncu-rep"), device_records(timed))
     except (OSError, EOFError) as exc:
         raise NcuError(f"cannot read: {exc}") from None
     finally:
@@ -141,12 +158,41 @@ def _rep_aggs(launches, regime: str) -> list:
     return list(aggs.values())
 
 
-def read_ncu(path: str, regime: str):
-    """KernelAgg list from an .ncu-rep[.gz] or a raw-page CSV, all launches in ``regime``."""
+def read_ncu_full(path: str, regime: str) -> NcuRead:
+    """Everything `roofline topn` takes from an .ncu-rep[.gz] or a raw-page CSV, all launches in
+    ``regime``: the KernelAgg list, the rows skipped, the counters per kernel name, the devices."""
     low = path.lower()
     if low.endswith(".csv") or low.endswith(".csv.gz"):
         return read_ncu_csv(path, regime)
     return read_ncu_rep(path, regime)
+
+
+def read_ncu(path: str, regime: str):
+    """(KernelAgg list, rows skipped) of an .ncu-rep[.gz] or a raw-page CSV (read_ncu_full)."""
+    r = read_ncu_full(path, regime)
+    return r.aggs, r.bad
+
+
+def attach(doc: dict, read: NcuRead) -> list[str]:
+    """Put each listed kernel's counters into its Top-N entry (`counters`, per launch) and the
+    report's device into the Top-N (`device_properties`); returns the notes to add."""
+    from roofline.counters.embedded import KEY, to_topn
+
+    by_name = {kc.name: kc for kc in read.counters}
+    n = 0
+    for e in doc["entries"]:
+        kc = by_name.get(e["name"])
+        if kc is not None:
+            e[KEY] = to_topn(kc)
+            n += 1
+    if read.devices:
+        doc["device_properties"] = read.devices
+    notes = [f"{n} of {len(doc['entries'])} entries carry the report's measured counters (DRAM bytes, issued "
+             "FLOPs per launch): `roofline analyze` uses them as stage-C counters"]
+    names = sorted({d["name"] for d in read.devices if d.get("name")})
+    if names:
+        notes.append(f"device from the report: {', '.join(names)}")
+    return notes
 
 
 def ncu_steps(aggs, regime: str, steps: int | None):
@@ -161,4 +207,4 @@ def ncu_steps(aggs, regime: str, steps: int | None):
     return {regime: steps}, notes
 
 
-__all__ = ["read_ncu", "read_ncu_csv", "read_ncu_rep", "ncu_steps", "NcuError"]
+__all__ = ["read_ncu", "read_ncu_full", "read_ncu_csv", "read_ncu_rep", "attach", "ncu_steps", "NcuError", "NcuRead"]
