@@ -101,7 +101,8 @@ def short_name(name: str) -> str:
 
 
 def _templated(name: str) -> bool:
-    return "<" in canonical_name(name)
+    c = canonical_name(name)
+    return "<" in c or c.startswith("_Z")   # still mangled (no demangler): its arguments are unknown
 
 
 def match(entries: list[dict], counters: list[KernelCounters]
