@@ -85,3 +85,23 @@ def test_match_tolerates_entries_without_names():
     assert list(got) == ["k"] and unmatched == []
 
 
+
+
+def test_a_folded_split_k_reduce_joins_its_gemm_per_gemm_launch():
+    # one GEMM entry of 4 launches folds 2 reduce launches (the other 2 GEMM launches were not split):
+    # per GEMM launch the logical op adds half a reduce
+    gemm = KernelCounters(name="nvjet_splitK_TNN", launches=4, source="ncu-csv", t_ms=0.030, dram_bytes=1.0e8,
+                          tensor_flops_by_dtype={"bf16": 8.0e9})
+    red = KernelCounters(name="void cublasLt::splitKreduce_kernel<32, 16>(float*)", launches=2, source="ncu-csv",
+                         t_ms=0.004, dram_bytes=3.0e6, tensor_flops_by_dtype={"bf16": 0.0})
+    entry = {"name": "nvjet_splitK_TNN", "launches": 4,
+             "folded_kernels": [{"name": "void cublasLt::splitKreduce_kernel<(int)32, (int)16>(T1 *)", "launches": 2}]}
+    got, unmatched = match([entry], [gemm, red])
+    kc = got["nvjet_splitK_TNN"]
+    assert unmatched == []
+    assert kc.dram_bytes == 1.0e8 + 3.0e6 * 2 / 4 and kc.t_ms == 0.030 + 0.004 * 2 / 4
+    assert kc.tensor_flops_by_dtype == {"bf16": 8.0e9}
+    # folded into two entries: not shared out, reported
+    two = [entry, dict(entry, name="nvjet_other_splitK")]
+    got, unmatched = match(two, [gemm, red, KernelCounters(name="nvjet_other_splitK", launches=1, source="x")])
+    assert unmatched == [red.name] and got["nvjet_splitK_TNN"] is gemm

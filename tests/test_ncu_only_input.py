@@ -76,13 +76,23 @@ def _analyze(topn: Path, *extra):
 
 
 def _by_total(entries, kernels):
-    """Each Top-N entry's CSV kernel, linked by its total time (names differ between ncu_report
-    and the ncu CLI; durations are the same measurements)."""
+    """Each Top-N entry's expected per-launch figures from the CSV, linked by total time (names
+    differ between ncu_report and the ncu CLI; durations are the same measurements). A split-K
+    GEMM entry folds its reduce kernel (`folded_kernels`): one logical op, times and bytes summed."""
+    def one(total_ms):
+        hit = [n for n, k in kernels.items() if abs(k["total_ns"] / 1e6 - total_ms) < 1e-9]
+        assert len(hit) == 1, (total_ms, hit)
+        return kernels[hit[0]]
+
     out = {}
     for e in entries:
-        hit = [n for n, k in kernels.items() if abs(k["total_ns"] / 1e6 - e["total_ms"]) < 1e-9]
-        assert len(hit) == 1, (e["name"], hit)
-        out[e["name"]] = kernels[hit[0]]
+        folded = [one(f["total_ms"]) for f in e.get("folded_kernels", [])]
+        g = one(e["total_ms"] - sum(f["total_ms"] for f in e.get("folded_kernels", [])))
+        per = [(f, f["launches"] / g["launches"]) for f in folded]
+        out[e["name"]] = {"ns": g["ns"] + sum(f["ns"] * r for f, r in per),
+                          "bytes": g["bytes"] + sum(f["bytes"] * r for f, r in per),
+                          "bf16": None if g["bf16"] is None else g["bf16"] + sum((f["bf16"] or 0) * r for f, r in per),
+                          "kernels": 1 + len(folded)}
     return out
 
 
@@ -99,14 +109,13 @@ def test_a_report_alone_gives_measured_verdicts_on_the_h200(tmp_path, report, ra
     art, _ = _analyze(tmp_path / "profile_topN.json")
     assert art["stage"] == "C" and art["peaks"]["table_file"].endswith("h200.yaml")
     link = _by_total(doc["entries"], kernels)
-    assert len(link) == len(kernels)
+    assert sum(k["kernels"] for k in link.values()) == len(kernels)   # every kernel, a split-K reduce folded
     degraded = {d["name"]: d["reason"] for d in art["degraded"]}
     for e in art["entries"]:
         k = link[e["name"]]
         if e["name"] in degraded:
-            # only what no model may be put on: an unknown op class, a split-K reduce on its own
-            assert ("cannot be modelled" in degraded[e["name"]] or "split-K reduce" in degraded[e["name"]])
-            assert "no shapes" not in degraded[e["name"]]
+            # only what no model may be put on: an op class no rule knows (cuDNN's lean reduction)
+            assert "cannot be modelled" in degraded[e["name"]] and "no shapes" not in degraded[e["name"]]
             continue
         assert e["modeled"] and e["byte_model"] == "measured" and e["shape_source"] == "measured"
         assert e["t_ms"] == pytest.approx(k["ns"] / 1e6, rel=1e-12)
@@ -129,7 +138,7 @@ def test_the_very_report_as_counters_matches_every_kernel(tmp_path, report, coun
     art, err = _analyze(tmp_path / "profile_topN.json", "--counters", counters)
     assert art["unmatched_counters"] == [] and "matched no Top-N entry" not in err and "not applied" not in err
     link = _by_total(doc["entries"], kernels)
-    degraded = {d["name"] for d in art["degraded"]}   # no model may be put on them (unknown class, split-K reduce)
+    degraded = {d["name"] for d in art["degraded"]}   # no model may be put on it (an unknown op class)
     assert len(degraded) <= 1
     for e in art["entries"]:
         if e["name"] not in degraded:
@@ -153,7 +162,7 @@ def test_counters_of_a_report_match_the_trace_built_topn(tmp_path, counters):
     kernels = csv_kernels(COUNTS_CSV)
     by_short = {short_name(n): k for n, k in kernels.items()}
     assert set(by_short) == SHARED | NOT_IN_TRACE
-    _topn(REAL / "decode_b64_cat.json.gz", tmp_path / "profile_topN.json", "--top", 50)
+    doc, _ = _topn(REAL / "decode_b64_cat.json.gz", tmp_path / "profile_topN.json", "--top", 50)
     art, err = _analyze(tmp_path / "profile_topN.json", "--env", REAL / "env_decode.json",
                         "--config", REAL / "config.json", "--counters", counters)
     got = {e["short_name"]: e for e in art["entries"] if e.get("counters")}
@@ -165,6 +174,9 @@ def test_counters_of_a_report_match_the_trace_built_topn(tmp_path, counters):
     assert sorted(short_name(n) for n in art["unmatched_counters"]) == sorted(NOT_IN_TRACE)
     line = next(ln for ln in err.splitlines() if "matched no Top-N entry" in ln)
     assert all(repr(s) in line for s in NOT_IN_TRACE) and line.count("'") == 2 * len(NOT_IN_TRACE)
+    # the reduce is there, folded into every split-K GEMM of the trace: said, not shared out
+    n_fold = sum(1 for e in doc["entries"] if any("splitKreduce" in f["name"] for f in e.get("folded_kernels", [])))
+    assert n_fold == 2 and f"folded into {n_fold} GEMM entries as their split-K reduce" in line
 
 
 def _mangled_names(report: Path) -> list[tuple[str, str]]:

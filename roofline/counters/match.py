@@ -148,5 +148,39 @@ def match(entries: list[dict], counters: list[KernelCounters]
 
     unique_pass(canonical_name, False)
     unique_pass(short_name, True)
+    _fold_reduces(entries, counters, out, used)
     unmatched = [kc.name for i, kc in enumerate(counters) if i not in used]
     return out, unmatched
+
+
+def folded_into(entries: list[dict], name: str) -> list[str]:
+    """The names of the Top-N entries that list kernel `name` in their `folded_kernels`."""
+    key = canonical_name(name)
+    return [e["name"] for e in entries if isinstance(e, dict) and isinstance(e.get("folded_kernels"), list)
+            and any(isinstance(f, dict) and isinstance(f.get("name"), str) and canonical_name(f["name"]) == key
+                    for f in e["folded_kernels"])]
+
+
+def _fold_reduces(entries: list[dict], counters: list[KernelCounters], out: dict, used: set) -> None:
+    """A record of a kernel that a Top-N entry lists in `folded_kernels` (a split-K reduce that
+    `roofline topn` folded into its GEMM: one logical op) is added to that entry's record, per
+    launch of the entry (x folded launches / entry launches). Only where exactly one entry folds
+    that kernel and the entry has a record; otherwise it stays unmatched (and is reported)."""
+    from .aggregate import combine, scaled
+
+    folds: dict[str, list[tuple[dict, float]]] = {}
+    for e in entries:
+        if not isinstance(e, dict) or not isinstance(e.get("folded_kernels"), list):
+            continue
+        n = e.get("launches")
+        for f in e["folded_kernels"]:
+            if isinstance(f, dict) and isinstance(f.get("name"), str):
+                fl = f.get("launches")
+                ratio = fl / n if isinstance(fl, (int, float)) and isinstance(n, (int, float)) and n > 0 else 1.0
+                folds.setdefault(canonical_name(f["name"]), []).append((e, ratio))
+    for i, kc in enumerate(counters):
+        hit = folds.get(canonical_name(kc.name)) if i not in used else None
+        if hit and len(hit) == 1 and hit[0][0].get("name") in out:
+            e, ratio = hit[0]
+            out[e["name"]] = combine(out[e["name"]], scaled(kc, ratio))
+            used.add(i)
