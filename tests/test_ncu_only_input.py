@@ -267,3 +267,27 @@ def test_without_a_demangler_mangled_names_stay_and_are_warned(tmp_path, monkeyp
     assert mangled and not any(e.get("counters") for e in art["entries"] if e["name"] in mangled)
     assert len(art["unmatched_counters"]) == len(mangled)
     assert f"{len(mangled)} kernel(s) matched no Top-N entry" in err
+
+
+def test_a_gpu_in_no_table_gets_roofs_from_the_reports_device_record(tmp_path):
+    # the report's device__attribute_* columns (read here from its CSV twin) are the Top-N's
+    # device_properties: for a GPU no table names, level L1 derives the memory roof from them
+    row = list(csv.DictReader(open(FIX / "ncu_topn" / "small_raw.csv", newline="")))[1]
+    _topn(FIX / "ncu_topn" / "small.ncu-rep.gz", tmp_path / "profile_topN.json", "--model-dtype", "bf16")
+    env = json.loads((tmp_path / "env_report.json").read_text())
+    env.update(gpu_name="Mystery GPU", gfx="sm_99")
+    (tmp_path / "env_report.json").write_text(json.dumps(env))
+    art, _ = _analyze(tmp_path / "profile_topN.json")
+    # the env report names no known GPU, but the report's own device record does: the H200 table
+    assert art["peaks"]["table_file"].endswith("h200.yaml")
+    assert "identified by its device-properties record ('NVIDIA H200')" in " ".join(art["peaks"]["notes"])
+    doc = json.loads((tmp_path / "profile_topN.json").read_text())
+    doc["device_properties"][0]["name"] = "Mystery GPU"   # now a GPU that no table names
+    (tmp_path / "profile_topN.json").write_text(json.dumps(doc))
+    art, _ = _analyze(tmp_path / "profile_topN.json")
+    want = 2 * _num(row["device__attribute_max_mem_frequency_khz"]) * 1e3 * _num(
+        row["device__attribute_global_memory_bus_width"]) / 8
+    assert art["peaks"]["hbm_bw_bytes_s"] == pytest.approx(want, rel=1e-12)
+    assert art["peaks"]["confidence"] == "low" and art["peaks"]["origin"] == "device properties"
+    # this --set basic report has no DRAM byte counter: each entry says so instead of a guess
+    assert all("they hold no DRAM bytes" in d["reason"] for d in art["degraded"]) and art["degraded"]
