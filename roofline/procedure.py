@@ -238,10 +238,10 @@ def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | No
     """The chosen model's metrics, replaced by the measured ones where stage-C counters match
     (measured bytes on the memory axis, useful FLOPs on the compute axis).
     Returns (metrics, bytes on the memory axis, confidence, compute dtype, compute peak)."""
-    m = dict(chosen["_m"])
-    bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
     from roofline.counters.merge import apply_counters, apply_measured
 
+    m = dict(chosen["_m"])
+    bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
     confidence = "medium" if shape_source == "captured" else "low"
     if shape_source not in ("captured", "measured"):
         notes.append("stage A shapes (estimated): display only, do not rank on it")
