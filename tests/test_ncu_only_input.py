@@ -291,3 +291,18 @@ def test_a_gpu_in_no_table_gets_roofs_from_the_reports_device_record(tmp_path):
     assert art["peaks"]["confidence"] == "low" and art["peaks"]["origin"] == "device properties"
     # this --set basic report has no DRAM byte counter: each entry says so instead of a guess
     assert all("they hold no DRAM bytes" in d["reason"] for d in art["degraded"]) and art["degraded"]
+
+
+@pytest.mark.parametrize("bad, where", [({"dram_bytes": "176 MB"}, "entries[0].counters.dram_bytes"),
+                                        ({"dram_bytes": -1}, "entries[0].counters.dram_bytes"),
+                                        ({"tensor_flops_by_dtype": {"bf16": None}}, "counters.tensor_flops_by_dtype.bf16"),
+                                        ({"launches": 0}, "entries[0].counters.launches"), ("x", "entries[0].counters")])
+def test_malformed_embedded_counters_are_one_line_and_exit_2(tmp_path, bad, where):
+    doc, _ = _topn(KNOWN, tmp_path / "profile_topN.json")
+    first = max(doc["entries"], key=lambda e: e["pct_gpu_time"])
+    doc["entries"] = [first] + [e for e in doc["entries"] if e is not first]
+    doc["entries"][0]["counters"] = {**first["counters"], **bad} if isinstance(bad, dict) else bad
+    (tmp_path / "profile_topN.json").write_text(json.dumps(doc))
+    r = _run(["analyze", tmp_path / "profile_topN.json", "--no-write"])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.output
+    assert str(tmp_path / "profile_topN.json") in r.stderr and where in r.stderr and "Traceback" not in r.output
