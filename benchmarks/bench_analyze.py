@@ -1,15 +1,22 @@
-"""`roofline analyze` on a 50-entry Top-N, cold start included (a fresh process each run).
+"""`roofline analyze` on a 50-entry Top-N: cold (a fresh process per run, imports and all) and warm
+(the same analysis again in one process), each the median of N runs (at least 7).
 
-Target (issue 2): under 1 s wall on the 2-core CI machine. Prints median and spread of N runs.
-The Top-N is built from the bundled worked example's shapes, repeated over every op class so that
-every model runs: 50 entries, all in the head (threshold 0, cap 50).
+Target (docs: README "Benchmarks"): cold under 0.35 s on the 2-core CI machine. The Top-N is built
+from the bundled worked example's shapes, repeated over every op class so that every model runs:
+50 entries, all in the head (threshold 0, cap 50), on the H200's env report (its peak table, the
+largest, is the one parsed). Results: benchmarks/bench_analyze_results.md.
 
     python benchmarks/bench_analyze.py [--runs 7]
+
+Cold runs are timed with Python's bytecode cache present, as an installed package has it (one
+untimed run first writes it where PYTHONDONTWRITEBYTECODE would stop it).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,34 +47,64 @@ def make_topn(n: int) -> dict:
             "entries": entries}
 
 
+def _warm(topn: Path, entries: int, runs: int) -> list[float]:
+    """The CLI's work without the process start: analyse, validate, render (json), in one process."""
+    sys.path.insert(0, str(ROOT))
+    from roofline import report
+    from roofline.api import analyze
+    from roofline.schema import validate_artifact
+
+    times = []
+    for _ in range(runs + 1):   # the first one imports and loads the tables: not warm
+        t0 = time.perf_counter()
+        art = analyze(topn, head_threshold_pct=0, head_cap=entries)
+        validate_artifact(art)
+        report.to_json(art)
+        report.to_markdown(art)
+        times.append(time.perf_counter() - t0)
+    return sorted(times[1:])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--entries", type=int, default=50)
     args = ap.parse_args()
+    runs = max(7, args.runs)
     d = Path(tempfile.mkdtemp(prefix="roofline-bench-"))
     try:
-        shutil.copy(EXAMPLE / "env_report.json", d)
+        shutil.copy(ROOT / "fixtures" / "traces_real" / "env_decode.json", d / "env_report.json")
         shutil.copy(EXAMPLE / "config.json", d)
         topn = d / "profile_topN.json"
         topn.write_text(json.dumps(make_topn(args.entries)))
         exe = shutil.which("roofline")
         cmd = ([exe] if exe else [sys.executable, "-m", "roofline.cli"]) + [
             "analyze", str(topn), "--head-threshold", "0", "--head-cap", str(args.entries), "--format", "json"]
-        times = []
-        for _ in range(args.runs):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run(cmd, capture_output=True, env=env)   # writes the bytecode cache, untimed
+        times, cpu = [], []
+        for _ in range(runs):
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            res = subprocess.run(cmd, capture_output=True, text=True)
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env)
             times.append(time.perf_counter() - t0)
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime)
             if res.returncode != 0:
                 sys.exit(f"analyze failed: {res.stderr.strip()}")
         art = json.loads(res.stdout)
         modeled = sum(1 for e in art["entries"] if e["modeled"])
         times.sort()
-        print(f"entries analysed: {len(art['entries'])} ({modeled} modeled, {len(art['degraded'])} degraded)")
-        print(f"wall per run, cold start (s): median {statistics.median(times):.3f}  "
-              f"min {times[0]:.3f}  max {times[-1]:.3f}  over {args.runs} runs")
-        print(f"target < 1 s: {'met' if statistics.median(times) < 1.0 else 'NOT met'}")
+        warm = _warm(topn, args.entries, runs)
+        print(f"entries analysed: {len(art['entries'])} ({modeled} modeled, {len(art['degraded'])} degraded) "
+              f"on {art['peaks']['device']}")
+        print(f"cold (fresh process, s): median {statistics.median(times):.3f}  min {times[0]:.3f}  "
+              f"max {times[-1]:.3f}  over {runs} runs")
+        print(f"cold CPU time (user+sys, s): median {statistics.median(cpu):.3f}  (the wall figure under load "
+              f"from other processes: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores now)")
+        print(f"warm (in process, s):    median {statistics.median(warm):.4f}  min {warm[0]:.4f}  "
+              f"max {warm[-1]:.4f}  over {runs} runs")
+        print(f"target cold < 0.35 s: {'met' if statistics.median(times) < 0.35 else 'NOT met'}")
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

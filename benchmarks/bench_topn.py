@@ -12,6 +12,11 @@
 
     python benchmarks/bench_topn.py [--mb 500] [--src fixtures/traces/decode.json.gz]
                                     [--only ours,ours1,hta,json] [--hta-python PATH] [--keep]
+    python benchmarks/bench_topn.py --cli [--runs 7]
+
+--cli times the `roofline topn` command itself on the real fixture inputs (two H200 traces and an
+Nsight Compute report), cold (a fresh process per run) and warm (again in one process), each the
+median of at least 7 runs; results in benchmarks/bench_topn_results.md.
 (--only also knows ours1: our parser in one process, and ours_ijson: our general ijson path.)
 HTA is the `bench` extra (pip install HolisticTraceAnalysis); --hta-python runs it under another
 interpreter (e.g. a venv that has it).
@@ -168,6 +173,49 @@ def run_child(kind: str, path: str, python: str) -> dict:
             "process_wall_s": wall}
 
 
+CLI_INPUTS = ("fixtures/traces_real/decode_b64_cat.json.gz", "fixtures/traces_real/prefill_llama.json.gz",
+              "fixtures/ncu/known.ncu-rep.gz")
+
+
+def cli_figures(runs: int) -> None:
+    """`roofline topn SRC` cold and warm on each of CLI_INPUTS (median, min, max in s)."""
+    import resource
+    import statistics
+
+    sys.path.insert(0, REPO)
+    from roofline.cli import main as cli_main
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    tmpd = tempfile.mkdtemp(prefix="bench_topn_cli_")
+    print(f"{'input':34s} {'cold median':>11s} {'min':>6s} {'max':>6s} {'cold CPU':>9s} {'warm median':>11s}")
+    for src in CLI_INPUTS:
+        args = ["topn", os.path.join(REPO, src), "-o", os.path.join(tmpd, "t.json"), "--no-env-report", "-q"]
+        cmd = [sys.executable, "-m", "roofline.cli", *args]
+        subprocess.run(cmd, capture_output=True, env=env, check=True)   # bytecode cache, untimed
+        cold, cpu = [], []
+        for _ in range(runs):
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, env=env, check=True)
+            cold.append(time.perf_counter() - t0)
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime)
+        warm = []
+        for _ in range(runs + 1):
+            t0 = time.perf_counter()
+            cli_main(args, standalone_mode=False)
+            warm.append(time.perf_counter() - t0)
+        warm = sorted(warm[1:])
+        cold.sort()
+        print(f"{os.path.basename(src):34s} {statistics.median(cold):11.3f} {cold[0]:6.3f} {cold[-1]:6.3f} "
+              f"{statistics.median(cpu):9.3f} {statistics.median(warm):11.3f}")
+    print(f"({runs} runs each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    for f in os.listdir(tmpd):
+        os.unlink(os.path.join(tmpd, f))
+    os.rmdir(tmpd)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
@@ -176,9 +224,14 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="ours,ours1,hta,json")
     ap.add_argument("--hta-python", default=sys.executable)
     ap.add_argument("--keep", action="store_true", help="keep the generated trace")
+    ap.add_argument("--cli", action="store_true", help="time `roofline topn` on the fixture inputs, cold and warm")
+    ap.add_argument("--runs", type=int, default=7)
     a = ap.parse_args(argv)
     if a.child:
         _child(*a.child)
+        return 0
+    if a.cli:
+        cli_figures(max(7, a.runs))
         return 0
     tmpd = tempfile.mkdtemp(prefix="bench_topn_", dir="/tmp")
     path = os.path.join(tmpd, "big_trace.json")   # HTA wants a directory holding the trace(s)

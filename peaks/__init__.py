@@ -18,20 +18,41 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import PeaksError  # noqa: F401  (re-exported)
 
+
+class TableFileError(PeaksError):
+    """A peak-table FILE cannot be used (unreadable, not YAML, not a table): the tool's own input
+    failing, never read as "device not in the tables"."""
+
 BF16_FP16_TOLERANCE = 0.05  # seed 002 section 8: equal rates; >5% apart = mis-calibrated microbench
+# THE dtype table: every spelling a Top-N, a trace (torch / aten type strings are mapped to these
+# names in roofline/opclasses/aten.py), a peaks table or a flag uses, to one short name; then the
+# bytes of one element of each. Integer and bool tensors are bytes too (sort keys, indices, masks).
 DTYPE_ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
-    "float64": "fp64", "double": "fp64", "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8",
-    "fp8_e5m2": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8", "fp4": "fp4",
-    "mxfp4": "fp4", "nvfp4": "fp4", "tf32": "tf32",
+    "float64": "fp64", "double": "fp64", "tf32": "tf32",
+    # 8-bit floats: every OCP / fnuz variant and the e8m0 scale format are one byte
+    "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_e4m3fn": "fp8",
+    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8",
+    "float8_e8m0fnu": "fp8", "fp8_e8m0": "fp8", "e8m0": "fp8", "fp8_e4m3fnuz": "fp8", "fp8_e5m2fnuz": "fp8",
+    # 4-bit floats, one element = half a byte. NB: torch's float4_e2m1fn_x2 packs TWO per element
+    # (itemsize 1): a shape counted in x2 elements is 1 byte each, hence its own name
+    "fp4": "fp4", "mxfp4": "fp4", "nvfp4": "fp4", "e2m1": "fp4", "fp4_e2m1": "fp4",
+    "float4_e2m1fn_x2": "fp4x2", "fp4x2": "fp4x2",
+    # integers and bool
+    "int64": "int64", "long": "int64", "int32": "int32", "int": "int32", "int16": "int16", "short": "int16",
+    "int8": "int8", "uint8": "uint8", "byte": "uint8", "char": "int8", "uint16": "uint16", "uint32": "uint32",
+    "uint64": "uint64", "bool": "bool", "boolean": "bool",
 }
-DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
+DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "fp4x2": 1,
+               "int64": 8, "uint64": 8, "int32": 4, "uint32": 4, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
+               "bool": 1}
 
 
 def bf16_fp16_gap(bf16: float, fp16: float) -> float:
@@ -131,23 +152,78 @@ def peaks_dir() -> Path:
     return Path(__file__).resolve().parent  # the tables are this package's data
 
 
-@functools.lru_cache(maxsize=8)
-def _load_tables(directory: str) -> tuple[tuple[str, dict], ...]:
+# Speed: a run needs ONE table, so resolving a device reads only each table's identity lines
+# (device, gfx, names, gfx_default: top-level one-line keys) and parses the matching table whole;
+# tests/test_schema_speed.py checks the identities equal those of the full parse for every table.
+_IDENTITY_KEYS = ("device", "gfx", "names", "gfx_default")
+_IDENTITY_LINE = re.compile(r"^(device|gfx|names|gfx_default):[ \t]*(\S.*)$", re.M)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_table(path: str) -> dict:
+    data = _load_yaml(path)
+    if not isinstance(data, dict) or "device" not in data:
+        raise TableFileError(f"{path}: not a peak table (needs a 'device' key)")
+    return data
+
+
+def _identity(path: str) -> dict:
+    """The table's identity keys, from its top-level one-line keys (the whole table where a key
+    is not written on one line)."""
     import yaml
 
-    # libyaml's loader where PyYAML has it: the tables carry every recorded run (peaks envelopes)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    out = []
-    for p in sorted(Path(directory).glob("*.yaml")):
-        data = _load_yaml(p)
-        if not isinstance(data, dict) or "device" not in data:
-            raise PeaksError(f"{p}: not a peak table (needs a 'device' key)")
-        out.append((str(p), data))
-    return tuple(out)
+    from roofline import safeio
+
+    try:
+        text = safeio.read_bytes(path).decode("utf-8-sig")
+    except OSError as exc:
+        raise TableFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise TableFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    lines = {m.group(1): m.group(0) for m in _IDENTITY_LINE.finditer(text)}
+    written = {k for k in _IDENTITY_KEYS if re.search(rf"^{k}:", text, re.M)}
+    head = None
+    if "device" in lines and written <= set(lines):
+        try:
+            head = yaml.load("\n".join(lines.values()), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        except yaml.YAMLError:
+            head = None
+    if not isinstance(head, dict) or not isinstance(head.get("device"), str):
+        head = _load_table(path)   # not one-line keys: the full parse decides (and says its errors)
+    return {k: head[k] for k in _IDENTITY_KEYS if k in head}
+
+
+@functools.lru_cache(maxsize=8)
+def _table_ids(directory: str) -> tuple[tuple[str, dict], ...]:
+    return tuple((str(p), _identity(str(p))) for p in sorted(Path(directory).glob("*.yaml")))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_tables(directory: str) -> tuple[tuple[str, dict], ...]:
+    return tuple((p, _load_table(p)) for p, _ in _table_ids(directory))
+
+
+_clear_all_tables = _load_tables.cache_clear
+
+
+def _clear_caches() -> None:
+    """`_load_tables.cache_clear()` forgets every table cache (identities and single tables too)."""
+    _clear_all_tables()
+    _table_ids.cache_clear()
+    _load_table.cache_clear()
+
+
+_load_tables.cache_clear = _clear_caches  # type: ignore[method-assign]
 
 
 def load_tables(directory: str | Path | None = None) -> list[tuple[str, dict]]:
+    """Every table, parsed (`peaks show`, the calculator, validation)."""
     return list(_load_tables(str(directory or peaks_dir())))
+
+
+def table_ids(directory: str | Path | None = None) -> list[tuple[str, dict]]:
+    """(path, identity keys) of every table, without parsing the tables whole."""
+    return list(_table_ids(str(directory or peaks_dir())))
 
 
 def _norm_name(s: str) -> str:
@@ -172,15 +248,13 @@ def find_table(device: str, directory: str | Path | None = None) -> tuple[str, d
     """The one lookup of a peak table by what a user types (`roofline peaks show`, the calculator,
     `peaks measure` / `peaks envelope` for the GPU in hand): a table by file stem (`h200`), device
     name or alias (`NVIDIA H200`), or gfx when unique. `resolve` uses the same name and gfx matching."""
-    tables = load_tables(directory)
-    for path, data in tables:
-        if Path(path).stem.lower() == device.lower().strip():
-            return path, data
-    hit = _by_name(tables, device)
-    if hit is not None:
-        return hit
-    hits = _by_gfx(tables, device)
-    return hits[0] if len(hits) == 1 else None
+    ids = table_ids(directory)
+    hit = next(((p, d) for p, d in ids if Path(p).stem.lower() == device.lower().strip()), None)
+    hit = hit or _by_name(ids, device)
+    if hit is None:
+        hits = _by_gfx(ids, device)
+        hit = hits[0] if len(hits) == 1 else None
+    return (hit[0], _load_table(hit[0])) if hit is not None else None
 
 
 def _value(v: Any, where: str) -> float:
@@ -236,17 +310,17 @@ def _load_yaml(path) -> Any:
     try:
         raw = safeio.read_bytes(path)
     except OSError as exc:
-        raise PeaksError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise TableFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not safeio.json_depth_ok(raw):
-        raise PeaksError(f"{path}: nested deeper than {safeio.MAX_JSON_DEPTH} levels: not a peak table")
+        raise TableFileError(f"{path}: nested deeper than {safeio.MAX_JSON_DEPTH} levels: not a peak table")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return yaml.load(raw.decode("utf-8-sig"), Loader=loader)  # noqa: S506 - a safe loader
     except UnicodeDecodeError as exc:
-        raise PeaksError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise TableFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except (yaml.YAMLError, RecursionError) as exc:
         first = " ".join(str(exc).split())[:160]
-        raise PeaksError(f"{path}: not valid YAML ({type(exc).__name__}: {first})") from None
+        raise TableFileError(f"{path}: not valid YAML ({type(exc).__name__}: {first})") from None
 
 
 def _has_pin_rate(block: Any) -> bool:
@@ -332,20 +406,20 @@ def resolve(gpu_name: str | None = None, gfx: str | None = None, *, device_props
         pk = from_table(data, str(peaks_file))
         pk.origin = "peaks file"
         return pk
-    tables = load_tables(directory)
-    hit = _by_name(tables, gpu_name) if gpu_name else None
+    ids = table_ids(directory)   # identities only: the one table that matches is parsed whole
+    hit = _by_name(ids, gpu_name) if gpu_name else None
     if hit is not None:
-        return from_table(hit[1], hit[0])
+        return from_table(_load_table(hit[0]), hit[0])
     if gfx:
-        hits = _by_gfx(tables, gfx)
+        hits = _by_gfx(ids, gfx)
         if len(hits) == 1:
-            pk = from_table(hits[0][1], hits[0][0])
+            pk = from_table(_load_table(hits[0][0]), hits[0][0])
             if gpu_name:
                 pk.notes.append(f"gpu_name {gpu_name!r} is not in the tables; resolved by gfx {gfx}")
             return pk
         if len(hits) > 1:
             default = [h for h in hits if h[1].get("gfx_default")] or hits[:1]
-            pk = from_table(default[0][1], default[0][0], confidence="low")
+            pk = from_table(_load_table(default[0][0]), default[0][0], confidence="low")
             others = ", ".join(d["device"] for _, d in hits)
             pk.notes.append(f"{gfx} is shared by {others}; took {pk.device} with confidence low: "
                             "pass gpu_name to pick the right one")

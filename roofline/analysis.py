@@ -65,10 +65,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     # counters (stage C): match once
     matched: dict[str, Any] = {}
     if counters is not None:
-        from roofline.counters import match
-
-        matched, unmatched = match([{"name": e.name, "short_name": e.short_name} for e in head], counters)
-        art["unmatched_counters"] = list(unmatched)
+        matched, art["unmatched_counters"] = _match_counters(head, order, counters)
     any_captured = any(e.shapes for e in head)
     art["stage"] = stage or ("C" if matched else ("B" if any_captured else "A"))
     for e in nonfinite:
@@ -111,6 +108,20 @@ def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Pea
             out.append({"regime": r, "regime_pct_gpu_time": shares[r], "modeled": False,
                         "headroom_class": "unknown", "notes": f"degraded (L2): {exc}"})
     ent["regime_verdicts"] = out
+
+
+def _match_counters(head: list[Entry], order: list[Entry], counters: list) -> tuple[dict, list[str]]:
+    """Counter records matched over EVERY entry (a record of a kernel below the head threshold is
+    not "unmatched"; a folded split-K reduce joins its GEMM), applied to the head.
+    -> ({head entry name: record}, [names of records matched to no entry])."""
+    from roofline.counters import match
+
+    in_head = {id(e) for e in head}
+    everyone = head + [e for e in order if id(e) not in in_head]
+    matched, unmatched = match([{"name": e.name, "short_name": e.short_name,
+                                 "folded_kernels": e.raw.get("folded_kernels"), "launches": e.raw.get("launches")}
+                                for e in everyone], counters)
+    return {e.name: matched[e.name] for e in head if e.name in matched}, list(unmatched)
 
 
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:

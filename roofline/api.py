@@ -69,7 +69,8 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
 
     topn: path to profile_topN.json or its parsed dict. env/config: paths or dicts; without them,
     env_report.json and config.json are looked for beside the Top-N and in its parents.
-    counters: a path to an .ncu-rep / ncu raw CSV / rocprofv3 CSV, or a list of KernelCounters.
+    counters: a path to an .ncu-rep / ncu raw CSV / rocprofv3 CSV, or a list of KernelCounters;
+    without it, the counters a Top-N built from an Nsight Compute report carries in its entries.
     peaks_file: the pipeline's peaks.md (markdown) or a YAML peak table; without it a peaks.md
     beside the env report is used, then the built-in tables, then level L1 (roofline.devices).
     Raises InputError on a malformed file; everything inside one entry degrades instead.
@@ -88,6 +89,13 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
             kcs = load_counters(counters)
         else:
             kcs = list(counters)
+    else:
+        # the Top-N of an Nsight Compute report carries each kernel's counters (roofline.counters.embedded)
+        from roofline.counters.embedded import from_topn_entries
+
+        kcs = from_topn_entries(t) or None
+        if kcs:
+            meta["counters"] = "embedded in the Top-N (its entries' counters)"
     # peaks: explicit file / the pipeline's peaks.md / our tables / L1 (roofline.devices); a device
     # problem never stops the run: it lowers confidence or degrades the entries
     from roofline import devices

@@ -107,7 +107,7 @@ def classify(name: str, hint: str | None = None) -> str:
         hl = _HINT_ALIASES[hl] or ""
     if hl in OP_CLASSES and hl != "unknown":
         return hl
-    cls = _classify_name(name or "")
+    cls = _classify_name(_readable(name or ""))
     if cls != "unknown" or not h:
         return cls
     for rx, c in _compiled(_OP_RULES_T):
@@ -165,6 +165,16 @@ def _strip_bracketed(s: str, open_ch: str, close_ch: str) -> tuple[str, list[str
     return "".join(out), inner
 
 
+def _readable(name: str) -> str:
+    """A mangled name (`_Z...`, as a trace may carry it) demangled by the one demangler of the
+    kernel-name normaliser (roofline.counters.match.demangle); any other name unchanged."""
+    if not name.lstrip().startswith("_Z"):
+        return name
+    from roofline.counters.match import demangle
+
+    return demangle(name)
+
+
 def _demangle_base(name: str) -> str:
     """Last identifier of an Itanium-mangled name (_Z...), without a full demangler."""
     s = name[2:]
@@ -193,8 +203,8 @@ def short_name(name: str) -> str:
     """
     if not name:
         return ""
-    s = name.strip()
-    if s.startswith("_Z"):
+    s = _readable(name.strip())
+    if s.startswith("_Z"):   # no demangler here: the last identifier of the mangled name
         return _demangle_base(s)[:80]
     # Argument list: the last top-level (...) group; templates first so '<' inside args is safe.
     no_tmpl, tmpl_inner = _strip_bracketed(s, "<", ">")

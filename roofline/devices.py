@@ -241,12 +241,14 @@ def _from_tables(gpu_name, gfx) -> Peaks | None:
     """The measured tables by GPU name, the datasheet catalogue by name, then the tables by gfx."""
     # an unreadable table directory (a FIFO, a malformed table) is the tool's own input failing:
     # let its PeaksError through (one line, exit 2) instead of reading it as "device not found"
-    _peaks.load_tables()
+    _peaks.table_ids()
     if gpu_name:
         # a GPU named in the measured tables, then one named in the datasheet catalogue: both beat
         # a gfx match (an H20 is sm_90 like the H100 and H200, with a quarter of their compute)
         try:
             return _peaks.resolve(gpu_name, None)
+        except _peaks.TableFileError:
+            raise
         except PeaksError:
             pass
         pk = catalogue_lookup(gpu_name)
@@ -254,6 +256,8 @@ def _from_tables(gpu_name, gfx) -> Peaks | None:
             return pk
     try:
         return _peaks.resolve(gpu_name, gfx)
+    except _peaks.TableFileError:
+        raise
     except PeaksError:
         pass
     return None

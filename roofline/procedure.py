@@ -1,7 +1,8 @@
 """One head entry through the procedure of seed 002 section 3, as named steps a reader can test
 one by one (roofline.analysis runs them over the heads and assembles the artifact):
 
-  entry_head -> place_regime -> check_modelable -> model_work -> logical_time -> compute_roof
+  entry_head -> place_regime -> check_modelable -> model_work (or measured_work: no model, but
+  counters) -> logical_time -> compute_roof
   -> choose_byte_model -> apply_stage_c -> cap_confidence -> record_figures -> record_target
   -> at_compute_wall -> verdict_flags -> record_headroom -> route_and_levers
 
@@ -36,8 +37,9 @@ def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
     md = norm_dtype(env.model_dtype)
     act = norm_dtype(e.dtypes.get("act")) or md
     weight = norm_dtype(e.dtypes.get("weight")) or md
-    # NB: an 8-bit (or narrower) activation model still writes 16-bit outputs (bf16) by default.
-    out = norm_dtype(e.dtypes.get("out")) or (act if DTYPE_BYTES.get(act, 2) >= 2 else "bf16")
+    # NB: an fp8/fp4 activation model still writes 16-bit outputs (bf16) by default; an integer or
+    # bool tensor (sort keys, indices, masks) writes its own dtype.
+    out = norm_dtype(e.dtypes.get("out")) or (act if act not in ("fp8", "fp4", "fp4x2") else "bf16")
     kv = norm_dtype(e.dtypes.get("kv")) or norm_dtype(env.kv_cache_dtype) or act
     dt = {"act": act, "weight": weight, "out": out, "kv": kv}
     for k in list(dt):
@@ -148,6 +150,28 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
     return Work(dt, shapes, weights, shape_dts, shape_t_ms, shape_launches, shape_source, dts, results, res)
 
 
+def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, notes: list[str]) -> Work:
+    """No byte/FLOP model (`why`: no shapes, ...), but matched counters with DRAM bytes: they are the
+    work (roofline.counters.merge.measured_result); without them the entry degrades with `why`."""
+    from roofline.counters.merge import measured_result
+
+    res = measured_result(counters, e.launches_per_logical_op, norm_dtype(env.model_dtype))
+    if res is None and counters is not None:
+        lack = "they differ across launches" if counters.unstable else \
+            "they hold no DRAM bytes (collect dram__bytes.sum, e.g. ncu --set roofline)"
+        raise EntryError(f"{why}; the matched counters cannot stand in: {lack}")
+    if res is None:
+        raise why
+    try:
+        dt = resolve_dtypes(e, env)
+    except EntryError:
+        md = norm_dtype(env.model_dtype)
+        dt = {k: md for k in ("act", "weight", "out", "kv")} | {f"{k}_bytes": DTYPE_BYTES.get(md) for k in
+                                                                ("act", "weight", "out", "kv")}
+    notes.append(f"no byte/FLOP model ({why}): the matched counters are the work")
+    return Work(dt, [{}], [1.0], [{}], [], None, "measured", [dt], [res], res)
+
+
 def logical_time(e: Entry, reg, out: dict, notes: list[str]) -> tuple[float, int]:
     """Per-launch vs per-logical-op: the model counts one logical op; it is compared with the
     summed time of the launches forming it. Returns (t_s of one logical op, launches in it)."""
@@ -211,21 +235,24 @@ def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | No
     """The chosen model's metrics, replaced by the measured ones where stage-C counters match
     (measured bytes on the memory axis, useful FLOPs on the compute axis).
     Returns (metrics, bytes on the memory axis, confidence, compute dtype, compute peak)."""
+    from roofline.counters.merge import apply_counters, apply_measured
+
     m = dict(chosen["_m"])
     bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
     confidence = "medium" if shape_source == "captured" else "low"
-    if shape_source != "captured":
+    if shape_source not in ("captured", "measured"):
         notes.append("stage A shapes (estimated): display only, do not rank on it")
     if counters is not None:
         tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
-        if tdt:
+        if tdt and shape_source != "measured":   # measured work is already on its issued dtype
             measured_dt = max(tdt, key=tdt.get)
             if measured_dt != cdtype and peaks.compute_peak(measured_dt):
                 notes.append(f"stage C: the tensor cores ran {measured_dt} (counters), not {cdtype}: the "
                              f"{measured_dt} compute roof is used")
                 cdtype, peak_flops = measured_dt, peaks.compute_peak(measured_dt)
-        m, bytes_est, confidence = _apply_counters(out, counters, m, bytes_est, flops_est, t_s, peak_bw,
-                                                   peak_flops, n_l, confidence, notes)
+        merge = apply_measured if shape_source == "measured" else apply_counters
+        m, bytes_est, confidence = merge(out, counters, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l,
+                                         confidence, notes)
     return m, bytes_est, confidence, cdtype, peak_flops
 
 
@@ -401,7 +428,10 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
         raise EntryError("; ".join(e.problems))
     regime, reg = place_regime(e, topn, out, notes, regime)
     check_modelable(e, op_class, peaks)
-    w = model_work(op_class, e, env, config, regime, notes)
+    try:
+        w = model_work(op_class, e, env, config, regime, notes)
+    except EntryError as exc:
+        w = measured_work(e, env, counters, exc, notes)   # re-raises exc without usable counters
     t_s, n_l = logical_time(e, reg, out, notes)
     peak_bw = peaks.hbm_bw_bytes_s
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
@@ -441,36 +471,6 @@ def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
                        roofline_pct=m["roofline_pct_raw"], _cdtype=r.compute_dtype)
         rows.append(row)
     return rows
-
-
-def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
-    """Stage C: merge one isolated-op counter record. L4 on missing/unstable counters."""
-    out["counters"] = {
-        "source": kc.source, "launches": kc.launches, "t_ms": kc.t_ms, "dram_bytes": kc.dram_bytes,
-        "flops_issued": kc.flops_issued, "tensor_flops_by_dtype": dict(kc.tensor_flops_by_dtype),
-        "cuda_core_flops": kc.cuda_core_flops, "l2_bytes": kc.l2_bytes, "l1_bytes": kc.l1_bytes,
-        "unstable": kc.unstable, **({"extra": dict(kc.extra)} if kc.extra else {}),
-        **({"derived_from_rate": list(kc.derived_from_rate)} if getattr(kc, "derived_from_rate", None) else {}),
-    }
-    if kc.dram_bytes is None or kc.dram_bytes <= 0 or kc.unstable:
-        why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
-        notes.append(f"L4: counters matched but {why}: stage A/B analytic result kept, confidence not raised")
-        return m, bytes_est, confidence
-    measured_bytes = kc.dram_bytes * n_l
-    out["bytes_model"] = bytes_est
-    out["bytes_measured"] = measured_bytes
-    out["flops_useful"] = flops_est
-    if kc.flops_issued:
-        out["flops_issued"] = kc.flops_issued * n_l
-        out["padding_waste_ratio"] = out["flops_issued"] / flops_est if flops_est > 0 else None
-    out["bytes_measured_over_model"] = measured_bytes / bytes_est if bytes_est > 0 else None
-    mm = _metrics(measured_bytes, flops_est, t_s, peak_bw, peak_flops)
-    notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
-                 f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
-                 f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
-    from roofline.counters.ncu import rate_notes
-    notes.extend(rate_notes(kc))
-    return mm, measured_bytes, "high"
 
 
 def _verbatim_pct(e: Entry):

@@ -424,9 +424,12 @@ def _md_entry(e: dict) -> list[str]:
         L.append(f"- achieved {e['achieved_bw_bytes_s'] / 1e12:.3f} TB/s (hbm_util {_pct(e['hbm_util'], 1)}), "
                  f"{e['achieved_flops'] / 1e12:.2f} TFLOP/s (compute_util {_pct(e['compute_util'], 1)}); "
                  f"roofline {_pct(e['roofline_pct_raw'], 1)} vs target_eff {e['target_eff']:.2f}")
-        if e.get("bytes_measured") is not None:
+        if e.get("bytes_measured") is not None and e.get("bytes_model") is not None:
             L.append(f"- stage C: measured {e['bytes_measured'] / 1e6:.3f} MB vs model {e['bytes_model'] / 1e6:.3f} MB"
                      + (f"; issued/useful FLOPs {e['padding_waste_ratio']:.2f}" if e.get("padding_waste_ratio") else ""))
+        elif e.get("bytes_measured") is not None:   # no model: the counters are the work
+            L.append(f"- measured input: {e['bytes_measured'] / 1e6:.3f} MB DRAM per logical op; useful FLOPs "
+                     "unknown (no shapes)")
         for a in e.get("alternatives", []):
             L.append(f"  - byte model `{a['model']}`: {a['bytes_est'] / 1e6:.1f} MB -> "
                      f"{_pct(a['roofline_pct_raw'], 1)} ({'feasible' if a['feasible'] else 'INFEASIBLE'})")

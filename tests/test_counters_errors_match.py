@@ -62,15 +62,18 @@ def test_match_exact_canonical_then_unique_short_name():
         {"name": "nvjet_sm90_tst_64x64_64x13_2x1_v_bz_NNT"},                               # exact
         {"name": "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>,"
                  " std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)"},
-        {"name": "void cudnn::fusion::lean_reduction_kernel<true, false, false>(void*, float*)"},  # short, unique
+        {"name": "lean_reduction_kernel"},   # short, unique, one side names no template arguments
         {"name": "vectorized_elementwise_kernel<2, FooFunctor>"},      # short name ambiguous: no match
         {"name": "kernel_that_did_not_run"},
+        # a bf16 multiply: same short name as the fp32 one of the report, another instantiation: no match
+        {"name": "void at::native::vectorized_elementwise_kernel<8, at::native::BinaryFunctor<c10::BFloat16, "
+                 "c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >"},
     ]
     got, unmatched = match(entries, recs)
     assert got[entries[0]["name"]] is recs[0]
     assert got[entries[1]["name"]] is recs[1]
     assert got[entries[2]["name"]] is recs[3]
-    assert entries[3]["name"] not in got and entries[4]["name"] not in got
+    assert entries[3]["name"] not in got and entries[4]["name"] not in got and entries[5]["name"] not in got
     # every record is either matched or reported: nothing silently dropped
     assert unmatched == [recs[2].name, recs[4].name]
     assert {id(k) for k in got.values()} | {id(k) for k in recs if k.name in unmatched} == {id(k) for k in recs}
@@ -82,3 +85,23 @@ def test_match_tolerates_entries_without_names():
     assert list(got) == ["k"] and unmatched == []
 
 
+
+
+def test_a_folded_split_k_reduce_joins_its_gemm_per_gemm_launch():
+    # one GEMM entry of 4 launches folds 2 reduce launches (the other 2 GEMM launches were not split):
+    # per GEMM launch the logical op adds half a reduce
+    gemm = KernelCounters(name="nvjet_splitK_TNN", launches=4, source="ncu-csv", t_ms=0.030, dram_bytes=1.0e8,
+                          tensor_flops_by_dtype={"bf16": 8.0e9})
+    red = KernelCounters(name="void cublasLt::splitKreduce_kernel<32, 16>(float*)", launches=2, source="ncu-csv",
+                         t_ms=0.004, dram_bytes=3.0e6, tensor_flops_by_dtype={"bf16": 0.0})
+    entry = {"name": "nvjet_splitK_TNN", "launches": 4,
+             "folded_kernels": [{"name": "void cublasLt::splitKreduce_kernel<(int)32, (int)16>(T1 *)", "launches": 2}]}
+    got, unmatched = match([entry], [gemm, red])
+    kc = got["nvjet_splitK_TNN"]
+    assert unmatched == []
+    assert kc.dram_bytes == 1.0e8 + 3.0e6 * 2 / 4 and kc.t_ms == 0.030 + 0.004 * 2 / 4
+    assert kc.tensor_flops_by_dtype == {"bf16": 8.0e9}
+    # folded into two entries: not shared out, reported
+    two = [entry, dict(entry, name="nvjet_other_splitK")]
+    got, unmatched = match(two, [gemm, red, KernelCounters(name="nvjet_other_splitK", launches=1, source="x")])
+    assert unmatched == [red.name] and got["nvjet_splitK_TNN"] is gemm

@@ -131,12 +131,21 @@ def test_no_env_report_flag(tmp_path):
     assert _files(tmp_path) == {"profile_topN.json"}
 
 
-def test_starter_from_an_ncu_report_names_gfx_as_missing(tmp_path):
+def test_starter_from_an_ncu_report_takes_its_device(tmp_path):
+    # the device comes from the report (read here from its CSV twin's device__attribute_* columns);
+    # this --set basic report has no tensor-pipe counter, so model_dtype is the one thing missing
+    import csv
+
+    row = list(csv.DictReader(open(FIX / "ncu_topn" / "small_raw.csv", newline="")))[1]
     out = tmp_path / "profile_topN.json"
     r = _run(["topn", FIX / "ncu_topn" / "small.ncu-rep.gz", "-o", out, "--isl", 1, "--osl", 1, "--conc", 1])
     assert r.exit_code == 0, r.output
-    assert "gfx is not known from the trace" in r.stderr
-    _one_line_exit2(_run(["analyze", out]), "gfx: required field is missing", "--gfx sm_90")
+    env = json.loads((tmp_path / "env_report.json").read_text())
+    assert env["gpu_name"] == row["device__attribute_display_name"] == "NVIDIA H200"
+    assert env["gfx"] == (f"sm_{row['device__attribute_compute_capability_major']}"
+                          f"{row['device__attribute_compute_capability_minor']}")
+    assert "gfx is not known" not in r.stderr and "model_dtype is not known from the trace" in r.stderr
+    _one_line_exit2(_run(["analyze", out]), "model_dtype: required field is missing", "--model-dtype bf16")
 
 
 # ------------------------------------------------------------------ item 3: wrong-kind files
@@ -253,7 +262,22 @@ def test_counters_matching_nothing_are_said(made, tmp_path):
     r = _run(["analyze", made["topn"], "--no-write", "--counters", FIX / "ncu" / "known_raw.csv"])
     assert r.exit_code == 0
     w = [ln for ln in r.stderr.splitlines() if "--counters" in ln]
-    assert len(w) == 1 and "matched a head entry, so stage C was not applied" in w[0]
+    assert len(w) == 2 and "no head entry got counters, so stage C was not applied" in w[1]
+    # the unused kernels are named: the report's kernel names (read from the CSV itself) but the bf16
+    # add, which is also in this decode trace (a 3.8% entry, below the head: matched, not applied)
+    import csv
+
+    from roofline.classify import short_name
+
+    rows = list(csv.DictReader(open(FIX / "ncu" / "known_raw.csv", newline="")))[1:]
+    names = [n for n in dict.fromkeys(r["Kernel Name"] for r in rows)]
+    add = [n for n in names if short_name(n) == "vectorized_elementwise_kernel[CUDAFunctor_add]"]
+    assert len(add) == 1 and any(e["short_name"] == short_name(add[0])
+                                 for e in json.loads(made["topn"].read_text())["entries"])
+    unused = [n for n in names if n not in add]
+    assert f"{len(unused)} kernel(s) matched no Top-N entry" in w[0]
+    assert all(repr(short_name(n)[:60]) in w[0] for n in unused[:6]) and f"and {len(unused) - 6} more" in w[0]
+    assert repr(short_name(add[0])) not in w[0]
     # counters that do match draw no such line (the hook fixture's kernels come from fixtures/ncu)
     r = _run(["analyze", FIX / "hook" / "round_b_topN.json", "--env", FIX / "hook" / "env_report.json",
               "--no-write", "--counters", FIX / "ncu" / "known_raw.csv"])

@@ -18,16 +18,32 @@ def _warn_ignored(topn: Path, counters, art: dict) -> None:
     from roofline import inputs, lint
 
     try:
-        lines = lint.topn_warnings(inputs.load_topn(topn))
+        t = inputs.load_topn(topn)
+        lines = lint.topn_warnings(t)
     except RooflineError:
-        lines = []
+        t, lines = None, []
     for line in lines:
         click.echo(f"roofline analyze: warning: {line}", err=True)
-    if counters is not None and not any(e.get("counters") for e in art.get("entries", [])):
-        um = art.get("unmatched_counters") or []
-        click.echo(f"roofline analyze: warning: --counters {counters}: none of its {len(um)} kernel(s) matched a "
-                   "head entry, so stage C was not applied (names compared by full and short name"
-                   + (f"; e.g. {um[0][:60]!r}" if um else "") + ")", err=True)
+    if counters is None:
+        return
+    um = art.get("unmatched_counters") or []
+    if um:
+        from roofline.classify import short_name
+
+        from roofline.counters.match import folded_into
+
+        def said(n):
+            many = folded_into([e.raw for e in t.entries], n) if t is not None else []
+            return repr(short_name(n)[:60]) + (f" (folded into {len(many)} GEMM entries as their split-K reduce: its "
+                                               "launches cannot be shared out)" if len(many) > 1 else "")
+
+        shown = ", ".join(said(n) for n in um[:6]) + (f", and {len(um) - 6} more" if len(um) > 6 else "")
+        click.echo(f"roofline analyze: warning: --counters {counters}: {len(um)} kernel(s) matched no Top-N entry "
+                   f"and were not used (names compared exactly, then demangled and normalised, then by a unique "
+                   f"short name): {shown}", err=True)
+    if not any(e.get("counters") for e in art.get("entries", [])):
+        click.echo(f"roofline analyze: warning: --counters {counters}: no head entry got counters, so stage C was "
+                   "not applied", err=True)
 
 
 def _how_to_give(exc: InputError) -> str:

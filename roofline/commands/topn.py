@@ -85,7 +85,7 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
 
 def _topn_of_ncu(source, kind, decode_steps, prefill_steps, regime, top, min_pct, round_no) -> dict:
     """The Top-N of an Nsight Compute report or its raw CSV (one regime, steps given or one)."""
-    from roofline.ingest.ncu import NcuError, ncu_steps, read_ncu
+    from roofline.ingest.ncu import NcuError, attach, ncu_steps, read_ncu_full
     from roofline.ingest.topn import build_topn
 
     reg = "prefill" if (prefill_steps is not None and decode_steps is None) else regime
@@ -93,15 +93,19 @@ def _topn_of_ncu(source, kind, decode_steps, prefill_steps, regime, top, min_pct
         _fail(source, "an ncu report has no step ranges: give --decode-steps or --prefill-steps, not both")
     n_steps = decode_steps if reg == "decode" else prefill_steps
     try:
-        aggs, bad = read_ncu(source, reg)
+        read = read_ncu_full(source, reg)
     except NcuError as exc:
         _fail(source, str(exc))
-    steps, notes = ncu_steps(aggs, reg, n_steps)
-    if bad:
-        notes.append(f"{bad} CSV rows without a usable duration skipped")
+    steps, notes = ncu_steps(read.aggs, reg, n_steps)
+    if read.bad:
+        notes.append(f"{read.bad} CSV rows without a usable duration skipped")
     src = {"kind": kind, "path": os.path.basename(source),
-           "kernel_launches": sum(a.all_count for a in aggs)}
-    doc = build_topn(aggs, steps, notes, top=top, min_pct=min_pct, round_no=round_no, source=src)
+           "kernel_launches": sum(a.all_count for a in read.aggs)}
+    names = sorted({d["name"] for d in read.devices if d.get("name")})
+    if names:
+        src["devices"] = names
+    doc = build_topn(read.aggs, steps, notes, top=top, min_pct=min_pct, round_no=round_no, source=src)
+    doc["notes"] += attach(doc, read)   # each entry's measured counters, the report's device
     return doc
 
 
@@ -241,7 +245,8 @@ def _starter_env(source, kind, doc, out_path, env_out, force, config, config_fil
     if existing is not None and not force:
         return [f"kept the existing env report {existing} (not rewritten"
                 + (f"; {', '.join(given)} not written to it" if given else "") + "): --force replaces it with a starter"]
-    head = trace_head(source) if kind == "trace" else {}
+    # the device: a trace's deviceProperties head, or the report's device__attribute_* record
+    head = trace_head(source) if kind == "trace" else {"deviceProperties": doc.get("device_properties") or []}
     cfg_rel = None
     if config_file:
         try:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from .base import KernelCounters
 from .errors import CounterReadError
-from .match import canonical_name, match, short_name
+from .match import canonical_name, demangle, match, short_name
 
-__all__ = ["KernelCounters", "CounterReadError", "load", "match", "canonical_name", "short_name"]
+__all__ = ["KernelCounters", "CounterReadError", "load", "match", "canonical_name", "demangle", "short_name"]
 
 _SNIFF = 1 << 16
 

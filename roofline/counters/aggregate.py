@@ -60,6 +60,42 @@ def average(name: str, launches: list[KernelCounters], source: str,
     return out
 
 
+_ADDITIVE = ("t_ms", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "cuda_core_flops", "l2_bytes", "l1_bytes")
+
+
+def combine(a: KernelCounters, b: KernelCounters) -> KernelCounters:
+    """Two launches that form ONE logical op (a split-K GEMM and the reduce that completes it):
+    counts and times add (unknown if either side did not measure one); the first launch's name,
+    peaks and corroborating metrics stay."""
+    out = KernelCounters(name=a.name, launches=1, source=a.source, device_name=a.device_name or b.device_name,
+                         report_peak_hbm_bw_bytes_s=a.report_peak_hbm_bw_bytes_s, report_sm_clock_hz=a.report_sm_clock_hz,
+                         extra=dict(a.extra), unstable=a.unstable or b.unstable)
+    for f in _ADDITIVE:
+        va, vb = getattr(a, f), getattr(b, f)
+        setattr(out, f, None if va is None or vb is None else va + vb)
+    if a.tensor_flops_by_dtype and b.tensor_flops_by_dtype:
+        out.tensor_flops_by_dtype = {d: a.tensor_flops_by_dtype.get(d, 0.0) + b.tensor_flops_by_dtype.get(d, 0.0)
+                                     for d in dict.fromkeys([*a.tensor_flops_by_dtype, *b.tensor_flops_by_dtype])}
+    out.derived_from_rate = list(dict.fromkeys(a.derived_from_rate + b.derived_from_rate))
+    if b.t_ms is not None:
+        out.extra["folded_launch_t_ms"] = b.t_ms
+    return out
+
+
+def scaled(kc: KernelCounters, factor: float) -> KernelCounters:
+    """The record's counts and time x factor (a reduce's per-launch counters spread over the launches
+    of the GEMM it folds into)."""
+    if factor == 1.0:
+        return kc
+    out = KernelCounters(name=kc.name, launches=kc.launches, source=kc.source, device_name=kc.device_name,
+                         extra=dict(kc.extra), unstable=kc.unstable, derived_from_rate=list(kc.derived_from_rate))
+    for f in _ADDITIVE:
+        v = getattr(kc, f)
+        setattr(out, f, None if v is None else v * factor)
+    out.tensor_flops_by_dtype = {d: v * factor for d, v in kc.tensor_flops_by_dtype.items()}
+    return out
+
+
 def group_average(named: list[tuple[str, KernelCounters]], source: str) -> list[KernelCounters]:
     """Average launches that share a name; order of first appearance is kept."""
     groups: dict[str, list[KernelCounters]] = {}

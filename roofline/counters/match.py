@@ -1,30 +1,60 @@
-"""Match counter records to Top-N entries by kernel name.
+"""Match counter records to Top-N entries by kernel name: THE kernel-name normaliser.
 
 Three passes, each only over what the earlier ones left:
 1. exact name;
-2. canonical name: templates KEPT, argument list, return type, namespaces, casts and literal
-   suffixes dropped (the PyTorch profiler, the ncu 2025.3.1 CLI and ncu_report print one kernel
-   as `void at::native::vectorized_elementwise_kernel<8, ...CUDAFunctor_add<c10::BFloat16>,
+2. canonical name (`canonical_name`): one spelling for the forms the PyTorch profiler, the ncu
+   CLI and ncu_report (NameBase_DEMANGLED) print for one kernel, e.g.
+   `void at::native::vectorized_elementwise_kernel<8, ...CUDAFunctor_add<c10::BFloat16>,
    std::array<char*, 3ul> >(int, ...)`, `void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add
-   <c10::BFloat16>, std::array<char *, 3>>` and `...<(int)8, ..., (unsigned long)3>>(int, T2, T3)`);
-3. short name (templates dropped too), only where it is UNIQUE on both sides: on the H200
-   fixture a bf16 add and an fp32 mul are both `vectorized_elementwise_kernel`, and a short-name
-   match there would silently swap their counters.
+   <c10::BFloat16>, std::array<char *, 3>>` and `...<(int)8, ..., (unsigned long)3>>(int, T2, T3)`;
+3. short name (templates dropped too), only where it is UNIQUE on both sides and one side names
+   no template arguments (ncu's `--print-kernel-base function`, a hand-written Top-N): on the H200
+   fixture a bf16 add and an fp32 mul are both `vectorized_elementwise_kernel`, and a bf16 and an
+   fp32 multiply both `vectorized_elementwise_kernel[MulFunctor]`; a short-name match of two
+   spelled-out instantiations would silently swap their counters.
+
+The canonical form is made by general rules, not a list of kernels: an Itanium-mangled name
+(`_ZN7cutlass13device_kernel...`, as a trace may carry it) is demangled first (`demangle`:
+the PyPI package cxxfilt, i.e. the C++ runtime's own abi::__cxa_demangle; the mangled name is kept
+where it is not available); then the argument list, a `[clone ...]` tail and the `void` return
+type are dropped; lambdas are written one way (`[lambda(T) (instance N)]` of NVIDIA's demangler,
+`{lambda(T)#N}` of the Itanium one -> `{lambda(T)#N}`); anonymous namespaces (`(anonymous
+namespace)::`, `<unnamed>::`, `{anonymous}::`), casts before literals (`(int)128`, `(unsigned
+long)3`, `(bool)0`, `(cutlass::Enum)2`), literal suffixes (`3ul`), `true`/`false`, `const` and
+`volatile`, every namespace or class qualifier and all whitespace go.
 
 Counter records that match no entry are returned by name: the caller reports them.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from .base import KernelCounters
 
-_ANON = re.compile(r"\((?:anonymous namespace|anonymous)\)::")
-_CAST = re.compile(r"\((?:(?:unsigned|signed|const)\s+)*(?:int|long|long long|short|char|bool|unsigned|"
-                   r"size_t|int\d+_t|uint\d+_t)\)")
+_ANON = re.compile(r"(?:\((?:anonymous namespace|anonymous)\)|<unnamed>|\{anonymous\})::")
+_LAMBDA_NV = re.compile(r"\[lambda\(([^()]*)\)\s*\(instance\s+(\d+)\)\]")
+# a C-style cast before a literal: a parenthesised type name (words, '::', spaces) then a number
+_CAST = re.compile(r"\(\s*[A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*\s*\)\s*(?=[-+]?\d)")
 _LIT = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
-_NS = re.compile(r"\b[A-Za-z_]\w*::")
+_CV = re.compile(r"\b(?:const|volatile)\b")
+_NS = re.compile(r"\b[A-Za-z_]\w*::|(?<![\w>])::")
 _WS = re.compile(r"\s+")
+
+
+@functools.lru_cache(maxsize=4096)
+def demangle(name: str) -> str:
+    """An Itanium-mangled name (`_Z...`) demangled; any other name, or one the demangler refuses
+    or cannot be loaded for, unchanged."""
+    s = name.strip()
+    if not s.startswith("_Z"):
+        return name
+    try:
+        import cxxfilt
+
+        return cxxfilt.demangle(s)
+    except Exception:  # noqa: BLE001 - not installed, no C++ runtime, or not a valid mangled name
+        return name
 
 
 def _strip_args(name: str) -> str:
@@ -47,15 +77,18 @@ def _strip_args(name: str) -> str:
     return s
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_name(name: str) -> str:
-    s = _strip_args(name)
+    s = _strip_args(demangle(name))
     if s.startswith("void "):
         s = s[5:]
+    s = _LAMBDA_NV.sub(r"{lambda(\1)#\2}", s)
     s = _ANON.sub("", s)
     s = _CAST.sub("", s)
     s = _LIT.sub(r"\1", s)
     s = re.sub(r"\bfalse\b", "0", s)
     s = re.sub(r"\btrue\b", "1", s)
+    s = _CV.sub("", s)
     s = _NS.sub("", s)
     return _WS.sub("", s)
 
@@ -65,6 +98,11 @@ def short_name(name: str) -> str:
     from roofline.classify import short_name as _sn
 
     return _sn(name)
+
+
+def _templated(name: str) -> bool:
+    c = canonical_name(name)
+    return "<" in c or c.startswith("_Z")   # still mangled (no demangler): its arguments are unknown
 
 
 def match(entries: list[dict], counters: list[KernelCounters]
@@ -86,7 +124,7 @@ def match(entries: list[dict], counters: list[KernelCounters]
             out[n] = counters[by_exact[n]]
             used.add(by_exact[n])
 
-    def unique_pass(key):
+    def unique_pass(key, by_short: bool):
         left = [n for n in names if n not in out]
         if not left:
             return
@@ -97,12 +135,52 @@ def match(entries: list[dict], counters: list[KernelCounters]
         for n in left:
             ekeys.setdefault(key(n), []).append(n)
         for k, ens in ekeys.items():
-            idx = [i for i in ckeys.get(k, []) if i not in used] or ckeys.get(k, [])
-            if len(idx) == 1 and len(ens) == 1:
-                out[ens[0]] = counters[idx[0]]
-                used.add(idx[0])
+            # one canonical name is one kernel: a record may serve it twice; a short name may not
+            idx = [i for i in ckeys.get(k, []) if i not in used] or ([] if by_short else ckeys.get(k, []))
+            if len(idx) != 1 or len(ens) != 1:
+                continue
+            if by_short and _templated(ens[0]) and _templated(counters[idx[0]].name):
+                # both sides name their template arguments and they differ (else pass 2 had matched):
+                # two instantiations (a bf16 and an fp32 mul), never one kernel
+                continue
+            out[ens[0]] = counters[idx[0]]
+            used.add(idx[0])
 
-    unique_pass(canonical_name)
-    unique_pass(short_name)
+    unique_pass(canonical_name, False)
+    unique_pass(short_name, True)
+    _fold_reduces(entries, counters, out, used)
     unmatched = [kc.name for i, kc in enumerate(counters) if i not in used]
     return out, unmatched
+
+
+def folded_into(entries: list[dict], name: str) -> list[str]:
+    """The names of the Top-N entries that list kernel `name` in their `folded_kernels`."""
+    key = canonical_name(name)
+    return [e["name"] for e in entries if isinstance(e, dict) and isinstance(e.get("folded_kernels"), list)
+            and any(isinstance(f, dict) and isinstance(f.get("name"), str) and canonical_name(f["name"]) == key
+                    for f in e["folded_kernels"])]
+
+
+def _fold_reduces(entries: list[dict], counters: list[KernelCounters], out: dict, used: set) -> None:
+    """A record of a kernel that a Top-N entry lists in `folded_kernels` (a split-K reduce that
+    `roofline topn` folded into its GEMM: one logical op) is added to that entry's record, per
+    launch of the entry (x folded launches / entry launches). Only where exactly one entry folds
+    that kernel and the entry has a record; otherwise it stays unmatched (and is reported)."""
+    from .aggregate import combine, scaled
+
+    folds: dict[str, list[tuple[dict, float]]] = {}
+    for e in entries:
+        if not isinstance(e, dict) or not isinstance(e.get("folded_kernels"), list):
+            continue
+        n = e.get("launches")
+        for f in e["folded_kernels"]:
+            if isinstance(f, dict) and isinstance(f.get("name"), str):
+                fl = f.get("launches")
+                ratio = fl / n if isinstance(fl, (int, float)) and isinstance(n, (int, float)) and n > 0 else 1.0
+                folds.setdefault(canonical_name(f["name"]), []).append((e, ratio))
+    for i, kc in enumerate(counters):
+        hit = folds.get(canonical_name(kc.name)) if i not in used else None
+        if hit and len(hit) == 1 and hit[0][0].get("name") in out:
+            e, ratio = hit[0]
+            out[e["name"]] = combine(out[e["name"]], scaled(kc, ratio))
+            used.add(i)

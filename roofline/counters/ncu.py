@@ -34,6 +34,20 @@ SM_CLOCK_MAX_KHZ = "device__attribute_max_gpu_frequency_khz"   # kHz, printed un
 L2_BYTES = "lts__t_bytes.sum"
 L1_BYTES = "l1tex__t_bytes.sum"
 DEVICE_NAME = "device__attribute_display_name"
+# the device as the report records it (device__attribute_*, printed unitless; clocks in kHz, the bus
+# in bits), under the keys of a PyTorch trace's deviceProperties record, which `roofline topn`
+# writes and roofline/devices.py reads (gfx = sm_<major><minor>; level-L1 derivation for a GPU that
+# is in no table: 2 x memory clock x bus width / 8, SMs x clock x the per-SM tensor rate)
+DEVICE_ATTRS = {
+    "computeMajor": "device__attribute_compute_capability_major",
+    "computeMinor": "device__attribute_compute_capability_minor",
+    "numSms": "device__attribute_multiprocessor_count",
+    "clockRate": "device__attribute_max_gpu_frequency_khz",
+    "memoryClockRate": "device__attribute_max_mem_frequency_khz",
+    "memoryBusWidth": "device__attribute_global_memory_bus_width",
+    "totalGlobalMem": "device__attribute_total_memory",
+    "l2CacheSize": "device__attribute_l2_cache_size",
+}
 
 # issued tensor-pipe ops per source dtype; an FMA counts as 2 (they are FLOPs), padding included.
 # Several names per dtype: the first present wins; a list inside means "sum these" (chips that
@@ -99,6 +113,9 @@ _COUNTS: tuple[str, ...] = tuple(dict.fromkeys(
 RATE = ".per_second"
 RATE_DERIVABLE: tuple[str, ...] = tuple(m for m in _COUNTS if m.endswith(".sum") and m != DURATION)
 WANTED: tuple[str, ...] = tuple(dict.fromkeys(list(_COUNTS) + [m + RATE for m in RATE_DERIVABLE]))
+
+
+WITH_DEVICE: tuple[str, ...] = WANTED + tuple(DEVICE_ATTRS.values())   # what `roofline topn` reads
 
 
 def counts_from_rates(m: dict[str, float | None]) -> tuple[dict[str, float | None], list[str]]:
@@ -171,6 +188,27 @@ def launch_counters(name: str, m: dict[str, float | None], source: str,
         if g(metric) is not None:
             kc.extra[key] = g(metric)
     return kc
+
+
+def device_records(launches) -> list[dict]:
+    """One deviceProperties-style record per distinct device of the report's launches (name from
+    device__attribute_display_name, integers from DEVICE_ATTRS where the launches hold them)."""
+    out: dict[tuple, dict] = {}
+    for ln in launches:
+        rec = {"name": ln.device} if ln.device else {}
+        for key, metric in DEVICE_ATTRS.items():
+            v = ln.values.get(metric)
+            if v is not None and v == v and abs(v) < 2 ** 63:
+                rec[key] = int(v)
+        if rec:
+            out.setdefault(tuple(sorted(rec.items())), rec)
+    return list(out.values())
+
+
+def launch_records(launches, source: str) -> list[KernelCounters]:
+    """The per-name KernelCounters (per-launch averages) of parsed launches: what `load` returns."""
+    return group_average([(ln.name, launch_counters(ln.name, ln.values, source, ln.device)) for ln in launches],
+                         source)
 
 
 # ----------------------------------------------------------------------------- one launch
@@ -274,14 +312,14 @@ def rep_launches(path: str | Path, metrics=WANTED, *, dims: bool = False) -> lis
 
 
 def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
-    named = [(ln.name, launch_counters(ln.name, ln.values, "ncu-rep", ln.device)) for ln in rep_launches(path)]
-    if not named:
+    launches = rep_launches(path)
+    if not launches:
         with open(path, "rb") as f:
             magic = f.read(4)
         if magic[:3] != b"NVR":   # every .ncu-rep seen here starts with b"NVR\0"
             raise CounterReadError(path, "binary file that is not an Nsight Compute report (no NVR header)")
         raise CounterReadError(path, "the Nsight Compute report holds no kernel results (empty or truncated)")
-    return group_average(named, "ncu-rep")
+    return launch_records(launches, "ncu-rep")
 
 
 # ----------------------------------------------------------------------------- raw-page CSV
@@ -351,7 +389,6 @@ def csv_launches(table: CsvTable, path, metrics=WANTED, *, strict: bool = True) 
 
 def read_ncu_csv_text(text: str, path: str | Path) -> list[KernelCounters]:
     launches = csv_launches(csv_table(text, path), path)
-    named = [(ln.name, launch_counters(ln.name, ln.values, "ncu-csv", ln.device)) for ln in launches]
-    if not named:
+    if not launches:
         raise CounterReadError(path, "the CSV holds a header but no kernel rows")
-    return group_average(named, "ncu-csv")
+    return launch_records(launches, "ncu-csv")

@@ -102,6 +102,21 @@ def dtypes_from_topn(topn: dict) -> tuple[str | None, str | None]:
     return (w.most_common(1)[0][0] if w else None), (kv.most_common(1)[0][0] if kv else None)
 
 
+def _from_report(topn: dict) -> bool:
+    return (topn.get("source") or {}).get("kind") in ("ncu-rep", "ncu-csv")
+
+
+def counter_dtype(topn: dict) -> str | None:
+    """The tensor-pipe dtype that carries the most GPU time among the entries' measured counters
+    (the Top-N of an Nsight Compute report), or None."""
+    c: Counter = Counter()
+    for e in topn.get("entries", []):
+        tdt = (e.get("counters") or {}).get("tensor_flops_by_dtype") or {}
+        if tdt and max(tdt.values()) > 0:
+            c[max(tdt, key=tdt.get)] += float(e.get("pct_gpu_time") or 0.0)
+    return c.most_common(1)[0][0] if c else None
+
+
 def _config_dtype(config: dict | None) -> str | None:
     if not config:
         return None
@@ -132,18 +147,22 @@ def starter_env(head: dict, topn: dict, *, isl=None, osl=None, conc=None, config
     notes += dn
     env: dict = {}
     src: dict = {}
+    dev_src = "the Nsight Compute report's device attributes" if _from_report(topn) else "trace deviceProperties"
     if gfx or t_gfx:
         env["gfx"] = gfx or t_gfx
-        src["gfx"] = "--gfx" if gfx else "trace deviceProperties (compute capability)"
+        src["gfx"] = "--gfx" if gfx else f"{dev_src} (compute capability)"
     if name:
         env["gpu_name"] = name
-        src["gpu_name"] = "trace deviceProperties"
+        src["gpu_name"] = dev_src
     t_dt, t_kv = dtypes_from_topn(topn)
-    mdt = model_dtype or t_dt or _config_dtype(config)
+    c_dt = None if (model_dtype or t_dt) else counter_dtype(topn)
+    mdt = model_dtype or t_dt or c_dt or _config_dtype(config)
     if mdt:
         env["model_dtype"] = mdt
         src["model_dtype"] = ("--model-dtype" if model_dtype else
-                              "captured shapes' dtypes (GEMM weights)" if t_dt else "config.json torch_dtype")
+                              "captured shapes' dtypes (GEMM weights)" if t_dt else
+                              "the report's tensor-pipe counters (the dtype carrying the most GPU time)" if c_dt
+                              else "config.json torch_dtype")
     if t_kv:
         env["kv_cache_dtype"] = t_kv
         src["kv_cache_dtype"] = "captured attention shapes' dtypes"

@@ -1,33 +1,58 @@
-"""The JSON Schema of profile_roofline.json, and a validator."""
+"""The JSON Schema of profile_roofline.json, and a validator.
+
+Speed (a cold `roofline analyze` pays all of it): jsonschema is imported only when an artifact is
+validated; the validator is built once per process WITHOUT re-checking the schema itself (that
+check, ~30 ms, is tests/test_schema_speed.py's job, where a broken schema must fail); and an
+artifact whose content was already found valid in this process (the CLI checks before it writes,
+and the write path checks again) is not walked twice.
+"""
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from importlib import resources
+
+_VALID_SEEN: dict[str, None] = {}   # digests of artifact texts found valid (insertion-ordered, bounded)
+_SEEN_MAX = 16
 
 
 def artifact_schema() -> dict:
     return json.loads((resources.files("roofline") / "schema" / "profile_roofline.schema.json").read_text())
 
 
-@functools.lru_cache(maxsize=1)
-def _validator():
-    """The schema is checked and compiled once (jsonschema.validate re-checks it on every call:
-    ~0.1 s, which the hook would pay on every run)."""
+def check_schema() -> None:
+    """Raise jsonschema.SchemaError if the schema file is not a valid schema of its draft."""
     import jsonschema
 
     schema = artifact_schema()
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    """The compiled validator of the schema's own draft (jsonschema.validate would re-check the
+    schema on every call)."""
+    import jsonschema
+
+    schema = artifact_schema()
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def validate_artifact(art: dict) -> None:
     """Raise jsonschema.ValidationError if `art` (as written, NaN-free) breaks the schema."""
-    import jsonschema
-
     from roofline.report import _clean
 
-    err = jsonschema.exceptions.best_match(_validator().iter_errors(_clean(art)))
-    if err is not None:
-        raise err
+    # the digest of the content as given (NaN spelled NaN: deterministic), before any cleaning
+    digest = hashlib.blake2b(json.dumps(art, sort_keys=True, default=repr).encode(), digest_size=16).hexdigest()
+    if digest in _VALID_SEEN:
+        return
+    clean = _clean(art)
+    v = _validator()
+    if not v.is_valid(clean):
+        import jsonschema
+
+        raise jsonschema.exceptions.best_match(v.iter_errors(clean))
+    _VALID_SEEN[digest] = None
+    while len(_VALID_SEEN) > _SEEN_MAX:
+        del _VALID_SEEN[next(iter(_VALID_SEEN))]

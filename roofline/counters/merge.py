@@ -1,0 +1,106 @@
+"""Stage C's merge of one matched counter record into an artifact entry (roofline/procedure.py calls
+it in `apply_stage_c`), in its two cases (docs/method.md, stage C):
+
+- the entry has a byte/FLOP model (captured or stage-A shapes): MEASURED DRAM bytes replace the
+  model's on the memory axis, the model's USEFUL FLOPs stay on the compute axis, the issued FLOPs
+  and the measured/model ratios are recorded (`apply_counters`);
+- the entry has NO model (no shapes: the Top-N of an Nsight Compute report, a CUDA-graph replay)
+  but its counters hold DRAM bytes: the counters are its work (`measured_result`): the memory
+  axis is the measured DRAM bytes, the compute axis the ISSUED FLOPs (tensor pipe, padding
+  included: at least the useful work), and the useful FLOPs are unknown and said so
+  (`apply_measured`).
+
+Pure functions: numbers in, fields and notes out. Units: bytes, FLOPs, seconds (t_s), bytes/s.
+"""
+from __future__ import annotations
+
+from .base import KernelCounters
+
+
+def counters_block(kc: KernelCounters) -> dict:
+    """The entry's `counters` field: the record as measured (per launch)."""
+    return {
+        "source": kc.source, "launches": kc.launches, "t_ms": kc.t_ms, "dram_bytes": kc.dram_bytes,
+        "flops_issued": kc.flops_issued, "tensor_flops_by_dtype": dict(kc.tensor_flops_by_dtype),
+        "cuda_core_flops": kc.cuda_core_flops, "l2_bytes": kc.l2_bytes, "l1_bytes": kc.l1_bytes,
+        "unstable": kc.unstable, **({"extra": dict(kc.extra)} if kc.extra else {}),
+        **({"derived_from_rate": list(kc.derived_from_rate)} if kc.derived_from_rate else {}),
+    }
+
+
+def _usable(kc: KernelCounters | None) -> bool:
+    return kc is not None and kc.dram_bytes is not None and kc.dram_bytes > 0 and not kc.unstable
+
+
+def apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
+    """A modelled entry: measured bytes on the memory axis. L4 on missing/unstable counters.
+    Returns (metrics, bytes on the memory axis, confidence)."""
+    from roofline.roofmath import _metrics
+
+    from .ncu import rate_notes
+
+    out["counters"] = counters_block(kc)
+    if not _usable(kc):
+        why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
+        notes.append(f"L4: counters matched but {why}: stage A/B analytic result kept, confidence not raised")
+        return m, bytes_est, confidence
+    measured_bytes = kc.dram_bytes * n_l
+    out["bytes_model"] = bytes_est
+    out["bytes_measured"] = measured_bytes
+    out["flops_useful"] = flops_est
+    if kc.flops_issued:
+        out["flops_issued"] = kc.flops_issued * n_l
+        out["padding_waste_ratio"] = out["flops_issued"] / flops_est if flops_est > 0 else None
+    out["bytes_measured_over_model"] = measured_bytes / bytes_est if bytes_est > 0 else None
+    mm = _metrics(measured_bytes, flops_est, t_s, peak_bw, peak_flops)
+    notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
+                 f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
+                 f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
+    notes.extend(rate_notes(kc))
+    return mm, measured_bytes, "high"
+
+
+def issued_work(kc: KernelCounters) -> tuple[float, str | None, str]:
+    """(issued FLOPs per launch, their dtype, what they are): the tensor-pipe FLOPs of the dtype
+    that issued most, else the CUDA-core FLOPs (fp32 roof), else none measured (0, None)."""
+    tdt = {d: v for d, v in kc.tensor_flops_by_dtype.items() if v}
+    if tdt:
+        d = max(tdt, key=tdt.get)
+        return tdt[d], d, f"issued {d} tensor-pipe FLOPs (sm__ops_path_tensor_*; FMA = 2, padding included)"
+    if kc.cuda_core_flops:
+        return kc.cuda_core_flops, "fp32", "issued CUDA-core FLOPs (2 x fma + add + mul, thread level)"
+    return 0.0, None, "no FLOP counter in the report"
+
+
+def measured_result(kc: KernelCounters | None, n_l: int, fallback_dtype: str | None):
+    """The work of an entry with no model, from its counters: one candidate `measured` (DRAM
+    bytes, issued FLOPs, per logical op of n_l launches); None when the counters cannot stand in
+    (absent, no DRAM bytes, unstable across launches)."""
+    from roofline.models import Candidate, ModelResult
+
+    if not _usable(kc):
+        return None
+    flops, dtype, what = issued_work(kc)
+    return ModelResult([Candidate("measured", kc.dram_bytes * n_l, flops * n_l, what)],
+                       compute_dtype=dtype or fallback_dtype or "bf16",
+                       assumptions=["no shapes: the measured counters are the work"], info={})
+
+
+def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
+    """An entry with no model whose work came from its counters (measured_result): record them and
+    say what each axis is. Confidence high on the memory axis (measured bytes and time); medium
+    on the compute axis (issued, not useful, FLOPs). Returns (metrics, bytes, confidence)."""
+    from .ncu import rate_notes
+
+    out["counters"] = counters_block(kc)
+    out["bytes_measured"] = bytes_est
+    out["flops_useful"] = None
+    if flops_est > 0:
+        out["flops_issued"] = flops_est
+    _, dtype, what = issued_work(kc)
+    notes.append(f"measured input: memory axis = MEASURED DRAM bytes, {bytes_est / 1e6:.3f} MB per logical op "
+                 f"({kc.source}, {kc.launches} launch(es) averaged); compute axis = {what}"
+                 + ("" if dtype is None else ", at least the useful work")
+                 + "; useful FLOPs unknown (no shapes: profile with record_shapes=True for the model's count)")
+    notes.extend(rate_notes(kc))
+    return m, bytes_est, "high" if m["roof_axis"] == "memory" else "medium"
