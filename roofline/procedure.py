@@ -220,6 +220,14 @@ def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | No
     if shape_source != "captured":
         notes.append("stage A shapes (estimated): display only, do not rank on it")
     if counters is not None:
+        from roofline.counters.plausible import counters_block, implausible
+
+        why = implausible(counters, peaks, out["op_kind"], shape_source, bytes_est, t_s / n_l, n_l)
+        if why:  # L4: a reading the hardware or the work rules out is not believed
+            out["counters"] = {**counters_block(counters), "implausible": why}
+            notes.append(f"L4: implausible counters ({'; '.join(why)}): stage A/B analytic result kept, "
+                         "confidence not raised")
+            return m, bytes_est, confidence, cdtype, peak_flops
         tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
         if tdt:
             measured_dt = max(tdt, key=tdt.get)
@@ -383,7 +391,7 @@ def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict
 def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
                   counters: Any | None, all_light: list[dict]) -> tuple[dict, dict]:
     """One head entry -> (artifact entry, model info). Raises EntryError to degrade it (L2)."""
-    notes: list[str] = []
+    notes: list[str] = list(e.notes)
     out, op_class = entry_head(e)
     if e.problems:
         raise EntryError("; ".join(e.problems))
@@ -431,13 +439,9 @@ def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
 
 def _apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
     """Stage C: merge one isolated-op counter record. L4 on missing/unstable counters."""
-    out["counters"] = {
-        "source": kc.source, "launches": kc.launches, "t_ms": kc.t_ms, "dram_bytes": kc.dram_bytes,
-        "flops_issued": kc.flops_issued, "tensor_flops_by_dtype": dict(kc.tensor_flops_by_dtype),
-        "cuda_core_flops": kc.cuda_core_flops, "l2_bytes": kc.l2_bytes, "l1_bytes": kc.l1_bytes,
-        "unstable": kc.unstable, **({"extra": dict(kc.extra)} if kc.extra else {}),
-        **({"derived_from_rate": list(kc.derived_from_rate)} if getattr(kc, "derived_from_rate", None) else {}),
-    }
+    from roofline.counters.plausible import counters_block
+
+    out["counters"] = counters_block(kc)
     if kc.dram_bytes is None or kc.dram_bytes <= 0 or kc.unstable:
         why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
         notes.append(f"L4: counters matched but {why}: stage A/B analytic result kept, confidence not raised")
@@ -476,4 +480,4 @@ def _verbatim_lps(e: Entry, regime: str | None, reg):
     if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw == reg.launches_per_step:
         return raw
     v = reg.launches_per_step
-    return int(v) if float(v).is_integer() else v
+    return v if v is None or not float(v).is_integer() else int(v)
