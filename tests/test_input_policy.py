@@ -253,13 +253,16 @@ def test_contract_a_5000_digit_number_in_a_file_level_field(rd):
 def test_contract_a_lone_surrogate_in_a_name(rd):
     top = copy.deepcopy(R.BASE_TOPN)
     top["entries"][0]["name"] = "nvjet_\ud800_kernel"
-    _write_topn(rd, json.dumps(top))   # ensure_ascii: the file holds the JSON escape \ud800
+    top["entries"][1]["shapes"][0]["layout"] = "row\udfff"   # a key no model reads: kept, never judged
+    _write_topn(rd, json.dumps(top))   # ensure_ascii: the file holds the JSON escapes \ud800, \udfff
     code, err, art, s, hart = _both(rd)
     for a in (art, hart):
         assert code == 0 and a["degraded"][0]["name"] == "nvjet_\\ud800_kernel"
         assert "a lone surrogate, \\ud800 at character 6" in a["degraded"][0]["reason"]
         assert "nvjet_\\ud800_kernel" in a["ranking_by_pct"]
     assert "nvjet_\\ud800_kernel" in (rd / MD).read_text(encoding="utf-8")
+    e1 = next(e for e in hart["entries"] if e["name"] == top["entries"][1]["name"])
+    assert e1["shape"]["layout"] == "row\\udfff" and e1["headroom_class"] != "unknown"   # analysed, written escaped
     code, out, err = R.cli(["analyze", str(rd / "profile_topN.json"), "--no-write"])   # the table on stdout
     assert code == 0 and "internal error" not in err
 
