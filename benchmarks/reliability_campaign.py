@@ -7,7 +7,10 @@ a case is and which invariants each case checks).
     PYTHONPATH=. python3 benchmarks/reliability_campaign.py [--cases 10000] [--seed N] [--limit-s 60]
 
 After the random cases, a deterministic sweep: every field of the Top-N, env report and config x
-every wrong type, and every number x every boundary value. Prints one line per input kind and a total: cases, crashes, hangs, wrong accepts, data loss,
+every wrong type, and every number x every boundary value; then the input policy's field-by-field
+sweep (tests/input_policy.py: every numeric field of every input kind x NaN, +-Infinity, null, a
+string, a boolean, an array, a negative, zero, 10^5000, against the outcome docs/input_policy.md
+gives; a mismatch counts as "policy"). Prints one line per input kind and a total: cases, crashes, hangs, wrong accepts, data loss,
 memory failures, wall time and the peak RSS of the process; then every violation found (at most
 50). Exit 1 when any invariant broke. The address space is capped (--max-gib, default 8) so that
 an unbounded allocation shows up as a MemoryError instead of swapping the machine.
@@ -101,6 +104,21 @@ def main() -> int:
     f = found["sweep"]
     print(f"{'sweep (all fields)':17s} {counts['sweep']:6d} cases  " + "  ".join(f"{c} {f[c]}" for c in CATEGORIES)
           + f"  {time.time() - t0:7.1f} s", flush=True)
+    # and the input policy, field by field (tests/input_policy.py): every numeric field of every
+    # input kind x ten bad values, each against the outcome docs/input_policy.md gives
+    import input_policy as P
+
+    t0 = time.time()
+    pcases = P.all_cases()
+    counts["policy"] = len(pcases)
+    for v in P.run_all(pcases):
+        cat = next((c for c in CATEGORIES if v.startswith(c)), "policy")
+        found["policy"][cat] += 1
+        if len(examples) < 50:
+            examples.append(v)
+    f = found["policy"]
+    print(f"{'policy (fields)':17s} {counts['policy']:6d} cases  " + "  ".join(f"{c} {f[c]}" for c in CATEGORIES)
+          + f"  policy {f['policy']}  {time.time() - t0:7.1f} s", flush=True)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tot = collections.Counter()
     for f in found.values():

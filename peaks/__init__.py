@@ -340,6 +340,17 @@ def memory_roof(block: Any, where: str = "hbm_bw_bytes_s") -> tuple[float | None
 
 def from_table(data: dict, table_file: str | None = None, confidence: str = "high",
                source: str = "table") -> Peaks:
+    """A peak table (parsed YAML) -> Peaks. A bad figure raises PeaksError naming the table's
+    file (when known) and the path in it."""
+    try:
+        return _from_table(data, table_file, confidence, source)
+    except PeaksError as exc:
+        if table_file and not str(exc).startswith(f"{table_file}:"):
+            raise PeaksError(f"{table_file}: {exc}") from None
+        raise
+
+
+def _from_table(data: dict, table_file: str | None, confidence: str, source: str) -> Peaks:
     notes: list[str] = []
     sources: dict[str, str] = {}
     for key in ("device", "gfx", "vendor"):

@@ -12,6 +12,7 @@ source is "pipeline peaks.md". A file this reader cannot use raises PeaksMdError
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -123,8 +124,9 @@ def parse(text: str, file: str = "peaks.md") -> list[dict]:
                 v = _number(cell)
                 cu = _unit_factor(cell)
                 factor = cu[1] if cu and cu[0] == kind else hf
-                if v is None or not factor or v <= 0:
-                    why = "not a positive number" if (v is None or v <= 0) else "no unit in the header or the cell"
+                if v is None or not factor or not 0 < v * factor < math.inf:
+                    why = ("not a positive finite number" if (v is None or not 0 < v < math.inf)
+                           else "no unit in the header or the cell" if not factor else "beyond any float")
                     problems.append(f"row {row['gfx'] or row['name']!s}, column {tbl[0][col]!r}: {cell!r}: {why}")
                     continue
                 if kind == "bytes":

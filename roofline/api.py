@@ -124,16 +124,20 @@ def to_dataframe(art: dict):
 def report_peaks(kcs) -> dict | None:
     """Device properties for level L1 from an Nsight Compute report's own peak metrics (medians over
     the kernels that carry them), or None when the report has none."""
+    import math
     import statistics
 
-    bws = [k.report_peak_hbm_bw_bytes_s for k in kcs if k.report_peak_hbm_bw_bytes_s]
+    def ok(x):  # a reading that is no finite positive number is no peak (docs/input_policy.md)
+        return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+    bws = [k.report_peak_hbm_bw_bytes_s for k in kcs if ok(k.report_peak_hbm_bw_bytes_s)]
     if not bws:
         return None
     props: dict = {"hbm_bw_bytes_s": statistics.median(bws), "flops": {}}
     for k in kcs:
-        if not k.report_sm_clock_hz:
+        if not ok(k.report_sm_clock_hz):
             continue
         for key, per_cycle in k.extra.items():
-            if key.startswith("peak_tensor_ops_per_cycle_dense.") and per_cycle:
+            if key.startswith("peak_tensor_ops_per_cycle_dense.") and ok(per_cycle):
                 props["flops"].setdefault(key.rsplit(".", 1)[1], per_cycle * k.report_sm_clock_hz)
     return props

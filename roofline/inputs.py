@@ -1,10 +1,12 @@
-"""Load and validate the pipeline's files (shared/spec/INPUTS.md) into typed records.
+"""Load and validate the pipeline's files (docs/input_policy.md) into typed records.
 
-Malformed file (missing, not JSON, wrong top-level type, required field missing, field of the wrong
-type) -> InputError, one line: file, JSON path, what was expected. A well-typed but impossible value
-inside one entry (negative/zero/NaN latency, pct above 100, a zero dimension) is NOT an input error:
-it is recorded on the entry as `problems` and the analysis degrades that entry only.
-Extra fields are ignored, never an error.
+A problem of a FILE (missing, not JSON, the wrong top-level type, no entries list, a top-level field
+missing or of the wrong type or out of range: a negative step count, a non-finite workload figure)
+-> InputError, one line: file, JSON path, what was expected, what was found. A problem INSIDE ONE
+ENTRY of a Top-N (any bad value of any of its fields) is never an input error: it is recorded on the
+entry as `problems` (roofline.topn_entry) and the analysis degrades that entry only.
+Extra fields are ignored, never an error; NaN / Infinity / a number beyond a float is read as
+roofline.values.NonFinite and judged by the rule of the field it is in.
 """
 from __future__ import annotations
 
@@ -15,35 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import InputError
-from roofline import opclasses as _opclasses
+from roofline.topn_entry import (BOOL_KEYS as _BOOL_KEYS, DIM_KEYS, REGIMES, Entry, Regime,  # noqa: F401
+                                 parse_entry, same_names)
+from roofline.values import (MAX_DIM, MAX_LATENCY_MS, MIN_LATENCY_MS, finite, found, is_number,  # noqa: F401
+                             json_constant, json_float, json_int, text_problem)
 
-REGIMES = ("decode", "prefill")
-MAX_DIM = 2 ** 48  # no tensor dimension, token count or batch is this large: a corrupt value (and
-                   # products of such numbers overflow a float)
-MIN_LATENCY_MS = 1e-6  # 1 ns: no kernel launch is shorter (and a rate over a shorter time overflows)
-MAX_LATENCY_MS = 1e9   # 11.6 days: no kernel launch is longer (and peak x time overflows)
 PCT_SUM_TOLERANCE = 1.0  # percent points of rounding slack in a Top-N's pct_gpu_time sum
 
 
 def _tname(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    return type(v).__name__
+    """The JSON type of a value (what a message says was found)."""
+    return "number" if is_number(v) else found(v)
 
 
 def read_json(path: str | Path) -> Any:
     """Parse a JSON input file. Only a regular file is read (a FIFO, a device or a directory is
-    refused without blocking), within roofline.safeio's size limit and nesting depth."""
+    refused without blocking), within roofline.safeio's size limit and nesting depth. NaN,
+    Infinity and numbers beyond a float are read as NonFinite (the field's rule judges them)."""
     from roofline import safeio
 
     p = Path(path)
@@ -51,9 +41,7 @@ def read_json(path: str | Path) -> Any:
         raw = safeio.read_bytes(p)
     except FileNotFoundError:
         raise InputError(str(p), "", "file not found") from None
-    except safeio.NotRegularFile as exc:
-        raise InputError(str(p), "", exc.problem) from None
-    except safeio.InputTooLarge as exc:
+    except safeio.UnsafeInput as exc:
         raise InputError(str(p), "", exc.problem) from None
     except OSError as exc:
         raise InputError(str(p), "", f"cannot be read ({exc.__class__.__name__}: {exc.strerror or exc})") from None
@@ -68,9 +56,7 @@ def read_json(path: str | Path) -> Any:
     if not safeio.json_depth_ok(raw):
         raise InputError(str(p), "", f"JSON nested deeper than {safeio.MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(text, parse_constant=_no_constant)
-    except _NonFinite as exc:
-        raise InputError(str(p), "", f"not valid JSON ({exc} is not a JSON number)") from None
+        return json.loads(text, parse_constant=json_constant, parse_float=json_float, parse_int=json_int)
     except RecursionError:
         raise InputError(str(p), "", "JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
@@ -79,23 +65,15 @@ def read_json(path: str | Path) -> Any:
                          + (" - truncated?" if truncated else "")) from None
 
 
-class _NonFinite(ValueError):
-    pass
-
-
-def _no_constant(name: str):
-    """NaN / Infinity are not JSON (Python's json accepts them by default): refuse them."""
-    raise _NonFinite(name)
-
-
 class _V:
-    """Small typed-field validator that knows the file name for its messages."""
+    """Typed-field validator of the file-level fields: a bad value is an InputError naming the
+    file, the JSON path, what was expected and what was found."""
 
     def __init__(self, file: str):
         self.file = file
 
-    def fail(self, path: str, expected: str, got: Any = ...):
-        tail = "" if got is ... else f", got {_tname(got)}"
+    def fail(self, path: str, expected: str, got: Any = ..., found_text: str | None = None):
+        tail = f", got {found_text}" if found_text else ("" if got is ... else f", got {found(got)}")
         raise InputError(self.file, path, f"expected {expected}{tail}")
 
     def obj(self, v, path):
@@ -104,21 +82,32 @@ class _V:
         return v
 
     def num(self, v, path):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        """A number (NonFinite included: the caller's range check names it)."""
+        if not is_number(v):
             self.fail(path, "a number", v)
         try:
             return float(v)
         except OverflowError:  # an integer beyond any float
             self.fail(path, "a number of usable size", v)
 
+    def in_range(self, v, path, expected: str, lo: float, hi: float, lo_open: bool = False) -> float:
+        """A finite number in lo..hi (above lo when lo_open), else an InputError."""
+        x = self.num(v, path)
+        if not math.isfinite(x) or x > hi or x < lo or (lo_open and x == lo):
+            self.fail(path, expected, v)
+        return x
+
     def int_(self, v, path):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+        if not finite(v) or not float(v).is_integer():
             self.fail(path, "an integer", v)
         return int(v)
 
     def str_(self, v, path):
         if not isinstance(v, str):
             self.fail(path, "a string", v)
+        why = text_problem(v)
+        if why:
+            self.fail(path, "text (valid Unicode)", found_text=why)
         return v
 
     def bool_(self, v, path):
@@ -130,29 +119,6 @@ class _V:
         if key not in d:
             raise InputError(self.file, f"{path}.{key}" if path else key, "required field is missing")
         return d[key]
-
-
-@dataclass
-class Regime:
-    base_latency_ms: float
-    launches_per_step: float
-
-
-@dataclass
-class Entry:
-    index: int
-    name: str
-    pct_gpu_time: float
-    regimes: dict[str, Regime]
-    short_name: str | None = None
-    classification: str | None = None
-    editable: bool = True
-    launches_per_logical_op: int = 1
-    est_shape: dict | None = None
-    shapes: list[dict] | None = None
-    dtypes: dict[str, str] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)   # impossible values -> degrade this entry
-    raw: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -183,152 +149,88 @@ def _bad_number(x: float) -> bool:
     return math.isnan(x) or math.isinf(x)
 
 
+STEPS = "a step count >= 0 (at most 2^48)"
+
+
 def parse_topn(data: Any, file: str = "profile_topN.json") -> TopN:
+    """A Top-N document -> TopN. File-level problems raise InputError; each entry's own problems
+    are kept on the entry (roofline.topn_entry)."""
     v = _V(file)
-    v.obj(data, "(top level)") if isinstance(data, dict) else v.fail("(top level)", "a JSON object", data)
+    if not isinstance(data, dict):
+        v.fail("(top level)", "a JSON object", data)
     entries_raw = v.req(data, "entries", "")
     if not isinstance(entries_raw, list):
         v.fail("entries", "an array", entries_raw)
     serving = data.get("serving")
-    n_dec = n_pre = None
+    steps: dict[str, float | None] = {"n_decode_steps": None, "n_prefill_steps": None}
     if serving is not None:
         v.obj(serving, "serving")
-        if "n_decode_steps" in serving:
-            n_dec = v.num(serving["n_decode_steps"], "serving.n_decode_steps")
-        if "n_prefill_steps" in serving:
-            n_pre = v.num(serving["n_prefill_steps"], "serving.n_prefill_steps")
-    total = v.num(data["total_gpu_time_ms"], "total_gpu_time_ms") if "total_gpu_time_ms" in data else None
-    sv = v.int_(data["schema_version"], "schema_version") if "schema_version" in data else None
-    rnd = v.int_(data["round"], "round") if "round" in data else None
-    entries = [_parse_entry(v, e, i) for i, e in enumerate(entries_raw)]
+        for k in steps:
+            if k in serving:
+                # a negative or non-finite count would pick the regime of every kernel: refused
+                steps[k] = v.in_range(serving[k], f"serving.{k}", STEPS, 0, MAX_DIM)
+    total = (v.in_range(data["total_gpu_time_ms"], "total_gpu_time_ms", "a time >= 0 (ms)", 0, math.inf)
+             if "total_gpu_time_ms" in data else None)
+    sv = _count(v, data, "schema_version")
+    rnd = _count(v, data, "round")
+    entries = [parse_entry(e, i) for i, e in enumerate(entries_raw)]
+    same_names(entries)
     pct_sum = sum(e.pct_gpu_time for e in entries if not _bad_number(e.pct_gpu_time) and 0 <= e.pct_gpu_time <= 100)
     if pct_sum > 100 + PCT_SUM_TOLERANCE:
         # shares of one window cannot add up to more than all of it: no entry's share can be trusted
         raise InputError(file, "entries", f"pct_gpu_time values sum to {pct_sum:.4g}%, more than 100%")
     return TopN(path=file, entries=entries, schema_version=sv, round=rnd, total_gpu_time_ms=total,
-                n_decode_steps=n_dec, n_prefill_steps=n_pre, raw=data)
+                n_decode_steps=steps["n_decode_steps"], n_prefill_steps=steps["n_prefill_steps"], raw=data)
 
 
-def _parse_entry(v: _V, e: Any, i: int) -> Entry:
-    p = f"entries[{i}]"
-    v.obj(e, p)
-    name = v.str_(v.req(e, "name", p), f"{p}.name")
-    pct = v.num(v.req(e, "pct_gpu_time", p), f"{p}.pct_gpu_time")
-    regs_raw = v.obj(v.req(e, "regimes", p), f"{p}.regimes")
-    problems: list[str] = []
-    if not name.strip():
-        problems.append("name is empty")
-    if _bad_number(pct) or pct < 0 or pct > 100:
-        problems.append(f"pct_gpu_time {pct} is outside 0..100")
-    regimes: dict[str, Regime] = {}
-    for rname, r in regs_raw.items():
-        if rname not in REGIMES:
-            continue  # extra fields are ignored
-        rp = f"{p}.regimes.{rname}"
-        v.obj(r, rp)
-        lat = v.num(v.req(r, "base_latency_ms", rp), f"{rp}.base_latency_ms")
-        lps = v.num(v.req(r, "launches_per_step", rp), f"{rp}.launches_per_step")
-        if _bad_number(lat) or lat <= 0:
-            problems.append(f"regimes.{rname}.base_latency_ms is {lat}: must be a positive time")
-        elif lat < MIN_LATENCY_MS:
-            problems.append(f"regimes.{rname}.base_latency_ms is {lat:g}: below 1 ns, not a kernel time")
-        elif lat > MAX_LATENCY_MS:
-            problems.append(f"regimes.{rname}.base_latency_ms is {lat:g}: over 11 days, not a kernel time")
-        if _bad_number(lps) or lps <= 0:
-            problems.append(f"regimes.{rname}.launches_per_step is {lps}: must be positive")
-        regimes[rname] = Regime(lat, lps)
-    if not regimes:
-        raise InputError(v.file, f"{p}.regimes", "expected at least one of 'decode' or 'prefill'")
-    ent = Entry(index=i, name=name, pct_gpu_time=pct, regimes=regimes, problems=problems, raw=e)
-    if "short_name" in e and e["short_name"] is not None:
-        ent.short_name = v.str_(e["short_name"], f"{p}.short_name")
-    if "classification" in e and e["classification"] is not None:
-        ent.classification = v.str_(e["classification"], f"{p}.classification").strip().lower()
-    if "editable" in e and e["editable"] is not None:
-        ent.editable = v.bool_(e["editable"], f"{p}.editable")
-    if "launches_per_logical_op" in e and e["launches_per_logical_op"] is not None:
-        n = v.int_(e["launches_per_logical_op"], f"{p}.launches_per_logical_op")
-        if n < 1:
-            problems.append(f"launches_per_logical_op is {n}: must be >= 1")
-        ent.launches_per_logical_op = max(n, 1)
-    if "est_shape" in e and e["est_shape"] is not None:
-        ent.est_shape = _shape(v, e["est_shape"], f"{p}.est_shape", problems)
-    if "shapes" in e and e["shapes"] is not None:
-        if not isinstance(e["shapes"], list):
-            v.fail(f"{p}.shapes", "an array of objects", e["shapes"])
-        ent.shapes = [_shape(v, s, f"{p}.shapes[{j}]", problems) for j, s in enumerate(e["shapes"])]
-    if "dtypes" in e and e["dtypes"] is not None:
-        d = v.obj(e["dtypes"], f"{p}.dtypes")
-        ent.dtypes = {k: v.str_(x, f"{p}.dtypes.{k}") for k, x in d.items() if x is not None}
-    return ent
+def _count(v: _V, data: dict, key: str) -> int | None:
+    """schema_version / round: an integer >= 0, copied into the artifact (a number is never null)."""
+    if key not in data:
+        return None
+    n = v.int_(data[key], key)
+    if not 0 <= n <= MAX_DIM:
+        v.fail(key, "an integer >= 0", data[key])
+    return n
 
 
-_BOOL_KEYS = {"paged", "causal", "reduce"}   # reduce: elementwise shape of a reduction (roofline topn)
-# shape keys the byte/FLOP models read as numbers (roofline/shapes.py, roofline/models)
-DIM_KEYS = _opclasses.dim_keys()   # registered per op class (roofline/opclasses)
 # config.json keys read as numbers (roofline/shapes.py)
 CONFIG_INT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_topk",
                    "top_k", "hidden_size", "d_model", "moe_intermediate_size", "expert_intermediate_size",
                    "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim")
-
-
-def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:
-    v.obj(s, path)
-    out: dict = {}
-    for k, x in s.items():
-        if k in _BOOL_KEYS:
-            out[k] = v.bool_(x, f"{path}.{k}")
-        elif k == "shape":
-            if not isinstance(x, list):
-                v.fail(f"{path}.shape", "an array of integers", x)
-            dims = [v.int_(d, f"{path}.shape[{j}]") for j, d in enumerate(x)]
-            if any(d <= 0 for d in dims):
-                problems.append(f"{path.split('.', 1)[1]}.shape has a zero or negative dimension: {dims}")
-            elif any(d > MAX_DIM for d in dims):
-                problems.append(f"{path.split('.', 1)[1]}.shape has a dimension above {MAX_DIM}: {dims}")
-            out[k] = dims
-        elif isinstance(x, (int, float)) and not isinstance(x, bool):
-            xf = v.num(x, f"{path}.{k}")
-            if _bad_number(xf) or x <= 0:
-                problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: a dimension must be positive")
-            elif xf > MAX_DIM:
-                problems.append(f"{path.split('.', 1)[1]}.{k} is {x}: above {MAX_DIM}, not a real dimension")
-            out[k] = x
-        elif k in DIM_KEYS:
-            if x is not None:
-                v.fail(f"{path}.{k}", "a number (a dimension)", x)  # "64" or true is refused, never coerced
-            # null: the dimension is absent (filled from est_shape / config / workload, or degraded)
-        else:
-            out[k] = x  # unknown keys kept, never an error
-    return out
+ENV_STRINGS = ("gfx", "model_dtype", "model_arch_class")
 
 
 def parse_env(data: Any, file: str = "env_report.json") -> Env:
+    """An env report -> Env. Every field it reads is file-level: a bad one raises InputError
+    naming it. Fields it does not read (framework, tp, ...) are never judged."""
     v = _V(file)
     if not isinstance(data, dict):
         v.fail("(top level)", "a JSON object", data)
-    gfx = v.str_(v.req(data, "gfx", ""), "gfx")
-    mdt = v.str_(v.req(data, "model_dtype", ""), "model_dtype")
-    mac = v.str_(v.req(data, "model_arch_class", ""), "model_arch_class")
+    gfx, mdt, mac = (v.str_(v.req(data, k, ""), k) for k in ENV_STRINGS)
     wl = v.obj(v.req(data, "workload", ""), "workload")
     workload = {}
     for k in ("isl", "osl", "conc"):
-        workload[k] = v.num(v.req(wl, k, "workload"), f"workload.{k}")
-        if workload[k] <= 0 or _bad_number(workload[k]):
-            raise InputError(file, f"workload.{k}", f"expected a positive number, got {workload[k]}")
-        if workload[k] > MAX_DIM:
-            raise InputError(file, f"workload.{k}", f"expected at most {MAX_DIM}, got {workload[k]:g}")
+        p = f"workload.{k}"
+        x = v.num(v.req(wl, k, "workload"), p)
+        if x <= 0 or _bad_number(x):
+            v.fail(p, "a positive number", wl[k])
+        if x > MAX_DIM:
+            v.fail(p, f"at most {MAX_DIM}", wl[k])
+        workload[k] = x
     env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, raw=data)
     if data.get("gpu_name") is not None:
         env.gpu_name = v.str_(data["gpu_name"], "gpu_name")
     if data.get("kv_cache_dtype") is not None:
         env.kv_cache_dtype = v.str_(data["kv_cache_dtype"], "kv_cache_dtype")
+    if data.get("config_path") is not None:
+        v.str_(data["config_path"], "config_path")
     return env
 
 
 def parse_config(data: Any, file: str = "config.json") -> dict:
     """A Hugging Face config.json. Multimodal configs keep the LM under `text_config`; it is merged
-    over the top level. Only numbers are read from it, by name, when a shape needs them."""
+    over the top level. Only numbers are read from it, by name, when a shape needs them: those
+    must be integers in 0..2^48; every other key is never judged."""
     v = _V(file)
     if not isinstance(data, dict):
         v.fail("(top level)", "a JSON object", data)
@@ -343,7 +245,7 @@ def parse_config(data: Any, file: str = "config.json") -> dict:
         where = f"text_config.{k}" if isinstance(tc, dict) and k in tc else k
         n = v.int_(x, where)  # "64" or true is refused, never coerced
         if n < 0 or n > MAX_DIM:
-            raise InputError(file, where, f"expected an integer in 0..{MAX_DIM}, got {n}")
+            v.fail(where, f"an integer in 0..{MAX_DIM}", x)
     return merged
 
 

@@ -1,11 +1,10 @@
 """What the analysis ignores in a Top-N, said once per thing: shape keys no model reads,
-classifications that are not an op class, entries whose pct_gpu_time keeps them out of the head.
+classifications that are not an op class, CUDA-graph replays without shapes, entries that share one
+kernel name (kept apart). A bad value is not said here: it degrades its entry (degraded[]).
 
 Pure: returns lines; the CLI prints them on stderr (house rule 4: analysis never prints).
 """
 from __future__ import annotations
-
-import math
 
 from roofline.classify import OP_CLASSES, OP_HINT_RULES, _HINT_ALIASES, classify
 from roofline.inputs import TopN
@@ -44,13 +43,21 @@ def topn_warnings(t: TopN) -> list[str]:
                            f"(it reads {', '.join(sorted(SHAPE_KEYS.get(cls, _ANY_KEYS)))}): ignored")
         if e.raw.get("cuda_graph_replayed") and not e.shapes:
             replayed.append(f"entries[{e.index}]")
-        p = e.pct_gpu_time
-        if math.isfinite(p) and p < 0:
-            out.append(f"{where}: pct_gpu_time {p:g} is negative: the entry is below any head threshold and is "
-                       "never analysed; fix the Top-N")
+    out += _same_names(t)
     if replayed:
         from roofline.ingest.graphs import GRAPH_HOWTO
 
         out.append(f"{len(replayed)} entries ({', '.join(replayed[:8])}{', ...' if len(replayed) > 8 else ''}) were "
                    f"replayed from a CUDA graph in the profiled window and have no shapes: {GRAPH_HOWTO}")
     return out
+
+
+def _same_names(t: TopN) -> list[str]:
+    """Entries that share one kernel name: kept apart, each with its share (docs/input_policy.md)."""
+    groups: dict[str, list] = {}
+    for e in t.entries:
+        if e.name != f"entries[{e.index}]":
+            groups.setdefault(e.name, []).append(e)
+    return [f"{' and '.join(f'entries[{e.index}]' for e in g)} share the kernel name {g[0].name[:60]!r}: kept "
+            f"apart, each with its own pct_gpu_time ({', '.join(f'{e.pct_gpu_time:g}%' for e in g)}), not merged"
+            for g in groups.values() if len(g) > 1]

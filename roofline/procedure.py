@@ -243,6 +243,14 @@ def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | No
     if shape_source not in ("captured", "measured"):
         notes.append("stage A shapes (estimated): display only, do not rank on it")
     if counters is not None:
+        from roofline.counters.plausible import counters_block, implausible
+
+        why = implausible(counters, peaks, out["op_kind"], shape_source, bytes_est, t_s / n_l, n_l)
+        if why:  # L4: a reading the hardware or the work rules out is not believed
+            out["counters"] = {**counters_block(counters), "implausible": why}
+            notes.append(f"L4: implausible counters ({'; '.join(why)}): stage A/B analytic result kept, "
+                         "confidence not raised")
+            return m, bytes_est, confidence, cdtype, peak_flops
         tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
         if tdt and shape_source != "measured":   # measured work is already on its issued dtype
             measured_dt = max(tdt, key=tdt.get)
@@ -422,7 +430,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                   counters: Any | None, all_light: list[dict], regime: str | None = None) -> tuple[dict, dict]:
     """One head entry in one regime (default: its e2e-critical one) -> (artifact entry, model info).
     Raises EntryError to degrade it (L2)."""
-    notes: list[str] = []
+    notes: list[str] = list(e.notes)
     out, op_class = entry_head(e)
     if e.problems:
         raise EntryError("; ".join(e.problems))
@@ -490,4 +498,4 @@ def _verbatim_lps(e: Entry, regime: str | None, reg):
     if isinstance(raw, (int, float)) and not isinstance(raw, bool) and raw == reg.launches_per_step:
         return raw
     v = reg.launches_per_step
-    return int(v) if float(v).is_integer() else v
+    return v if v is None or not float(v).is_integer() else int(v)

@@ -22,14 +22,25 @@ LOCK_TIMEOUT_S = 60.0
 
 
 def _clean(o):
-    """JSON has no NaN/inf: write them as null (the schema allows null where a value can be absent)."""
+    """JSON has no NaN/inf: write them as null (the schema allows null where a value can be absent).
+    A string that is no text (a lone surrogate an input carried) is written escaped (\\ud800)."""
     if isinstance(o, float) and not math.isfinite(o):
         return None
+    if isinstance(o, str):
+        return _text(o)
     if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
+        return {_text(k) if isinstance(k, str) else k: _clean(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
         return [_clean(v) for v in o]
     return o
+
+
+def _text(s: str) -> str:
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def to_json(art: dict) -> str:
@@ -225,12 +236,31 @@ def _gain(x):
     return "-" if x is None else f"+{x:.2f}%"
 
 
+def _ranked(art: dict) -> list[tuple[int, dict, int]]:
+    """(rank by share, entry, rank by expected gain) in the order of ranking_by_pct. A kernel name
+    that several entries share (kept apart: docs/input_policy.md) is matched occurrence by
+    occurrence: the k-th time it appears in a ranking is the k-th of its entries in that ranking's
+    own order (roofline.analysis.rankings)."""
+    from roofline.analysis import gain_rank_key
+
+    def pools(key):
+        out: dict[str, list[dict]] = {}
+        for e in sorted(art["entries"], key=key):
+            out.setdefault(e["name"], []).append(e)
+        return out
+
+    by_pct = pools(lambda e: -e["pct_gpu_time"])
+    by_gain = pools(lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
+    gain_order = [by_gain[n].pop(0) for n in art["ranking_by_expected_gain"] if by_gain.get(n)]
+    gain_rank = {id(e): i for i, e in enumerate(gain_order, 1)}
+    return [(rank, e, gain_rank.get(id(e), 0)) for rank, e in
+            enumerate((by_pct[n].pop(0) for n in art["ranking_by_pct"] if by_pct.get(n)), 1)]
+
+
 def table_rows(art: dict) -> list[list[str]]:
-    by_name = {e["name"]: e for e in art["entries"]}
     rows = []
-    for rank, name in enumerate(art["ranking_by_pct"], 1):
-        e = by_name[name]
-        gain_rank = art["ranking_by_expected_gain"].index(name) + 1
+    for rank, e, gain_rank in _ranked(art):
+        name = e["name"]
         pct = _pct(e.get("roofline_pct"))
         if e.get("roofline_pct_range"):
             lo, hi = e["roofline_pct_range"]
@@ -314,7 +344,7 @@ HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", 
 
 
 def render_table(art: dict) -> str:
-    rows = table_rows(art)
+    rows = table_rows(_clean(art))
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(HEADERS)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     out = [line(HEADERS), line(["-" * w for w in widths])] + [line(r) for r in rows]
@@ -346,6 +376,7 @@ def legend(art: dict) -> list[str]:
 
 
 def to_markdown(art: dict) -> str:
+    art = _clean(art)  # what is rendered is what the JSON beside it holds (no NaN, no lone surrogate)
     pk = art.get("peaks") or {"device": "unknown", "flops": {}, "flops_kind": {}, "hbm_bw_bytes_s": None}
     L = _md_head(art, pk)
     L += _md_measured(art)

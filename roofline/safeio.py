@@ -63,6 +63,11 @@ class InputTooLarge(UnsafeInput):
     pass
 
 
+class CorruptGzip(UnsafeInput):
+    """gzip data that does not decompress (a bad header, a flipped byte, a wrong checksum) or ends
+    before its end marker: one line naming the file, whichever reader met it."""
+
+
 def limit(name: str) -> int:
     """A limit of DEFAULT_LIMITS, or its environment override (a positive integer)."""
     v = os.environ.get(name, "")
@@ -133,8 +138,8 @@ def read_bytes(path, *, limit_env: str = "ROOFLINE_MAX_JSON_BYTES", gunzip: bool
 
 
 def gunzip_bytes(raw: bytes, path, *, limit_env: str) -> bytes:
-    """Decompress gzip `raw` (all members) within the size and ratio limits. zlib.error and
-    EOFError (truncated) are raised as they are."""
+    """Decompress gzip `raw` (all members) within the size and ratio limits. Corrupt or truncated
+    data raises CorruptGzip (an UnsafeInput, an OSError)."""
     stream = GzipLimited(io.BytesIO(raw), path, len(raw), limit_env=limit_env)
     out = bytearray()
     while True:
@@ -193,9 +198,12 @@ class GzipLimited(io.RawIOBase):
         else:
             feed = self.raw.read(1 << 16)
             if not feed:
-                raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                raise CorruptGzip(self.path, "gzip data ends before its end-of-stream marker (a truncated file?)")
             self.consumed += len(feed)
-        self.pending = d.decompress(feed, 1 * MiB)
+        try:
+            self.pending = d.decompress(feed, 1 * MiB)
+        except zlib.error as exc:
+            raise CorruptGzip(self.path, f"gzip data is corrupt ({exc})") from None
         self.total += len(self.pending)
         self._check()
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from roofline import opclasses
 from roofline.errors import EntryError
-from roofline.inputs import Entry, Env
+from roofline.inputs import DIM_KEYS, Entry, Env
+from roofline.values import MAX_DIM, finite
 from roofline.opclasses.stage_a import fill as _fill
 
 
@@ -33,8 +34,18 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
         if missing:
             raise EntryError(f"{op_class} shape is missing {', '.join(missing)} and neither the Top-N, "
                              f"config.json nor the workload gives it{_missing_how(op_class, e, config)}")
+        _check_filled(op_class, s, assumed)
         out.append(s)
     return out, source, assumed
+
+
+def _check_filled(op_class: str, s: dict, assumed: list[str]) -> None:
+    """A dimension filled from config.json or the workload is a positive number like one the Top-N
+    gives (a config's 0, "none", is no dimension): else the entry degrades, naming it."""
+    for k, v in s.items():
+        if k in DIM_KEYS and not (finite(v) and 0 < v <= MAX_DIM):
+            src = next((a.split(" (", 1)[1].rstrip(")") for a in assumed if a.startswith(f"{k}=")), "the Top-N")
+            raise EntryError(f"{op_class} shape: {k} = {v} from {src} is not a positive dimension")
 
 
 def _missing_how(op_class: str, e: Entry, config: dict | None) -> str:

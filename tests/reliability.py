@@ -120,18 +120,21 @@ def _wrong_types(v):
 
 
 # Top-N: which fields are numbers / strings / bools, and whether null means "absent"
+# (docs/input_policy.md: a problem of the file refuses it; any bad value inside one entry degrades
+# that entry, so it must get no verdict; a field nothing reads is ignored)
 _TOPN_TOP_NUM = {"total_gpu_time_ms": False, "schema_version": False, "round": False}
 _DIMS = {"M", "N", "K", "E", "top_k", "hidden", "inter", "batch", "seq_len", "n_q_heads", "n_kv_heads",
          "head_dim", "elems_in", "elems_out"}
+_ENTRY_OPTIONAL = ("short_name", "classification", "editable", "dtypes", "est_shape", "shapes")
 
 
 def _topn_type_expect(path, new) -> str:
-    """'refuse' when `new` (of a wrong type) at `path` must be refused, else 'any'."""
+    """'refuse' / 'no_verdict' / 'any' when `new` (of a wrong type) is put at `path`."""
     p = [k for k in path if not isinstance(k, int)]
     if not p:
         return "refuse"                            # the top level is not an object
-    if p == ["entries"]:
-        return "refuse"
+    if tuple(path) == ("entries",):
+        return "refuse"                            # no entries array
     if len(p) == 1 and p[0] in _TOPN_TOP_NUM:
         return "refuse"
     if p[:1] == ["serving"] and len(p) == 1:
@@ -142,35 +145,29 @@ def _topn_type_expect(path, new) -> str:
         return "any"
     rest = p[1:]
     if not rest:
-        return "refuse"                            # an entry that is not an object
+        return "no_verdict"                        # an entry that is not an object
     f = rest[0]
-    if f in ("name", "pct_gpu_time", "regimes") and len(rest) == 1:
-        return "refuse"
-    if f == "regimes" and len(rest) == 3 and rest[2] in ("base_latency_ms", "launches_per_step") \
-            and rest[1] in ("decode", "prefill"):
-        return "refuse"
-    if f == "regimes" and len(rest) == 2 and rest[1] in ("decode", "prefill"):
-        return "refuse"
-    if f == "est_shape" and len(rest) == 1 and isinstance(new, dict):
+    if f in ("name", "pct_gpu_time", "regimes", "launches_per_logical_op") and len(rest) == 1:
+        return "no_verdict"
+    if f == "regimes" and len(rest) >= 2 and rest[1] in ("decode", "prefill"):
+        return "no_verdict" if len(rest) == 2 or rest[2] in ("base_latency_ms", "launches_per_step") else "any"
+    if f in ("est_shape", "shapes") and len(rest) == 1 and (isinstance(new, dict) and f == "est_shape"):
         return "any"                               # an object is the right type
-    if f == "shapes" and len(rest) == 1 and isinstance(path[-1], int) and isinstance(new, dict):
-        return "any"
-    if f in ("short_name", "classification", "editable", "launches_per_logical_op", "dtypes", "est_shape",
-             "shapes") and len(rest) == 1:
-        return "any" if new is None else "refuse"
-    if f in ("shapes", "est_shape") and len(rest) == 2 and rest[1] in _DIMS:
-        return "any" if new is None else "refuse"
-    if f in ("shapes", "est_shape") and len(rest) == 2 and rest[1] in ("paged", "causal"):
-        return "refuse"
     if f == "shapes" and len(rest) == 1 and isinstance(path[-1], int):
-        return "any" if new is None else "refuse"  # shapes[j] must be an object
+        return "any" if isinstance(new, dict) else "no_verdict"  # shapes[j] must be an object
+    if f in _ENTRY_OPTIONAL and len(rest) == 1:
+        return "any" if new is None else "no_verdict"
+    if f in ("shapes", "est_shape") and len(rest) == 2 and rest[1] in _DIMS:
+        return "no_verdict"                        # a number is never null, never a string
+    if f in ("shapes", "est_shape") and len(rest) == 2 and rest[1] in ("paged", "causal"):
+        return "any" if new is None else "no_verdict"
     if f == "dtypes" and len(rest) == 2:
-        return "any" if new is None else "refuse"
+        return "any" if new is None else "no_verdict"
     return "any"
 
 
 @st.composite
-def json_mutation(draw, base, type_expect, numeric_expect=None, nan_is_json=True, sizes=(100, 2000, 20000)):
+def json_mutation(draw, base, type_expect, numeric_expect=None, sizes=(100, 2000, 20000)):
     """(label, bytes, expect, entry) from mutating the JSON document `base`."""
     doc = copy.deepcopy(base)
     op = draw(st.sampled_from(["type", "type", "value", "delete", "add_key", "truncate", "encoding",
@@ -194,9 +191,7 @@ def json_mutation(draw, base, type_expect, numeric_expect=None, nan_is_json=True
         path = draw(st.sampled_from(nums))
         new = draw(st.sampled_from([0, -1, -0.5, 1e-300, 1e308, 10 ** 30, 2 ** 63, 101, 1e-9, *NONFINITE]))
         _set(doc, path, new)
-        if isinstance(new, float) and not math.isfinite(new) and nan_is_json:
-            # NaN / Infinity are not JSON: the whole file is refused
-            return f"value {'.'.join(map(str, path))} -> {new}", _dumps(doc), "refuse", None
+        # NaN / Infinity are not JSON, but Python writes them: judged by the rule of their field
         exp = numeric_expect(path, new) if numeric_expect else "any"
         return f"value {'.'.join(map(str, path))} -> {new!r}", _dumps(doc), exp, _entry_of(base, path)
     if op == "delete":
@@ -270,20 +265,30 @@ def _entry_of(base, path):
     return None
 
 
+def _fin(x) -> bool:
+    return math.isfinite(x)
+
+
 def _topn_value_expect(path, new) -> str:
     p = [k for k in path if not isinstance(k, int)]
     if p[:1] == ["entries"] and len(p) >= 2:
         f = p[1]
-        bad_pct = f == "pct_gpu_time" and (new < 0 or new > 100)
-        bad_lat = f == "regimes" and p[-1] in ("base_latency_ms", "launches_per_step") and new <= 0
-        bad_dim = f in ("shapes", "est_shape") and (p[-1] in _DIMS or p[-1] == "shape") and not 0 < new <= 2 ** 48
-        bad_lpl = f == "launches_per_logical_op" and new < 1
-        if bad_pct or bad_lat or bad_dim or bad_lpl:
+        bad_pct = f == "pct_gpu_time" and not (_fin(new) and 0 <= new <= 100)
+        bad_lat = f == "regimes" and p[-1] == "base_latency_ms" and not (_fin(new) and 1e-6 <= new <= 1e9)
+        bad_lps = f == "regimes" and p[-1] == "launches_per_step" and not (_fin(new) and 0 < new <= 2 ** 48)
+        bad_dim = f in ("shapes", "est_shape") and (p[-1] in _DIMS or p[-1] == "shape") and not (
+            _fin(new) and 0 < new <= 2 ** 48)
+        bad_lpl = f == "launches_per_logical_op" and not (_fin(new) and 1 <= new <= 2 ** 48 and new == int(new))
+        if bad_pct or bad_lat or bad_lps or bad_dim or bad_lpl:
             return "no_verdict"
         if f == "pct_gpu_time":
             return "any"  # may push the sum over 100 (refused) or not
-    if p in (["serving", "n_decode_steps"], ["serving", "n_prefill_steps"], ["total_gpu_time_ms"]):
-        return "any"
+    if p in (["serving", "n_decode_steps"], ["serving", "n_prefill_steps"]):
+        return "any" if _fin(new) and 0 <= new <= 2 ** 48 else "refuse"
+    if p == ["total_gpu_time_ms"]:
+        return "any" if _fin(new) and new >= 0 else "refuse"
+    if p in (["schema_version"], ["round"]):
+        return "any" if _fin(new) and new == int(new) and 0 <= new <= 2 ** 48 else "refuse"
     return "any"
 
 
@@ -301,7 +306,8 @@ def _env_type_expect(path, new) -> str:
 
 def _env_value_expect(path, new) -> str:
     p = [k for k in path if not isinstance(k, int)]
-    if p[:1] == ["workload"] and len(p) == 2 and p[1] in ("isl", "osl", "conc") and not 0 < new <= 2 ** 48:
+    if p[:1] == ["workload"] and len(p) == 2 and p[1] in ("isl", "osl", "conc") and not (
+            _fin(new) and 0 < new <= 2 ** 48):
         return "refuse"
     return "any"
 
@@ -327,7 +333,8 @@ def _config_value_expect(path, new) -> str:
     p = [k for k in path if not isinstance(k, int)]
     key = p[-1] if p else None
     in_tc = p[:1] == ["text_config"] and len(p) == 2
-    if key in CONFIG_INT_KEYS and in_tc and (not 0 <= new <= 2 ** 48 or (isinstance(new, float) and not new.is_integer())):
+    if key in CONFIG_INT_KEYS and in_tc and (not _fin(new) or not 0 <= new <= 2 ** 48 or
+                                             (isinstance(new, float) and not new.is_integer())):
         return "refuse"
     return "any"
 
@@ -407,8 +414,7 @@ def peaks_cases(draw):
         return c
     op = draw(st.sampled_from(["json", "json", "tag", "alias_bomb", "text"]))
     if op == "json":
-        label, data, exp, _ = draw(json_mutation(_peaks_doc(), _peaks_type_expect, _peaks_value_expect,
-                                                 nan_is_json=False))
+        label, data, exp, _ = draw(json_mutation(_peaks_doc(), _peaks_type_expect, _peaks_value_expect))
         # YAML is a superset of JSON: the mutated document is a valid YAML text (or a broken one)
         return Case("peaks", "yaml/" + label, data, expect="any" if exp == "any" else exp)
     if op == "tag":
@@ -1076,7 +1082,7 @@ def sweep_cases():
                 out.append(Case(kind, f"sweep type {'.'.join(map(str, p))} -> {new!r}"[:160], _dumps(d),
                                 expect=te(p, new), entry=_entry_of(base, p)))
             if isinstance(v0, (int, float)) and not isinstance(v0, bool):
-                for new in (0, -1, -0.5, 1e-300, 1e308, 10 ** 30, 2 ** 63, 101, 1e-9):
+                for new in (0, -1, -0.5, 1e-300, 1e308, 10 ** 30, 2 ** 63, 101, 1e-9, *NONFINITE):
                     d = copy.deepcopy(base)
                     _set(d, p, new)
                     out.append(Case(kind, f"sweep value {'.'.join(map(str, p))} -> {new!r}", _dumps(d),

@@ -143,24 +143,29 @@ def check(art: dict, topn: dict | None = None) -> list[str]:
         if not isinstance(r, list) or sorted(r) != sorted(names):
             err(f"{key} is not a permutation of the entry names")
     if not bad:
-        by = {}
-        for e in ents:
-            by.setdefault(e["name"], e)
-        pcts = [by[n]["pct_gpu_time"] for n in art["ranking_by_pct"]]
+        # entries that share a kernel name are kept apart (docs/input_policy.md): a name that appears
+        # k times in a ranking stands for its k entries, matched in that ranking's order
+        def in_order(ranking, key):
+            pools = {}
+            for e in sorted(ents, key=key, reverse=True):
+                pools.setdefault(e["name"], []).append(e)
+            return [pools[n].pop(0) for n in ranking]
+        pcts = [e["pct_gpu_time"] for e in in_order(art["ranking_by_pct"], lambda e: e["pct_gpu_time"])]
         if any(a < b for a, b in zip(pcts, pcts[1:])):
             err("ranking_by_pct is not in pct_gpu_time order")
         # an entry with a verdict ranks by its expected gain; any other by pct_gpu_time, the most
         # it could give (issue 12 item 5; section 7: no verdict -> fall back to pct_gpu_time)
-        keys = [_gain_key(by[n]) for n in art["ranking_by_expected_gain"]]
+        keys = [_gain_key(e) for e in in_order(art["ranking_by_expected_gain"], _gain_key)]
         if any(a < b - 1e-12 for a, b in zip(keys, keys[1:])):
             err("ranking_by_expected_gain buries an entry below a smaller expected gain")
     if topn is not None:
         _check_verbatim(art, topn, err)
-        # section 3 step 0: entries skipped for being small are absent, NOT degraded
+        # section 3 step 0: entries skipped for being small are absent, NOT degraded (a share that is
+        # no share, negative or not a number, is a bad value: that entry is degraded, docs/input_policy.md)
         src = {t.get("name"): t for t in topn.get("entries") or [] if isinstance(t, dict)}
         for d in degraded:
             t = src.get(d["name"])
-            if d["name"] not in names and t is not None and _num(t.get("pct_gpu_time")):
+            if d["name"] not in names and t is not None and _num(t.get("pct_gpu_time")) and t["pct_gpu_time"] >= 0:
                 err(f"degraded[] lists {d['name']!r}, a Top-N entry absent from entries (skipped is not degraded)")
     return bad
 
@@ -220,9 +225,13 @@ def _check_verdict(e, where, err):
 def _check_verbatim(art, topn, err):
     """pct_gpu_time COPIED verbatim from the Top-N (same value, same JSON type); counts integers."""
     src: dict[str, list] = {}
-    for t in topn.get("entries") or []:
-        if isinstance(t, dict) and isinstance(t.get("name"), str):
-            src.setdefault(t["name"], []).append(t)
+    for i, t in enumerate(topn.get("entries") or []):
+        if isinstance(t, dict):
+            # an entry is named by its kernel name (a lone surrogate written escaped) or, without a
+            # usable one, by its place (docs/input_policy.md)
+            src.setdefault(f"entries[{i}]", []).append(t)
+            if isinstance(t.get("name"), str):
+                src.setdefault(t["name"].encode("utf-8", "backslashreplace").decode(), []).append(t)
     for e in art["entries"]:
         cands = src.get(e["name"]) or []
         if not cands:

@@ -115,12 +115,16 @@ def test_missing_shape_degrades_with_reason():
 
 def test_impossible_values_degrade():
     a = run(entry("neg", 30, -0.5, classification="gemm"), gemm_entry("ok", 20, 64, 4096, 4096, 0.5))
-    assert a["degraded"] == [{"name": "neg", "reason": "regimes.decode.base_latency_ms is -0.5: must be a positive time"}]
+    lat = "expected a launch time of 1 ns to 11.6 days (1e-06..1e+09 ms), got"
+    assert a["degraded"] == [{"name": "neg", "reason": f"entries[0].regimes.decode.base_latency_ms: {lat} -0.5"}]
     assert E(a, "ok")["modeled"]
-    b = run(entry("big", 150, 1.0), entry("nan_pct", float("nan"), 1.0), entry("inf_t", 7, float("inf")))
-    assert b["degraded"] == [{"name": "nan_pct", "reason": "pct_gpu_time nan is outside 0..100"},
-                             {"name": "big", "reason": "pct_gpu_time 150.0 is outside 0..100"},
-                             {"name": "inf_t", "reason": "regimes.decode.base_latency_ms is inf: must be a positive time"}]
+    b = run(entry("big", 150, 1.0), entry("nan_pct", float("nan"), 1.0), entry("inf_t", 7, float("inf")),
+            entry("neg_pct", -3, 1.0))
+    share = "expected a share of GPU time in 0..100 (%), got"
+    assert b["degraded"] == [{"name": "nan_pct", "reason": f"entries[1].pct_gpu_time: {share} NaN"},
+                             {"name": "neg_pct", "reason": f"entries[3].pct_gpu_time: {share} -3"},
+                             {"name": "big", "reason": f"entries[0].pct_gpu_time: {share} 150"},
+                             {"name": "inf_t", "reason": f"entries[2].regimes.decode.base_latency_ms: {lat} Infinity"}]
     assert E(b, "big")["pct_gpu_time"] == 150 and E(b, "big")["headroom_class"] == "unknown"   # copied verbatim
 
 

@@ -24,7 +24,6 @@ def _bad_files(tmp: Path):
         "header_only.csv": b'"ID","Kernel Name","gpu__time_duration.sum"\n"","","ns"\n',
         "bad_unit.csv": b'"ID","Kernel Name","gpu__time_duration.sum"\n"","","parsec"\n"0","k","5"\n',
         "short_row.csv": b'"ID","Kernel Name","gpu__time_duration.sum"\n"","","ns"\n"0","k"\n',
-        "rocprof_nan.csv": b'"Dispatch_Id","Kernel_Name","Counter_Name","Counter_Value"\n1,"k","SQ_WAVES",lots\n',
         "rocprof_header_only.csv": b'"Dispatch_Id","Kernel_Name","Counter_Name","Counter_Value"\n',
         "corrupt.csv.gz": b"\x1f\x8b\x08\x00garbage",
     }
@@ -48,6 +47,20 @@ def test_bad_files_raise_one_line_typed_error(tmp_path):
         assert "\n" not in msg, name
         assert msg.startswith(str(p) + ": "), msg
         assert len(msg) > len(str(p)) + 5
+
+
+def test_a_rocprof_value_that_is_no_number_is_a_bad_reading_of_its_record(tmp_path):
+    # one row is one reading: a Counter_Value that is no number makes that kernel's record L4 where
+    # the analysis would read it (docs/input_policy.md, Counters), never the whole file unreadable
+    from roofline.counters.plausible import bad_readings
+
+    p = tmp_path / "r.csv"
+    p.write_bytes(b'"Dispatch_Id","Kernel_Name","Counter_Name","Counter_Value"\n1,"k","FETCH_SIZE",lots\n'
+                  b'1,"k","WRITE_SIZE",4\n2,"j","FETCH_SIZE",8\n2,"j","WRITE_SIZE",4\n')
+    k, j = load(p)
+    assert k.dram_write_bytes == 4 * 1024 and k.dram_read_bytes != k.dram_read_bytes   # NaN
+    assert bad_readings(k) == ["dram_bytes is nan: not a count or a time", "dram_read_bytes is nan: not a count or a time"]
+    assert j.dram_bytes == 12 * 1024 and bad_readings(j) == []
 
 
 def test_match_exact_canonical_then_unique_short_name():

@@ -17,56 +17,79 @@ def _err(fn, data):
     return str(ei.value)
 
 
+# a problem of the FILE: one InputError naming the file, the JSON path, what was expected and found
 @pytest.mark.parametrize("data,msg", [
     ([], "f.json: (top level): expected a JSON object, got array"),
     ({}, "f.json: entries: required field is missing"),
     ({"entries": {}}, "f.json: entries: expected an array, got object"),
-    ({"entries": [5]}, "f.json: entries[0]: expected an object, got number"),
-    ({"entries": [{"pct_gpu_time": 1, "regimes": {}}]}, "f.json: entries[0].name: required field is missing"),
-    ({"entries": [{"name": "k", "pct_gpu_time": "7", "regimes": {}}]},
-     "f.json: entries[0].pct_gpu_time: expected a number, got string"),
-    ({"entries": [{"name": "k", "pct_gpu_time": True, "regimes": {}}]},
-     "f.json: entries[0].pct_gpu_time: expected a number, got boolean"),
-    ({"entries": [{"name": "k", "pct_gpu_time": 7}]}, "f.json: entries[0].regimes: required field is missing"),
-    ({"entries": [{"name": "k", "pct_gpu_time": 7, "regimes": {}}]},
-     "f.json: entries[0].regimes: expected at least one of 'decode' or 'prefill'"),
-    ({"entries": [entry("k", 7, None)]}, "f.json: entries[0].regimes.decode.base_latency_ms: expected a number, got null"),
-    ({"entries": [{"name": "k", "pct_gpu_time": 7, "regimes": {"decode": {"base_latency_ms": 1}}}]},
-     "f.json: entries[0].regimes.decode.launches_per_step: required field is missing"),
-    ({"entries": [entry("k", 7, 1, shapes={"M": 1})]}, "f.json: entries[0].shapes: expected an array of objects, got object"),
-    ({"entries": [entry("k", 7, 1, editable="yes")]}, "f.json: entries[0].editable: expected true or false, got string"),
-    ({"entries": [entry("k", 7, 1, launches_per_logical_op=1.5)]},
-     "f.json: entries[0].launches_per_logical_op: expected an integer, got number"),
-    ({"entries": [entry("k", 7, 1, dtypes={"act": 2})]}, "f.json: entries[0].dtypes.act: expected a string, got number"),
     ({"entries": [], "serving": {"n_decode_steps": "many"}}, "f.json: serving.n_decode_steps: expected a number, got string"),
+    ({"entries": [], "serving": {"n_decode_steps": -2000}},
+     "f.json: serving.n_decode_steps: expected a step count >= 0 (at most 2^48), got -2000"),
+    ({"entries": [], "serving": {"n_prefill_steps": float("nan")}},
+     "f.json: serving.n_prefill_steps: expected a step count >= 0 (at most 2^48), got NaN"),
+    ({"entries": [], "serving": {"n_decode_steps": None}}, "f.json: serving.n_decode_steps: expected a number, got null"),
+    ({"entries": [], "total_gpu_time_ms": -1.5}, "f.json: total_gpu_time_ms: expected a time >= 0 (ms), got -1.5"),
+    ({"entries": [], "round": 2.5}, "f.json: round: expected an integer, got 2.5"),
+    ({"entries": [], "round": -1}, "f.json: round: expected an integer >= 0, got -1"),
+    ({"entries": [], "schema_version": True}, "f.json: schema_version: expected an integer, got boolean"),
 ])
 def test_malformed_topn_is_rejected_with_its_path(data, msg):
     assert _err(parse_topn, data) == msg
 
 
-@pytest.mark.parametrize("mutate,msg", [
-    (lambda e: e.pop("gfx"), "f.json: gfx: required field is missing"),
-    (lambda e: e.pop("workload"), "f.json: workload: required field is missing"),
-    (lambda e: e["workload"].pop("conc"), "f.json: workload.conc: required field is missing"),
-    (lambda e: e["workload"].update(isl="1k"), "f.json: workload.isl: expected a number, got string"),
-    (lambda e: e["workload"].update(osl=0), "f.json: workload.osl: expected a positive number, got 0.0"),
-    (lambda e: e.update(model_dtype=8), "f.json: model_dtype: expected a string, got number"),
+# a problem INSIDE ONE ENTRY: never an InputError; the entry carries it (it degrades alone)
+@pytest.mark.parametrize("e,problem", [
+    (5, "entries[0]: expected an object (a Top-N entry), got 5"),
+    ({"pct_gpu_time": 1, "regimes": {"decode": {"base_latency_ms": 1, "launches_per_step": 1}}},
+     "entries[0].name: required field is missing"),
+    (entry("", 7, 1), "entries[0].name: expected the kernel's name, got an empty string"),
+    (entry("k\ud800", 7, 1), "entries[0].name: expected the kernel's name as text (valid Unicode), got a string that "
+                              "is not valid Unicode (a lone surrogate, \\ud800 at character 1)"),
+    (entry("k", "7", 1), "entries[0].pct_gpu_time: expected a share of GPU time in 0..100 (%), got string"),
+    (entry("k", True, 1), "entries[0].pct_gpu_time: expected a share of GPU time in 0..100 (%), got boolean"),
+    (entry("k", -5, 1), "entries[0].pct_gpu_time: expected a share of GPU time in 0..100 (%), got -5"),
+    ({"name": "k", "pct_gpu_time": 7}, "entries[0].regimes: required field is missing"),
+    ({"name": "k", "pct_gpu_time": 7, "regimes": {}}, "entries[0].regimes: expected at least one of 'decode' or 'prefill', "
+                                                     "got object"),
+    (entry("k", 7, None), "entries[0].regimes.decode.base_latency_ms: expected a launch time of 1 ns to 11.6 days "
+                          "(1e-06..1e+09 ms), got null"),
+    ({"name": "k", "pct_gpu_time": 7, "regimes": {"decode": {"base_latency_ms": 1}}},
+     "entries[0].regimes.decode.launches_per_step: required field is missing"),
+    (entry("k", 7, 1, lps=[3]), "entries[0].regimes.decode.launches_per_step: expected a positive number of launches "
+                                "(at most 2^48), got array"),
+    (entry("k", 7, 1, shapes={"M": 1}), "entries[0].shapes: expected an array of objects, got object"),
+    (entry("k", 7, 1, shapes=[{"M": None, "N": 4, "K": 4}]),
+     "entries[0].shapes[0].M: expected a positive dimension (at most 2^48), got null"),
+    (entry("k", 7, 1, est_shape={"N": "64"}), "entries[0].est_shape.N: expected a positive dimension (at most 2^48), "
+                                              "got string"),
+    (entry("k", 7, 1, shapes=[{"shape": [4, -1]}]),
+     "entries[0].shapes[0].shape[1]: expected a positive integer dimension (at most 2^48), got -1"),
+    (entry("k", 7, 1, editable="yes"), "entries[0].editable: expected true or false, got string"),
+    (entry("k", 7, 1, launches_per_logical_op=1.5),
+     "entries[0].launches_per_logical_op: expected an integer >= 1 (at most 2^48), got 1.5"),
+    (entry("k", 7, 1, launches_per_logical_op=None),
+     "entries[0].launches_per_logical_op: expected an integer >= 1 (at most 2^48), got null"),
+    (entry("k", 7, 1, dtypes={"act": 2}), "entries[0].dtypes.act: expected a string, got 2"),
+    (entry("k", 7, 1, shape_launches=[3, float("inf")]),
+     "entries[0].shape_launches[1]: expected a launch count >= 0, got Infinity"),
 ])
-def test_malformed_env_is_rejected(mutate, msg):
-    env = h200_env()
-    mutate(env)
-    assert _err(parse_env, env) == msg
+def test_a_bad_field_of_one_entry_is_that_entrys_problem(e, problem):
+    t = parse_topn({"entries": [e, entry("ok", 7, 1.0)]}, "f.json")
+    assert t.entries[0].problems == [problem]
+    assert t.entries[1].problems == []
 
 
 def test_impossible_values_degrade_the_entry_not_the_run():
     t = parse_topn({"entries": [entry("a", 7, -1.0), entry("b", 150, 1.0), entry("c", 7, float("nan")),
                                 entry("d", 7, 1.0, shapes=[{"M": 0, "N": 4, "K": 4}]), entry("e", 7, 0.0)]}, "f.json")
     probs = {e.name: e.problems for e in t.entries}
-    assert probs["a"] == ["regimes.decode.base_latency_ms is -1.0: must be a positive time"]
-    assert probs["b"] == ["pct_gpu_time 150.0 is outside 0..100"]
-    assert probs["c"] == ["regimes.decode.base_latency_ms is nan: must be a positive time"]
-    assert probs["d"] == ["shapes[0].M is 0: a dimension must be positive"]
-    assert probs["e"] == ["regimes.decode.base_latency_ms is 0.0: must be a positive time"]
+    lat = "expected a launch time of 1 ns to 11.6 days (1e-06..1e+09 ms), got"
+    assert probs["a"] == [f"entries[0].regimes.decode.base_latency_ms: {lat} -1"]
+    assert probs["b"] == ["entries[1].pct_gpu_time: expected a share of GPU time in 0..100 (%), got 150"]
+    assert probs["c"] == [f"entries[2].regimes.decode.base_latency_ms: {lat} NaN"]
+    assert probs["d"] == ["entries[3].shapes[0].M: expected a positive dimension (at most 2^48), got 0"]
+    assert probs["e"] == [f"entries[4].regimes.decode.base_latency_ms: {lat} 0"]
+    assert t.entries[1].pct_gpu_time == 150  # kept (the entry degrades); a negative one is no share: NaN
 
 
 def test_extra_fields_are_ignored():

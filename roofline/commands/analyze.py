@@ -48,8 +48,8 @@ def _warn_ignored(topn: Path, counters, art: dict) -> None:
 
 def _how_to_give(exc: InputError) -> str:
     """For a field missing from an env report, the way to give it (the starter of `roofline topn`)."""
-    if not exc.path:  # HOW_TO_GIVE's keys are env-report fields: no Top-N or config path looks like them
-        return ""
+    if not exc.path or not (exc.expected == "required field is missing" or exc.expected.endswith("got null")):
+        return ""  # HOW_TO_GIVE's keys are env-report fields (no Top-N or config path looks like them)
     from roofline.ingest.env_starter import HOW_TO_GIVE
 
     how = HOW_TO_GIVE.get(exc.path)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 from .aggregate import group_average
@@ -83,7 +84,9 @@ def read_rocprof_csv_text(text: str, path: str | Path,
             continue
         value = parse_number(row.get("Counter_Value"))
         if value is None:
-            raise CounterReadError(path, f"line {lineno}: Counter_Value {row.get('Counter_Value')!r} is not a number")
+            # a bad value of one kernel's record is that record's problem, not the file's: kept as NaN,
+            # it makes the record L4 (roofline.counters.plausible) where the analysis would read it
+            value = math.nan
         key = tuple(row.get(c) for c in key_cols) if id_col else lineno
         d = dispatches.get(key)
         if d is None:

@@ -302,6 +302,13 @@ def _pair_splitk(pt):
 def build_topn(aggs, steps, notes, *, sigs=None, top: int | None = 30, min_pct: float = 0.0,
                round_no: int = 0, source: dict | None = None) -> dict:
     """The Top-N document. ``aggs``: KernelAgg list; ``steps``: regime -> step count."""
+    unnamed = [a for a in aggs if not a.name.strip()]
+    if unnamed:
+        # every profiler names the kernels it records: a kernel without one is a corrupt source, and
+        # no entry may be named '' (docs/input_policy.md, "Profiler output")
+        n = sum(a.all_count for a in unnamed)
+        raise TopNError(f"{n} kernel launch(es) have an empty name ({sum(a.all_us for a in unnamed):.6g} us of "
+                        "GPU time): expected every kernel event to carry the kernel's name")
     total_us = sum(a.all_us for a in aggs)
     if total_us <= 0:
         raise TopNError("the kernels' total GPU time is zero")
