@@ -9,7 +9,7 @@ import datetime as _dt
 import traceback
 from typing import Any
 
-from roofline import contract, routing
+from roofline import contract, multirank, routing
 from roofline.classify import classify, short_name as _short_name
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
@@ -78,8 +78,11 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             art["degraded"].append({"name": e.name, "reason": f"internal error: {exc.__class__.__name__}: {exc}"})
             art["skill_errors"].append({"where": f"entry {e.name}", "error": f"{exc.__class__.__name__}: {exc}",
                                         "traceback": traceback.format_exc(limit=4)})
+        multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
+    if multirank.run_ranks(topn) is not None:
+        art["ranks"] = multirank.run_ranks(topn)
     return art
 
 
