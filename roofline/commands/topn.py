@@ -156,8 +156,7 @@ def topn(sources, out_path, decode_steps, prefill_steps, regime, decode_range, p
     """Build a profile_topN.json from SOURCES: a PyTorch profiler Chrome trace (.json or .json.gz,
     export_chrome_trace; record_shapes=True fills shapes/dtypes), an Nsight Compute report
     (.ncu-rep, optionally .gz) or its raw-page CSV (ncu --import R --csv --page raw). Several
-    traces, or a folder of them, are the ranks of one run (tensor parallel): one Top-N for the run,
-    each rank's figures kept per entry, the collectives' waiting and the straggler (docs/topn.md).
+    traces (or a folder): the ranks of one run, merged into one Top-N (docs/topn.md, several ranks).
 
     Times in the output are milliseconds; pct_gpu_time is percent of all kernel time in the window.
     Without --decode-steps/--prefill-steps, steps come from step ranges in the trace (range names
@@ -177,14 +176,8 @@ def topn(sources, out_path, decode_steps, prefill_steps, regime, decode_range, p
             re.compile(rx)
         except re.error as exc:
             _fail(source, f"bad range regex {rx!r}: {exc}")
-    if len(sources) > 1 or os.path.isdir(source):
-        from roofline.commands.topn_ranks import run_ranks
-
-        return run_ranks(sources, out_path, dict(decode_steps=decode_steps, prefill_steps=prefill_steps, regime=regime,
-                                                 decode_range=decode_range, prefill_range=prefill_range,
-                                                 workers=workers), top, min_pct, round_no, config_file,
-                         dict(isl=isl, osl=osl, conc=conc, model_arch_class=model_arch_class, model_dtype=model_dtype,
-                              gfx=gfx, framework=framework), env_out, no_env_report, force, quiet)
+    if len(sources) > 1 or os.path.isdir(source):   # the ranks of one run: commands/topn_ranks.py
+        return _ranks(dict(locals()))
     if not os.path.isfile(source):
         _fail(source, "no such file")
     config = _config_or_exit(config_file)
@@ -216,6 +209,12 @@ def topn(sources, out_path, decode_steps, prefill_steps, regime, decode_range, p
                    f"prefill={doc['serving']['n_prefill_steps']}", err=True)
         for m in env_msgs:
             click.echo(f"roofline topn: {m}", err=True)
+
+
+def _ranks(o: dict) -> None:
+    from roofline.commands.topn_ranks import run_ranks
+
+    run_ranks(o)
 
 
 def _comm_shapes(source, doc, collectives, world_size) -> None:

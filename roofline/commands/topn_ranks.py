@@ -48,9 +48,17 @@ def _read_ranks(paths: list[str], steps: dict, round_no: int):
     return rts, notes
 
 
-def run_ranks(sources, out_path, steps: dict, top, min_pct, round_no, config_file, flags: dict, env_out,
-              no_env_report, force, quiet) -> None:
-    """The multi-rank `roofline topn`: read, merge, write the Top-N and the starter env report."""
+def run_ranks(o: dict) -> None:
+    """The multi-rank `roofline topn`: read, merge, write the Top-N and the starter env report.
+    ``o``: the `topn` command's arguments, by name."""
+    steps = {k: o[k] for k in ("decode_steps", "prefill_steps", "regime", "decode_range", "prefill_range", "workers")}
+    flags = {k: o[k] for k in ("isl", "osl", "conc", "model_arch_class", "model_dtype", "gfx", "framework")}
+    _run(o["sources"], o["out_path"], steps, o["top"], o["min_pct"], o["round_no"], o["config_file"], flags,
+         o["env_out"], o["no_env_report"], o["force"], o["quiet"])
+
+
+def _run(sources, out_path, steps: dict, top, min_pct, round_no, config_file, flags: dict, env_out,
+         no_env_report, force, quiet) -> None:
     from roofline.ingest import ranks as rk
     from roofline.ingest.topn import TopNError
 

@@ -309,6 +309,7 @@ def comm_shapes(doc: dict, evs: list[CollEvent]) -> int:
                                       "kernel or its record_param_comms op): profile with a torch that records them")
             continue
         lst = sorted(got.values(), key=lambda x: -x[2])
+        e.pop("shape_unknown", None)     # the aten op that launched it (record_param_comms) has no shape rule
         e["shapes"] = [x[0] for x in lst]
         e["shape_launches"] = [x[2] for x in lst]
         e["shape_base_latency_ms"] = [x[3] / x[2] / 1000.0 for x in lst]

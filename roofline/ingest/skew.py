@@ -52,6 +52,9 @@ class Stream:
     counts: dict[int, int]                               # collectives of this stream per rank
     per_rank: dict[int, RankSums] = field(default_factory=dict)
     end_spread_us: list[float] = field(default_factory=list)
+    instance_wait_us: list[float] = field(default_factory=list)   # every rank's waiting at the Nth, summed
+    waits_us: list[list[float]] = field(default_factory=list)     # the Nth: each rank's waiting (rank order)
+    last_rank: list[int] = field(default_factory=list)            # the Nth: the rank that arrived last
     names: list[str] = field(default_factory=list)
     message_elems: int | None = None
     mismatched: int = 0                                  # aligned instances whose message size differs across ranks
@@ -93,6 +96,13 @@ def align(per_rank: dict[int, list[CollEvent]]) -> tuple[list[Stream], dict[str,
                 st.mismatched += 1
             sizes.extend(s for s in sz if s is not None)
         st.message_elems = int(statistics.median(sizes)) if sizes else None
+        tot_w = sum(st.instance_wait_us)
+        if n > 2 and tot_w > 0 and max(st.instance_wait_us) > 0.5 * tot_w:
+            i = st.instance_wait_us.index(max(st.instance_wait_us))
+            notes.append(f"{what}: one collective (number {i + 1} of {n}) holds {max(st.instance_wait_us) / tot_w:.0%} of "
+                         f"the waiting ({max(st.instance_wait_us) / 1000:.3f} ms; e.g. the ranks' profilers started at "
+                         "different times); the others waited "
+                         f"{(tot_w - max(st.instance_wait_us)) / 1000:.3f} ms together")
         if st.mismatched:
             notes.append(f"{what}: {st.mismatched} of {n} aligned collectives have different message sizes across "
                          "ranks: the sequence alignment may be off there")
@@ -105,16 +115,22 @@ def _one(row: dict[int, CollEvent], st: Stream, by_name) -> None:
     last_r = max(row, key=lambda r: (row[r].ts_us, r))
     last = row[last_r].ts_us
     waited = 0.0
-    for r, ev in row.items():
+    ws = []
+    for r in st.ranks:
+        ev = row[r]
         w = min(max(last - ev.ts_us, 0.0), ev.dur_us)
         st.per_rank[r].add(ev.dur_us, w)
         by_name[ev.name][r].add(ev.dur_us, w)
         waited += w
+        ws.append(w)
+    st.waits_us.append(ws)
+    st.last_rank.append(last_r)
     st.per_rank[last_r].last_arrivals += 1
     st.per_rank[last_r].waited_for_us += waited
     by_name[row[last_r].name][last_r].last_arrivals += 1
     ends = [ev.ts_us + ev.dur_us for ev in row.values()]
     st.end_spread_us.append(max(ends) - min(ends))
+    st.instance_wait_us.append(waited)
 
 
 def straggler(streams: list[Stream]) -> dict | None:
@@ -151,6 +167,8 @@ def stream_summary(st: Stream) -> dict:
          "waiting_share": [w / t if t > 0 else 0.0 for t, w in zip(total, wait)],
          "last_arrivals": [s.last_arrivals for s in rs], "waited_for_ms": [s.waited_for_us / 1000.0 for s in rs],
          "end_spread_us_median": spread,
+         "largest_wait": ({"number": st.instance_wait_us.index(max(st.instance_wait_us)) + 1,
+                           "waiting_ms": max(st.instance_wait_us) / 1000.0} if st.instance_wait_us else None),
          "clock_check": "ok"}
     if spread is not None and xfer and spread > max(statistics.median(xfer), 1.0):
         d["clock_check"] = (f"the ranks' ends of one collective differ by {spread:.1f} us (median), more than its "
