@@ -81,13 +81,19 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
+    _run_fields(art, topn)
+    return art
+
+
+def _run_fields(art: dict, topn: TopN) -> None:
+    """The run's ranks (a Top-N of several ranks), and the link roof only where a collective is
+    judged against it."""
     if not any(e.get("op_class") == "comm" for e in art["entries"]):
-        # the link roof is listed where a collective is judged against it
         art["peaks"].pop("interconnect_bw_bytes_s", None)
         art["peaks"].get("sources", {}).pop("interconnect_bw_bytes_s", None)
-    if multirank.run_ranks(topn) is not None:
-        art["ranks"] = multirank.run_ranks(topn)
-    return art
+    r = multirank.run_ranks(topn)
+    if r is not None:
+        art["ranks"] = r
 
 
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:

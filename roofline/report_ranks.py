@@ -5,7 +5,14 @@ from __future__ import annotations
 
 
 def _f(x, fmt: str = ".3f") -> str:
-    return "-" if x is None else format(x, fmt)
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) < 1e300
+    return format(x, fmt) if ok else "-"
+
+
+def _cells(vals, n: int, fmt: str) -> list[str]:
+    """Exactly n cells, one per rank (a list of another length, or no list, reads as '-')."""
+    vals = vals if isinstance(vals, list) and len(vals) == n else [None] * n
+    return [_f(v, fmt) for v in vals]
 
 
 def straggler_line(art: dict) -> str | None:
@@ -16,8 +23,8 @@ def straggler_line(art: dict) -> str | None:
     line = (f"{len(r.get('ranks', []))} ranks ({', '.join(f'rank {x}' for x in r.get('ranks', []))}, world size "
             f"{r.get('world_size')}{', ' + r['backend'] if r.get('backend') else ''}); straggler: rank {st.get('rank')}")
     if st.get("waited_for_ms") is not None:
-        line += (f" (the other ranks waited {st['waited_for_ms']:.3f} ms for it at collectives, "
-                 f"{st.get('share_of_all_waiting', 0):.0%} of all waiting)")
+        line += (f" (the other ranks waited {_f(st['waited_for_ms'])} ms for it at collectives, "
+                 f"{_f(st.get('share_of_all_waiting'), '.0%')} of all waiting)")
     elif st.get("how"):
         line += f" ({st['how']})"
     return line
@@ -36,8 +43,8 @@ def head_rows(art: dict) -> tuple[list[str], list[list[str]]]:
             continue
         sn = e.get("short_name") or e["name"]
         rows.append([str(order.get(e["name"], "")), sn if len(sn) <= 48 else sn[:47] + "~"]
-                    + [_f(t) for t in rb.get("total_ms", [])]
-                    + [f"{rb.get('spread_rel', 0):.1%}", f"rank {rb.get('slowest_rank')}"])
+                    + _cells(rb.get("total_ms"), len(ranks), ".3f")
+                    + [_f(rb.get("spread_rel"), ".1%"), f"rank {rb.get('slowest_rank')}"])
     return hdr, rows
 
 
@@ -50,9 +57,9 @@ def collective_rows(art: dict) -> tuple[list[str], list[list[str]]]:
     rows = []
     for c in r.get("collectives") or []:
         rows.append([str(c.get("collective")), str(c.get("kind")), str(c.get("instances")), str(c.get("message_elems"))]
-                    + [f"{w:.0%}" for w in c.get("waiting_share", [])]
+                    + _cells(c.get("waiting_share"), len(ranks), ".0%")
                     + [" / ".join(_f(t) for t in c.get("transfer_ms", [])),
-                       "yes" if c.get("clock_check") == "ok" else "NO (clocks?)"])
+                       {"ok": "yes", None: "-"}.get(c.get("clock_check"), "NO (clocks?)")])
     return hdr, rows
 
 

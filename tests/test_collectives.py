@@ -221,3 +221,26 @@ def test_the_picture_draws_each_ranks_rate_and_the_link_roof(run, tmp_path):
     assert sorted(bar["per_rank_y"]) == pytest.approx(sorted(y * e["t_transfer_ms"] / t for t in t_rank))
     assert bar["slowest_rank"] == max(range(2), key=lambda k: t_rank[k])
     assert (tmp_path / "r.png").stat().st_size > 10_000
+
+
+def test_hand_edited_rank_fields_of_the_wrong_type_never_break_the_artifact(tmp_path):
+    """Extra fields are no input error; ones of the wrong type are dropped or read as null, and the
+    report and the picture render them as '-'."""
+    from roofline import report
+    from roofline.plot import plot_artifact
+    from roofline.schema import validate_artifact
+
+    e = entry("nvjet_x", 30, 0.04, shapes=[{"M": 64, "N": 4096, "K": 4096}],
+              ranks={"total_ms": ["a", 1e308, None], "spread_rel": "x", "slowest_rank": True,
+                     "base_latency_ms": {"decode": [1, "b"]}},
+              collective={"waiting_share": "x", "transfer_ms": [1, {}]})
+    t = topn(e, ranks={"ranks": [0, "1"], "straggler": {"rank": "x", "waited_for_ms": "1"},
+                       "collectives": [{"waiting_share": ["a"]}, 3]})
+    a = api.analyze(t, h200_env())
+    validate_artifact(a)
+    assert a["entries"][0]["ranks"] == {"total_ms": [None, 1e308, None], "t_ms": [1, None]}
+    assert a["entries"][0]["collective"] == {"transfer_ms": [1, None]}
+    assert a["ranks"] == {"ranks": [0, None], "straggler": {}, "collectives": [{"waiting_share": [None]}]}
+    assert "| 1 | nvjet_x | - | - | - | rank None |" in report.to_markdown(a)
+    assert "straggler: rank None" in report.render_table(a)
+    assert plot_artifact(a, tmp_path / "g.png")["rank_bars"] == []

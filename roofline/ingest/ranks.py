@@ -128,6 +128,7 @@ def _rank_block(es: list[dict | None], ranks: list[int]) -> dict:
            "launches_per_step": {g: [e["regimes"][g]["launches_per_step"] if e and g in e["regimes"] else None
                                      for e in es] for g in regs},
            "spread_total_ms": max(tot) - min(tot), "spread_rel": (max(tot) - min(tot)) / med if med > 0 else 0.0,
+           "spread_launches": max(e["launches"] for _, e in pres) - min(e["launches"] for _, e in pres),
            "slowest_rank": max(pres, key=lambda p: (p[1]["total_ms"], -p[0]))[0],
            "fastest_rank": min(pres, key=lambda p: (p[1]["total_ms"], p[0]))[0]}
     absent = [r for r, e in zip(ranks, es) if e is None]
