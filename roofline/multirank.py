@@ -111,6 +111,10 @@ def run_ranks(topn: TopN) -> dict | None:
         out["straggler"] = _pick(r["straggler"], lists=("waited_for_ms_per_rank",),
                                  nums=("waited_for_ms", "share_of_all_waiting"), ints=("rank",), strs=("how",),
                                  int_lists=("last_arrivals",))
+        if isinstance(r["straggler"].get("without_largest_wait"), dict):
+            out["straggler"]["without_largest_wait"] = _pick(r["straggler"]["without_largest_wait"],
+                                                             lists=("waited_for_ms_per_rank",), nums=("waited_for_ms",),
+                                                             ints=("rank",))
     if isinstance(r.get("collectives"), list):
         out["collectives"] = [_stream(c) for c in r["collectives"] if isinstance(c, dict)]
     return out

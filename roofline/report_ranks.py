@@ -27,6 +27,10 @@ def straggler_line(art: dict) -> str | None:
                  f"{_f(st.get('share_of_all_waiting'), '.0%')} of all waiting)")
     elif st.get("how"):
         line += f" ({st['how']})"
+    wl = st.get("without_largest_wait")
+    if isinstance(wl, dict) and wl.get("rank") is not None:
+        line += (f"; without the one collective that waited the most, rank {wl['rank']} "
+                 f"({_f(wl.get('waited_for_ms'))} ms)")
     return line
 
 

@@ -244,3 +244,17 @@ def test_hand_edited_rank_fields_of_the_wrong_type_never_break_the_artifact(tmp_
     assert "| 1 | nvjet_x | - | - | - | rank None |" in report.to_markdown(a)
     assert "straggler: rank None" in report.render_table(a)
     assert plot_artifact(a, tmp_path / "g.png")["rank_bars"] == []
+
+
+def test_any_other_layout_is_read_by_the_general_parser_to_the_same_collectives(tmp_path):
+    from roofline.ingest.collectives import scan_collectives
+
+    doc = json.loads(gzip.open(NCCL / "rank1.json.gz").read())
+    with gzip.open(tmp_path / "compact.json.gz", "wt") as f:
+        json.dump(doc, f, separators=(",", ":"))       # one line: not Kineto's layout
+    pretty = scan_collectives(str(NCCL / "rank1.json.gz"))
+    compact = scan_collectives(str(tmp_path / "compact.json.gz"))
+    assert compact == pretty and len(pretty) == 32
+    (tmp_path / "broken.json").write_text('{"traceEvents": [{"cat": "kernel", "name": "ncclDevKernel_X"')
+    with pytest.raises(ValueError):
+        scan_collectives(str(tmp_path / "broken.json"))

@@ -264,6 +264,8 @@ def _scan_ijson(path: str) -> tuple[list[CollEvent], dict]:
             ev = _event_of(e, pcomms)
             if ev is not None:
                 evs.append(ev)
+    except ijson.common.JSONError as exc:
+        raise ValueError(f"malformed JSON ({str(exc)[:80]})") from None
     finally:
         stream.close()
         raw.close()
