@@ -10,6 +10,8 @@ Which figure is the roof:
   prices that in. A table with only a measured figure uses it and says so.
 - compute, per dtype: a validated microbenchmark figure where the table has one ("measured" or
   "validated"), otherwise the datasheet dense figure with confidence "medium".
+- interconnect (collectives, op class comm): `interconnect_bw_bytes_s`, the link rate of ONE
+  direction (a rank's bus bandwidth is the bytes it sends); absent: collectives degrade.
 Validation (seed 002 section 8): BF16 and FP16 tensor rates are equal on these parts, so measured
 bf16 and fp16 peaks that differ by more than 5% mean the microbench is mis-calibrated and the
 compute axis for those dtypes is not usable for ranking.
@@ -91,6 +93,8 @@ class Peaks:
     raw: dict[str, Any] = field(default_factory=dict)
     origin: str = "built-in table"            # finer than source: built-in table | peaks file |
     #                                           pipeline peaks.md | datasheet catalogue | device properties
+    interconnect_bw_bytes_s: float | None = None   # one direction of the GPU's links (NVLink): collectives' roof
+    interconnect_bw_kind: str | None = None
 
     def compute_peak(self, dtype: str) -> float | None:
         return self.flops.get(norm_dtype(dtype) or "")
@@ -135,6 +139,7 @@ class Peaks:
             "flops": dict(self.flops),
             "flops_kind": dict(self.flops_kind),
             "hbm_bw_kind": self.hbm_bw_kind,
+            "interconnect_bw_bytes_s": self.interconnect_bw_bytes_s,
             "source": self.source,
             "confidence": self.confidence,
             "compute_unusable_dtypes": list(self.compute_unusable_dtypes),
@@ -396,11 +401,14 @@ def _from_table(data: dict, table_file: str | None, confidence: str, source: str
                 f"measured bf16 ({a:.4g}) and fp16 ({b:.4g}) peaks differ by {rel:.1%} > "
                 f"{BF16_FP16_TOLERANCE:.0%}: the microbench is mis-calibrated, the compute axis for "
                 "bf16/fp16 is not usable for ranking (seed 002 section 8)")
+    link, link_kind, link_src = _pick(data.get("interconnect_bw_bytes_s"), "interconnect_bw_bytes_s")
+    if link_src:
+        sources["interconnect_bw_bytes_s"] = link_src
     return Peaks(
         device=str(data.get("device")), gfx=data.get("gfx"), vendor=data.get("vendor"),
         hbm_bw_bytes_s=hbm, hbm_bw_kind=hbm_kind, flops=flops, flops_kind=kinds, source=source,
         confidence=confidence, compute_unusable_dtypes=unusable, notes=notes, sources=sources,
-        table_file=table_file, raw=data,
+        table_file=table_file, raw=data, interconnect_bw_bytes_s=link, interconnect_bw_kind=link_kind,
     )
 
 

@@ -43,6 +43,9 @@ def validate_table(d) -> list[str]:
 
     if "hbm_bw_bytes_s" in d:
         errs += _fig_errs("hbm_bw_bytes_s", d["hbm_bw_bytes_s"])
+    if "interconnect_bw_bytes_s" in d:
+        errs += _fig_errs("interconnect_bw_bytes_s", d["interconnect_bw_bytes_s"])
+        errs += _link_errs(d["interconnect_bw_bytes_s"])
     fl = d.get("flops")
     if "flops" in d:
         if not isinstance(fl, dict) or not fl:
@@ -81,6 +84,23 @@ def _fig_errs(where: str, fig) -> list[str]:
                 elif isinstance(v, (int, float)) and not sp["p20"] <= v <= sp["p80"]:
                     out.append(f"{where}.{kind}: value {v} outside its spread [{sp['p20']}, {sp['p80']}]")
             out += check_envelope_block(f"{where}.{kind}", blk)
+    return out
+
+
+def _link_errs(fig) -> list[str]:
+    """The interconnect roof is the rate of ONE direction (a rank's bus bandwidth counts the bytes it
+    sends): where the figure also gives the vendor's total of both directions, it is half of it."""
+    out = []
+    for kind, blk in (fig.items() if isinstance(fig, dict) else ()):
+        if not isinstance(blk, dict) or "total_bidirectional_bytes_s" not in blk:
+            continue
+        v, tot = blk.get("value"), blk["total_bidirectional_bytes_s"]
+        if isinstance(tot, bool) or not isinstance(tot, (int, float)) or not math.isfinite(tot) or tot <= 0:
+            out.append(f"interconnect_bw_bytes_s.{kind}.total_bidirectional_bytes_s: expected a positive number, "
+                       f"got {tot!r}")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and abs(2 * v - tot) > 0.01 * tot:
+            out.append(f"interconnect_bw_bytes_s.{kind}: value {v:.4g} is not one direction of the "
+                       f"{tot:.4g} B/s total (expected {tot / 2:.4g}: the roof is per direction)")
     return out
 
 

@@ -9,7 +9,7 @@ import datetime as _dt
 import traceback
 from typing import Any
 
-from roofline import contract, routing
+from roofline import contract, multirank, routing
 from roofline.classify import classify, short_name as _short_name
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
@@ -84,8 +84,10 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
                                         "traceback": traceback.format_exc(limit=4)})
         if ent.get("modeled"):
             _other_regimes(ent, e, topn, env, config, peaks, art, matched.get(e.name), all_light)
+        multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
+    _run_fields(art, topn)
     return art
 
 
@@ -122,6 +124,15 @@ def _match_counters(head: list[Entry], order: list[Entry], counters: list) -> tu
                                  "folded_kernels": e.raw.get("folded_kernels"), "launches": e.raw.get("launches")}
                                 for e in everyone], counters)
     return {e.name: matched[e.name] for e in head if e.name in matched}, list(unmatched)
+def _run_fields(art: dict, topn: TopN) -> None:
+    """The run's ranks (a Top-N of several ranks), and the link roof only where a collective is
+    judged against it."""
+    if not any(e.get("op_class") == "comm" for e in art["entries"]):
+        art["peaks"].pop("interconnect_bw_bytes_s", None)
+        art["peaks"].get("sources", {}).pop("interconnect_bw_bytes_s", None)
+    r = multirank.run_ranks(topn)
+    if r is not None:
+        art["ranks"] = r
 
 
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:

@@ -58,6 +58,7 @@ RULES: list[tuple[str, str]] = [
 LIBRARY_PATTERNS: list[str] = [
     r"nvjet", r"cublas", r"xmma", r"^sm\d+_", r"^ampere_", r"^turing_", r"^volta_", r"cudnn",
     r"^cijk_", r"hipblaslt", r"gemv2[nt]_kernel", r"gemvx", r"splitkreduce",
+    r"^nccl(?:dev)?kernel", r"^rccl",      # NCCL / RCCL collectives: precompiled; levers are host-side (algo, protocol)
 ]
 
 # Hints that are op names rather than classes (e.g. the aten op that launched a kernel).

@@ -3,18 +3,20 @@ the fields every entry carries. One source of truth for the analysis (which fill
 Schema (which checks them) and the README block that documents them.
 
 A reader written to the seed must never meet a missing key or a category it has no rule for:
-- `op_class` is the seed's closed set; the finer kind our classifier knows (norm, quant, comm)
-  is kept in `op_kind`.
+- `op_class` is the seed's closed set plus `comm` (collectives, on the interconnect roof); the
+  finer kind our classifier knows (norm, quant) is kept in `op_kind`.
 - every seed field is present on every entry, degraded and no-verdict ones included, `null`
   where there is no value.
 """
 from __future__ import annotations
 
-# Seed section 2: the closed set of op classes.
-OP_CLASSES = ("gemm", "moe", "attn", "elementwise", "unknown")
-# Our classifier's finer kinds -> the seed class. Norm and quant kernels stream like elementwise
-# ones (seed section 4 models them together); communication has no HBM roof: unknown.
-_SEED_CLASS = {"norm": "elementwise", "quant": "elementwise", "comm": "unknown"}
+# Seed section 2: the closed set of op classes, and `comm`: collectives (NCCL, custom all-reduce)
+# have a model of their own, on the interconnect roof (docs/method.md, "Collectives"), so a reader
+# routes them apart from the HBM-bound classes instead of reading them as unknown.
+OP_CLASSES = ("gemm", "moe", "attn", "elementwise", "comm", "unknown")
+# Our classifier's finer kinds -> the artifact class. Norm and quant kernels stream like elementwise
+# ones (seed section 4 models them together).
+_SEED_CLASS = {"norm": "elementwise", "quant": "elementwise"}
 
 # Seed section 2: every field of an entry, in the seed's order.
 SEED_ENTRY_FIELDS = (

@@ -95,7 +95,11 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
         present = [next((d for d in ("bf16", "fp8", "fp16", "fp32") if d in flops), next(iter(flops)))]
     roofs = {d: flops[d] for d in present}
     ridges = {d: flops[d] / bw for d in present} if bw else {}
-    return {"device": pk.get("device"), "stage": art.get("stage"), "hbm_bw_bytes_s": bw,
+    from roofline import plot_ranks   # several ranks: per-rank bars; collectives: the interconnect roof
+
+    return {"rank_bars": plot_ranks.rank_bars(art, points),
+            "interconnect_bw_bytes_s": plot_ranks.interconnect_roof(art, points),
+            "device": pk.get("device"), "stage": art.get("stage"), "hbm_bw_bytes_s": bw,
             "hbm_bw_kind": pk.get("hbm_bw_kind"), "compute_roofs": roofs,
             "compute_kinds": {d: (pk.get("flops_kind") or {}).get(d) for d in roofs},
             "ridges": ridges, "points": points, "arrows": arrows, "stage_arrows": stage_arrows,
@@ -107,7 +111,8 @@ def axis_limits(info: dict) -> tuple[float, float, float, float]:
     every ridge and a stretch of each flat roof past its ridge are inside."""
     xs = [p["x"] for p in info["points"]] + [a["from_x"] for a in info["arrows"]] \
         + [a["from_x"] for a in info["stage_arrows"]]
-    ys = [p["y"] for p in info["points"]] + [a["from_y"] for a in info["stage_arrows"]]
+    ys = [p["y"] for p in info["points"]] + [a["from_y"] for a in info["stage_arrows"]] \
+        + [y for b in info.get("rank_bars", []) for y in (b["y_low"], b["y_high"])]
     ridges = list(info["ridges"].values())
     roofs = list(info["compute_roofs"].values())
     if not xs:
@@ -158,12 +163,16 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     handles = _draw_roofs(ax, info)
     staged = _draw_arrows(ax, info)
     drawn = _draw_points(ax, info["points"])
+    from roofline import plot_ranks
+
+    handles += plot_ranks.draw(ax, info)
     _place_numbers(ax, info["points"], fig)
     ax.set_xlabel("arithmetic intensity (FLOP / byte of HBM traffic)")
     ax.set_ylabel("achieved FLOP/s")
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
-    fig.suptitle(title or f"{info['device']}: roofline, stage {info['stage']} (marker area = % GPU time)",
+    fig.suptitle(title or f"{info['device']}: roofline, stage {info['stage']} (marker area = % GPU time"
+                 f"{plot_ranks.title_tail(art)})",
                  fontsize=12, x=0.07, ha="left")
     _draw_key(fig, kax, handles + _marker_handles(info, staged), info, n_key)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline import contract, opclasses, routing
+from roofline import collective, contract, opclasses, routing
 from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
@@ -102,8 +102,9 @@ def check_modelable(e: Entry, op_class: str, peaks: Peaks) -> None:
         raise EntryError(oc.not_modelled if oc is not None and oc.not_modelled else
                          f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
                          "classification hint): no guess is made")
-    if peaks.hbm_bw_bytes_s is None:
-        raise EntryError(f"no memory peak for {peaks.device}")
+    no_roof = collective.missing_roof_reason(peaks, op_class)
+    if no_roof:
+        raise EntryError(no_roof)
     if is_splitk_reduce(e.name):
         raise EntryError("split-K reduce kernel: it sums the partial results of a GEMM launched just before it, so "
                          "it is half of that GEMM's logical op, not a GEMM of its own; analyse the pair as one "
@@ -136,6 +137,7 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
     model = opclasses.get(op_class).model
     results: list[ModelResult] = [model(s, d) for s, d in zip(shapes, dts)]
     res = results[0]
+    notes += res.assumptions
     if len(results) > 1:
         # several shapes under one kernel name: the launch-weighted work of one launch
         res = ModelResult([type(c)(c.label, sum(w * r.candidates[i].bytes_est for w, r in zip(weights, results)),
@@ -419,6 +421,11 @@ def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict
     if out["headroom_class"] != "saturated":
         me = next((o for o in all_light if o.get("name") == out["name"]), {})
         out["other_levers"] = routing.copy_levers(out, me) + out["other_levers"]
+    if op_class == "comm":
+        out["byte_reduction_levers"] = ([routing.COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else [])
+        out["other_levers"] = collective.levers(out)
+        if out.get("attainable_speedup") is None:
+            out.pop("attainable_speedup_transfer", None)
     if (op_class == "moe" and out["headroom_class"] != "saturated"
             and any(not a["feasible"] for a in out.get("alternatives", []))):
         # the all-expert model being infeasible is itself evidence for the stop-reading lever
@@ -436,12 +443,14 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
         raise EntryError("; ".join(e.problems))
     regime, reg = place_regime(e, topn, out, notes, regime)
     check_modelable(e, op_class, peaks)
+    # a collective: the roofline judges its transfer, not its wait for the other ranks
+    reg, split = collective.transfer_split(e, reg, out, notes) if op_class == "comm" else (reg, None)
     try:
         w = model_work(op_class, e, env, config, regime, notes)
     except EntryError as exc:
         w = measured_work(e, env, counters, exc, notes)   # re-raises exc without usable counters
     t_s, n_l = logical_time(e, reg, out, notes)
-    peak_bw = peaks.hbm_bw_bytes_s
+    peak_bw, _ = collective.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
     l2_resident = cache_residency(op_class, w, chosen, peaks, out, notes)
@@ -453,7 +462,8 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     tgt = record_target(out, op_class, regime, alts, pct_raw, paged if isinstance(paged, bool) else None, notes)
     pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
     verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident)
-    attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
+    attain = collective.kernel_speedup(split, attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes),
+                                       out, notes)
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
     route_and_levers(out, op_class, all_light, w.res.info, w.dt)
     out["notes"] = "; ".join(notes)

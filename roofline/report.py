@@ -350,6 +350,9 @@ def render_table(art: dict) -> str:
     out = [line(HEADERS), line(["-" * w for w in widths])] + [line(r) for r in rows]
     if not rows:
         out.append("(no entry at or above the head threshold)")
+    from roofline.report_ranks import table_lines
+
+    out += table_lines(art)     # several ranks: per-rank times per head, the straggler, the collectives
     return "\n".join(out) + "\n"
 
 
@@ -380,6 +383,9 @@ def to_markdown(art: dict) -> str:
     pk = art.get("peaks") or {"device": "unknown", "flops": {}, "flops_kind": {}, "hbm_bw_bytes_s": None}
     L = _md_head(art, pk)
     L += _md_measured(art)
+    from roofline.report_ranks import md_lines
+
+    L += md_lines(art)
     L += ["", "## Entries", ""]
     for e in art["entries"]:
         L += _md_entry(e)
@@ -393,6 +399,9 @@ def _md_head(art: dict, pk: dict) -> list[str]:
     flops = ", ".join(f"{d} {v / 1e12:.0f} TFLOP/s ({pk['flops_kind'].get(d)})" for d, v in pk["flops"].items())
     L.append(f"Device **{pk['device']}** ({art.get('gfx')}); memory roof {pk['hbm_bw_bytes_s'] / 1e12:.2f} TB/s "
              f"({pk['hbm_bw_kind']}); compute roofs: {flops}. Peaks: {pk['source']}, confidence {pk['confidence']}."
+             + (f" Interconnect roof (collectives) {pk['interconnect_bw_bytes_s'] / 1e9:.0f} GB/s per direction."
+                if pk.get("interconnect_bw_bytes_s") and any(e.get("op_class") == "comm" for e in art["entries"])
+                else "")
              if pk.get("hbm_bw_bytes_s") else f"Device **{pk['device']}**: no memory roof.")
     L.append("")
     L.append(f"Head: entries with pct_gpu_time >= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}. "
@@ -452,7 +461,9 @@ def _md_entry(e: dict) -> list[str]:
                  f"{e.get('launches_per_logical_op', 1)} per logical op; bytes {e['bytes_est'] / 1e6:.3f} MB, "
                  f"FLOPs {e['flops_est'] / 1e9:.3f} G, AI {e['arithmetic_intensity']:.2f} vs ridge "
                  f"{e['ridge_point']:.1f}")
-        L.append(f"- achieved {e['achieved_bw_bytes_s'] / 1e12:.3f} TB/s (hbm_util {_pct(e['hbm_util'], 1)}), "
+        L.append(f"- achieved {e['achieved_bw_bytes_s'] / 1e12:.3f} TB/s ("
+                 f"{'link util, of the interconnect roof' if e.get('memory_roof') == 'interconnect' else 'hbm_util'} "
+                 f"{_pct(e['hbm_util'], 1)}), "
                  f"{e['achieved_flops'] / 1e12:.2f} TFLOP/s (compute_util {_pct(e['compute_util'], 1)}); "
                  f"roofline {_pct(e['roofline_pct_raw'], 1)} vs target_eff {e['target_eff']:.2f}")
         if e.get("bytes_measured") is not None and e.get("bytes_model") is not None:

@@ -15,7 +15,13 @@ TARGET_EFF: dict[str, float] = {
     # real-model corpus cuDNN's decode SDPA over a contiguous cache ran at 84% of the HBM roof.
     "attn_decode_contiguous": 0.85,
     "attn_prefill": 0.70,  # NB: not in the seed; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
+    "comm": 0.80,          # NB: not in the seed; a collective's bus bandwidth against one direction of the link:
+                           # large NCCL all-reduces over NVLink reach roughly 0.8 of it (protocol overhead,
+                           # channel count), small ones far less (latency); a prior, corrected by `roofline playbook`
 }
+# the byte-reduction lever of a saturated collective (the fuse / layout levers of HBM kernels do not apply)
+COMM_BYTE_LEVER = ("fewer bytes on the link: reduce or gather in a narrower dtype (e.g. an fp8 all-reduce); LOSSY, "
+                   "must pass the accuracy gate")
 
 # Headroom bands, against target_eff (section 3 step 6).
 SATURATED_FRAC = 0.9

@@ -15,7 +15,7 @@ ENTRY = ("name", "short_name", "pct_gpu_time", "regime", "op_class", "modeled", 
          "bytes_est", "flops_est", "achieved_bw_bytes_s", "achieved_flops", "hbm_util", "compute_util",
          "arithmetic_intensity", "ridge_point", "bound_type", "roofline_pct", "target_eff", "attainable_speedup",
          "expected_e2e_gain_pct", "headroom_class", "confidence", "suspect", "byte_reduction_levers", "notes")
-OP_CLASS = {"gemm", "moe", "attn", "elementwise", "unknown"}
+OP_CLASS = {"gemm", "moe", "attn", "elementwise", "comm", "unknown"}   # the seed's set + comm (collectives)
 BOUND = {"memory", "compute", "latency", "unknown"}
 HEADROOM = {"underperforming", "moderate", "saturated", "unknown"}
 CONF = {"low", "medium", "high"}

@@ -139,11 +139,13 @@ def test_a_second_registration_is_refused():
 
 def test_each_class_registers_its_jobs():
     modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.model is not None}
-    assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant"}
+    assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm"}
     for c in modelled:
         oc = opclasses.get(c)
         assert oc.fill is not None and oc.shape_keys and not oc.not_modelled, c
-    for c in CLASSES - modelled:   # comm, unknown: no job, a reason instead
+    # the memory axis of every class is HBM but for collectives, whose roof is the link
+    assert {c: oc.roof for c, oc in opclasses.REGISTRY.items() if oc.roof != "hbm"} == {"comm": "interconnect"}
+    for c in CLASSES - modelled:   # unknown: no job, a reason instead
         oc = opclasses.get(c)
         assert oc.not_modelled and (oc.fill, oc.trace_shape, oc.gemm_problems) == (None, None, None), c
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}

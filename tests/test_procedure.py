@@ -88,8 +88,13 @@ def test_attainable_speedup_is_capped_at_the_dispatch_floor():
 def test_unmodellable_entries_are_refused(real):
     t, env, cfg, pk = real
     e = _gemm(t, 14336, 4096)
-    with pytest.raises(EntryError, match="communication"):
-        P.check_modelable(e, "comm", pk)
+    with pytest.raises(EntryError, match="cannot be modelled"):
+        P.check_modelable(e, "unknown", pk)
+    # a collective is modellable where the peaks have an interconnect roof, and refused without one
+    P.check_modelable(e, "comm", pk)
+    import dataclasses
+    with pytest.raises(EntryError, match="no interconnect roof"):
+        P.check_modelable(e, "comm", dataclasses.replace(pk, interconnect_bw_bytes_s=None))
     with pytest.raises(EntryError, match="cannot be modelled"):
         P.check_modelable(e, "no_such_class", pk)
     P.check_modelable(e, "gemm", pk)   # a GEMM on H200 peaks is modellable

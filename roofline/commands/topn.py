@@ -51,8 +51,10 @@ def _config_or_exit(config_file):
 
 
 def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, prefill_range, workers, top, min_pct,
-                   round_no) -> dict:
-    """The Top-N of a PyTorch profiler trace (steps, shapes, CUDA-graph replays, device record)."""
+                   round_no, collectives: list | None = None, world_size: int | None = None) -> dict:
+    """The Top-N of a PyTorch profiler trace (steps, shapes, CUDA-graph replays, device record).
+    Collective kernels get their message sizes (roofline.ingest.collectives); ``collectives``, when
+    given, receives every collective the trace holds."""
     from roofline.ingest.topn import StepPlan, aggregate_trace, build_topn
     from roofline.ingest.torch_trace import TraceError, parse_trace
 
@@ -75,6 +77,8 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
                      round_no=round_no, source=src)
     if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
         doc["device_properties"] = pt.device_properties
+    if collectives is not None or any(e.get("op_class") == "comm" for e in doc["entries"]):
+        _comm_shapes(source, doc, collectives, world_size)
     if graph:
         only = set(graph["replayed_only"])
         for e in doc["entries"]:
@@ -110,7 +114,7 @@ def _topn_of_ncu(source, kind, decode_steps, prefill_steps, regime, top, min_pct
 
 
 @click.command(name="topn")
-@click.argument("source", type=click.Path(dir_okay=False))
+@click.argument("sources", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--out", "out_path", default="profile_topN.json", show_default=True,
               type=click.Path(dir_okay=False), help="Where to write the Top-N JSON.")
 @click.option("--decode-steps", type=click.IntRange(min=1), default=None,
@@ -150,12 +154,13 @@ def _topn_of_ncu(source, kind, decode_steps, prefill_steps, regime, top, min_pct
 @click.option("--no-env-report", is_flag=True, help="Write no starter env report.")
 @click.option("--force", is_flag=True, help="Replace an existing env report with the starter.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, prefill_range, top, min_pct,
+def topn(sources, out_path, decode_steps, prefill_steps, regime, decode_range, prefill_range, top, min_pct,
          round_no, workers, isl, osl, conc, config_file, model_arch_class, model_dtype, gfx, framework, env_out,
          no_env_report, force, quiet):
-    """Build a profile_topN.json from SOURCE: a PyTorch profiler Chrome trace (.json or .json.gz,
+    """Build a profile_topN.json from SOURCES: a PyTorch profiler Chrome trace (.json or .json.gz,
     export_chrome_trace; record_shapes=True fills shapes/dtypes), an Nsight Compute report
-    (.ncu-rep, optionally .gz) or its raw-page CSV (ncu --import R --csv --page raw).
+    (.ncu-rep, optionally .gz) or its raw-page CSV (ncu --import R --csv --page raw). Several
+    traces (or a folder): the ranks of one run, merged into one Top-N (docs/topn.md, several ranks).
 
     Times in the output are milliseconds; pct_gpu_time is percent of all kernel time in the window.
     Without --decode-steps/--prefill-steps, steps come from step ranges in the trace (range names
@@ -169,11 +174,14 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
     """
     from roofline.ingest.topn import TopNError
 
+    source = sources[0]
     for rx in (decode_range, prefill_range):
         try:
             re.compile(rx)
         except re.error as exc:
             _fail(source, f"bad range regex {rx!r}: {exc}")
+    if len(sources) > 1 or os.path.isdir(source):   # the ranks of one run: commands/topn_ranks.py
+        return _ranks(dict(locals()))
     if not os.path.isfile(source):
         _fail(source, "no such file")
     config = _config_or_exit(config_file)
@@ -205,6 +213,29 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
                    f"prefill={doc['serving']['n_prefill_steps']}", err=True)
         for m in env_msgs:
             click.echo(f"roofline topn: {m}", err=True)
+
+
+def _ranks(o: dict) -> None:
+    from roofline.commands.topn_ranks import run_ranks
+
+    run_ranks(o)
+
+
+def _comm_shapes(source, doc, collectives, world_size) -> None:
+    """Message sizes of the collective kernels (a second streaming pass, roofline.ingest.collectives)."""
+    from roofline.ingest.collectives import comm_shapes, scan_collectives
+
+    try:
+        evs = scan_collectives(source, world_size)
+    except (OSError, EOFError, ValueError) as exc:
+        doc["notes"].append(f"collectives not read ({exc.__class__.__name__}): their entries have no message size")
+        return
+    if collectives is not None:
+        collectives.extend(evs)
+    n = comm_shapes(doc, evs)
+    if n:
+        doc["notes"].append(f"{n} collective kernel name(s) given their message sizes from the collective record "
+                            "Kineto attaches to them (op class comm, judged on the interconnect roof)")
 
 
 def _graph_replays(source, pt, notes: list) -> dict | None:

@@ -14,10 +14,11 @@ GEMM problems  an artifact entry -> the GEMMs of one logical op     roofline.rer
 shape keys     the keys its model reads                             roofline.lint
 =============  ===================================================  =============================
 
-Modules: gemm.py, moe.py, attn.py, stream.py (elementwise, norm, quant), unmodelled.py (comm,
-unknown); aten.py and stage_a.py hold what the shape rules and the fills share. A new op class is
-one module here (and a row in classify.RULES); tests/test_opclasses.py checks that every class
-classify.py returns is registered exactly once and that nothing else wires these jobs.
+Modules: gemm.py, moe.py, attn.py, stream.py (elementwise, norm, quant), comm.py (collectives, on
+the interconnect roof), unmodelled.py (unknown); aten.py and stage_a.py hold what the shape rules
+and the fills share. A new op class is one module here (and a row in classify.RULES);
+tests/test_opclasses.py checks that every class classify.py returns is registered exactly once and
+that nothing else wires these jobs.
 """
 from __future__ import annotations
 
@@ -54,4 +55,4 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 
 # import the modules so that their register() runs
-from roofline.opclasses import gemm, moe, attn, stream, unmodelled  # noqa: E402,F401
+from roofline.opclasses import gemm, moe, attn, stream, comm, unmodelled  # noqa: E402,F401

@@ -45,7 +45,9 @@ class OpClass:
     dim_keys:      those of them that are dimensions: a number or null in a Top-N, never coerced
                    (roofline.inputs refuses "64" or true there);
     missing_hint:  what gives a missing dimension, for the L2 reason ("" = the generic hint);
-    not_modelled:  why the class has no model (the L2 reason), for a class without one.
+    not_modelled:  why the class has no model (the L2 reason), for a class without one;
+    roof:          the bandwidth roof of its memory axis: "hbm" (the peak table's hbm_bw_bytes_s) or
+                   "interconnect" (interconnect_bw_bytes_s: collectives).
     """
     name: str
     model: Callable | None = None
@@ -56,6 +58,7 @@ class OpClass:
     dim_keys: frozenset = frozenset()
     missing_hint: str = ""
     not_modelled: str = ""
+    roof: str = "hbm"
 
 
 REGISTRY: dict[str, OpClass] = {}
