@@ -20,6 +20,7 @@ timeout 230 python3 tools/device/make_corpus.py --out $W/corpus --cases "$CASES"
 (cd $W && tar cf $OUT/corpus.tar corpus)
 fi
 echo "corpus wall $(( $(date +%s) - t0 )) s"
+if [ -n "${TRACES_ONLY:-}" ]; then ls -la $OUT; echo "wall $(( $(date +%s) - t0 )) s"; exit 0; fi
 echo "== ncu, one step per case"
 NCASES=$(echo "$CASES" | tr ',' '\n' | grep -v compile | paste -sd,)
 INC=""; for c in ${NCASES//,/ }; do INC="$INC --nvtx-include ${c}__prefill/ --nvtx-include ${c}__decode/"; done
@@ -40,6 +41,7 @@ gzip -f -9 -k $W/corpus_ncu.ncu-rep; gzip -f -9 $W/corpus_ncu_rows.json $W/corpu
 (cd $W && tar cf $OUT/ncu.tar corpus_ncu_rows.json.gz corpus_ncu_raw.csv.gz $(ls corpus_ncu_compile_rows.json.gz 2>/dev/null))
 echo "ncu wall $(( $(date +%s) - t0 )) s"
 [ -n "${NCU_ONLY:-}" ] && { ls -la $OUT; exit 0; }
+[ -n "${NO_PEAKS:-}" ] && { ls -la $OUT; exit 0; }
 echo "== peaks measure, burst method"
 timeout 90 roofline peaks measure --method burst --dtypes bf16,fp16,fp8 --shapes 8192x8192x8192,16384x4096x14336,8192x28672x4096 \
    --rounds 10 --reps 6 --hbm-gib 4 -o $W/h200_burst.yaml 2>&1 | grep -E "gemm|hbm|check|wrote" | tail -20

@@ -276,6 +276,14 @@ def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=N
     decode_backend(model, first)
     sync()
 
+    if rd is not r and n_dec:
+        # the decode batch's own prompts are filled BEFORE the profiled window: a serving step's
+        # trace holds steps, not the harness's setup (the recorded corpus before this change had
+        # that prefill inside the window, outside any step range)
+        rd.reset()
+        rd.prefill()
+        sync()
+
     def fn():
         r.reset()
         for _ in range(n_pre):
@@ -284,10 +292,6 @@ def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=N
                     r.prefill()
             else:
                 r.prefill()
-        if rd is not r and n_dec:
-            rd.reset()
-            rd.prefill()
-            sync()
         decode_backend(model, dec_experts)
         for _ in range(n_dec):
             with record_function("decode_step"):
