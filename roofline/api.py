@@ -43,6 +43,8 @@ def load_all(topn, env=None, config=None):
     else:
         e = _in.load_env(env)
     meta["env"] = e.path
+    if e.missing:
+        meta["env_missing"] = list(e.missing)   # left out: only what needs them degrades
     if config is None and isinstance(e.raw.get("config_path"), str) and e.path and not isinstance(env, dict):
         # the starter env report of `roofline topn --config FILE` records the model config's path
         cp = Path(e.raw["config_path"])

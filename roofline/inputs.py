@@ -171,11 +171,12 @@ class TopN:
 class Env:
     path: str | None
     gfx: str
-    model_dtype: str
-    model_arch_class: str
-    workload: dict[str, float]
+    model_dtype: str | None         # None: not in the file (entries without dtypes degrade)
+    model_arch_class: str | None    # recorded only
+    workload: dict[str, float]      # the keys the file gives (a stage-A fill that needs another degrades)
     gpu_name: str | None = None
     kv_cache_dtype: str | None = None
+    missing: list[str] = field(default_factory=list)   # required fields the file leaves out
     raw: dict = field(default_factory=dict)
 
 
@@ -303,22 +304,46 @@ def _shape(v: _V, s: Any, path: str, problems: list[str]) -> dict:
     return out
 
 
+ENV_REQUIRED = ("gfx", "model_dtype", "model_arch_class", "workload.isl", "workload.osl", "workload.conc")
+
+
+def missing_env_fields(data: dict) -> list[str]:
+    """The required env-report fields `data` leaves out, all of them, in ENV_REQUIRED's order."""
+    wl = data.get("workload")
+    return [k for k in ENV_REQUIRED if (k not in data if "." not in k else
+                                        not isinstance(wl, dict) or k.split(".")[1] not in wl)]
+
+
 def parse_env(data: Any, file: str = "env_report.json") -> Env:
+    """An env report. A field of the wrong type is an InputError. A left-out field: without `gfx`
+    nothing can be analysed (InputError naming every left-out field at once, `.missing` holds
+    them); the others are recorded in `Env.missing` and only what needs them degrades (an entry
+    without captured dtypes needs model_dtype; a stage-A fill needs the workload)."""
     v = _V(file)
     if not isinstance(data, dict):
         v.fail("(top level)", "a JSON object", data)
-    gfx = v.str_(v.req(data, "gfx", ""), "gfx")
-    mdt = v.str_(v.req(data, "model_dtype", ""), "model_dtype")
-    mac = v.str_(v.req(data, "model_arch_class", ""), "model_arch_class")
-    wl = v.obj(v.req(data, "workload", ""), "workload")
+    missing = missing_env_fields(data)
+    if "gfx" in missing:
+        err = (InputError(file, "gfx", "required field is missing") if missing == ["gfx"] else
+               InputError(file, "", ("not an env report: " if len(missing) == len(ENV_REQUIRED) else "")
+                          + f"required fields are missing: {', '.join(missing)}"))
+        err.missing = missing
+        raise err
+    gfx = v.str_(data["gfx"], "gfx")
+    mdt = v.str_(data["model_dtype"], "model_dtype") if "model_dtype" in data else None
+    mac = v.str_(data["model_arch_class"], "model_arch_class") if "model_arch_class" in data else None
+    wl = v.obj(data["workload"], "workload") if "workload" in data else {}
     workload = {}
     for k in ("isl", "osl", "conc"):
-        workload[k] = v.num(v.req(wl, k, "workload"), f"workload.{k}")
+        if k not in wl:
+            continue
+        workload[k] = v.num(wl[k], f"workload.{k}")
         if workload[k] <= 0 or _bad_number(workload[k]):
             raise InputError(file, f"workload.{k}", f"expected a positive number, got {workload[k]}")
         if workload[k] > MAX_DIM:
             raise InputError(file, f"workload.{k}", f"expected at most {MAX_DIM}, got {workload[k]:g}")
-    env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, raw=data)
+    env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, missing=missing,
+              raw=data)
     if data.get("gpu_name") is not None:
         env.gpu_name = v.str_(data["gpu_name"], "gpu_name")
     if data.get("kv_cache_dtype") is not None:

@@ -48,9 +48,12 @@ def pick_regime(e: Entry, topn: TopN) -> tuple[str, str]:
 
 
 def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
-    md = norm_dtype(env.model_dtype)
+    md = norm_dtype(env.model_dtype) if env.model_dtype else None
     act = norm_dtype(e.dtypes.get("act")) or md
-    weight = norm_dtype(e.dtypes.get("weight")) or md
+    weight = norm_dtype(e.dtypes.get("weight")) or md or act
+    if act is None:
+        raise EntryError("no dtype: the Top-N gives this entry no dtypes, and the env report no model_dtype: give "
+                         "it with `roofline topn TRACE --model-dtype bf16` or in the env report (docs/env_report.md)")
     # NB: an 8-bit (or narrower) activation model still writes 16-bit outputs (bf16) by default.
     out = norm_dtype(e.dtypes.get("out")) or (act if DTYPE_BYTES.get(act, 2) >= 2 else "bf16")
     kv = norm_dtype(e.dtypes.get("kv")) or norm_dtype(env.kv_cache_dtype) or act
@@ -129,9 +132,10 @@ class Work:
 
 def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: str, notes: list[str]) -> Work:
     """Dtypes, shapes (captured or stage-A) and the class model's candidates on them."""
-    dt = resolve_dtypes(e, env)
+    # the shapes first: an entry with neither shapes nor dtypes degrades for its shapes, the cause
     shapes, weights, shape_dts, shape_t_ms, shape_launches, shape_source, assumed, mix_notes = work_mix(
         op_class, e, env, config, regime)
+    dt = resolve_dtypes(e, env)
     notes += mix_notes
     dts = [_shape_dtypes(dt, o) for o in shape_dts]
     model = opclasses.get(op_class).model
@@ -303,6 +307,15 @@ def at_compute_wall(out: dict, pct_raw: float, tol_c: float, hbm_util: float, cd
     return pct_raw
 
 
+def bound_of(hbm_util: float, compute_util: float, roof_axis: str, t_ms: float) -> str:
+    """The bound type (docs/method.md section 3): latency when both utilizations are under
+    LATENCY_UTIL or a launch is within the dispatch floor, else the roof axis. The one rule for an
+    entry and for each of its shapes (per_shape)."""
+    if t_ms <= DISPATCH_FLOOR_MS or (hbm_util < LATENCY_UTIL and compute_util < LATENCY_UTIL):
+        return "latency"
+    return roof_axis
+
+
 def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: float, peak_bw: float, t_s: float,
                   notes: list[str]) -> bool:
     """Bound type and the no-verdict cases (dispatch floor, L3 suspect). Returns whether a
@@ -310,7 +323,7 @@ def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: fl
     out["suspect"] = False
     out["dispatch_bound"] = False
     out["stage_c_candidate"] = False
-    bound = "latency" if (m["hbm_util"] < LATENCY_UTIL and m["compute_util"] < LATENCY_UTIL) else out["roof_axis"]
+    bound = bound_of(m["hbm_util"], m["compute_util"], out["roof_axis"], t_ms)
     verdict = True
     if t_ms <= DISPATCH_FLOOR_MS:
         # No verdict: the launch is timed by dispatch, not by its transfer or math.
@@ -424,7 +437,8 @@ def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
             m = _metrics(c.bytes_est, c.flops_est, t_ms / 1e3, peak_bw, pf)
             row.update(achieved_flops=m["achieved_flops"], achieved_bw_bytes_s=m["achieved_bw_bytes_s"],
                        hbm_util=m["hbm_util"], compute_util=m["compute_util"], roof_axis=m["roof_axis"],
-                       roofline_pct=m["roofline_pct_raw"])
+                       roofline_pct=m["roofline_pct_raw"],
+                       bound_type=bound_of(m["hbm_util"], m["compute_util"], m["roof_axis"], t_ms))
         rows.append(row)
     return rows
 

@@ -276,13 +276,15 @@ def _shape_rows(e: dict) -> list[list[str]]:
         n = r.get("launches")
         share = e["pct_gpu_time"] * n * r["t_ms"] / tot if (n and tot) else None
         rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
-                             f"({r['t_ms'] * 1e3:.1f} us)", "-" if share is None else f"{share:.2f}",
-                     r.get("roof_axis", "-"), _pct(r.get("roofline_pct")), "", "", "", "", ""])
+                             f"({r['t_ms'] * 1e3:.1f} us/launch)", "-" if share is None else f"{share:.2f}",
+                     r.get("bound_type") or r.get("roof_axis", "-"), _pct(r.get("roofline_pct")), "", "", "", "",
+                     ""])
     if rest:
         share = sum(e["pct_gpu_time"] * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
         pcts = [r["roofline_pct"] for r in rest if r.get("roofline_pct") is not None]
         rows.append(["", "", f"  - {len(rest)} more shapes (per_shape in the JSON)",
-                     "-" if share is None else f"{share:.2f}", rest[0].get("roof_axis", "-"),
+                     "-" if share is None else f"{share:.2f}",
+                     "/".join(sorted({r.get("bound_type") or r.get("roof_axis", "-") for r in rest})),
                      f"{_pct(min(pcts))}-{_pct(max(pcts))}" if pcts else "-", "", "", "", "", ""])
     return rows
 

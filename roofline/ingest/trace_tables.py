@@ -168,8 +168,18 @@ def to_int(v, default=-1) -> int:
 
 
 def short(exc: BaseException) -> str:
-    s = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return s[:160]
+    """The first line of an error, printable text only (yajl's message is a bytes repr that quotes
+    the offending input: a binary file's bytes never reach the terminal)."""
+    text = str(exc).strip()
+    if text[:2] in ("b'", 'b"'):
+        import ast
+
+        try:
+            text = ast.literal_eval(text).decode("utf-8", "replace").strip()
+        except (ValueError, SyntaxError, UnicodeDecodeError):
+            pass
+    s = text.splitlines()[0] if text else type(exc).__name__
+    return "".join(c if c.isprintable() and c != "\ufffd" else "?" for c in s)[:160]
 
 
 def decode_event(loads, ev: bytes, handle) -> None:
