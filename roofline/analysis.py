@@ -80,7 +80,39 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
                                         "traceback": traceback.format_exc(limit=4)})
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
+    _after_entries(art, topn)
     return art
+
+
+def _after_entries(art: dict, topn: TopN) -> None:
+    """What needs every entry: the step wall-time shares (roofline/wall.py), the counter-time check."""
+    from roofline import wall
+
+    art["wall_time"] = wall.read_wall_time(topn.raw.get("wall_time"))
+    wall.add_wall_shares(art["entries"], art["wall_time"])
+    for ent in art["entries"]:
+        check_counter_time(ent)
+
+
+# Counters are matched to entries by kernel name. An isolated counter run of the same work times
+# within 0.986-1.106x of the trace on the H200 (fixtures/rerun_real, fixtures/ladder/i14_run3:
+# clocks, cold L2); a larger gap says the counters measured other work (another run, other shapes).
+COUNTER_TIME_BAND = 0.25
+
+
+def check_counter_time(ent: dict) -> None:
+    """Stage C: the counters' time per launch against the trace's; beyond COUNTER_TIME_BAND the
+    entry says so (counters.t_ms_over_trace, a note; the CLI warns)."""
+    c, t = ent.get("counters"), ent.get("t_ms")
+    if not isinstance(c, dict) or not c.get("t_ms") or not t:
+        return
+    r = c["t_ms"] / t
+    c["t_ms_over_trace"] = r
+    if not 1 / (1 + COUNTER_TIME_BAND) <= r <= 1 + COUNTER_TIME_BAND:
+        ent["notes"] += ("; " if ent["notes"] else "") + (
+            f"stage C: the counters time one launch at {c['t_ms']:.4g} ms, {r:.2f}x the trace's {t:.4g} ms, beyond "
+            f"the {COUNTER_TIME_BAND:.0%} an isolated run of the same work differs by: they may measure other work "
+            "(another run, other shapes); matched by name only")
 
 
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:

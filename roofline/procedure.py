@@ -412,6 +412,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
     pct_raw = record_figures(out, op_class, w, m, bytes_est, chosen, alts, cdtype, e, regime, peak_bw, peaks, notes)
     tgt = record_target(out, op_class, regime, alts, pct_raw)
+    notes += routing.target_notes(op_class, regime, out.get("shape"))
     pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
     verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes)
     attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)

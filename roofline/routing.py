@@ -41,6 +41,15 @@ def target_eff_for(op_class: str, regime: str) -> float | None:
     return TARGET_EFF.get(op_class)
 
 
+def target_notes(op_class: str, regime: str, shape: dict | None) -> list[str]:
+    """What the entry's notes say about its prior when the prior was set for another case."""
+    if op_class == "attn" and regime == "decode" and isinstance(shape, dict) and shape.get("paged") is False:
+        return [f"target_eff {TARGET_EFF['attn_decode']:.2f} is the decode-attention prior, set for paged KV "
+                "gathers; this kernel reads a contiguous KV cache (paged: false), which streams more regularly, so a "
+                "good kernel may reach more: its headroom is a lower bound (docs/method.md section 4)"]
+    return []
+
+
 def headroom_class(roofline_pct: float, target_eff: float) -> str:
     if roofline_pct >= SATURATED_FRAC * target_eff:
         return "saturated"

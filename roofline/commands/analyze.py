@@ -23,6 +23,12 @@ def _warn_ignored(topn: Path, counters, art: dict) -> None:
         lines = []
     for line in lines:
         click.echo(f"roofline analyze: warning: {line}", err=True)
+    for e in art.get("entries", []):
+        r = (e.get("counters") or {}).get("t_ms_over_trace")
+        if r and "the counters time one launch at" in (e.get("notes") or ""):
+            click.echo(f"roofline analyze: warning: --counters {counters}: {e.get('short_name') or e['name']}: the "
+                       f"counters' time per launch is {r:.2f}x the trace's: they may measure other work (another run, "
+                       "other shapes); its notes say more", err=True)
     if counters is not None and not any(e.get("counters") for e in art.get("entries", [])):
         um = art.get("unmatched_counters") or []
         click.echo(f"roofline analyze: warning: --counters {counters}: none of its {len(um)} kernel(s) matched a "

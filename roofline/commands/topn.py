@@ -56,10 +56,14 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
     from roofline.ingest.topn import StepPlan, aggregate_trace, build_topn
     from roofline.ingest.torch_trace import TraceError, parse_trace
 
+    from roofline.ingest import walltime
+    from roofline.ingest.topn import step_ranges
+
     plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
     try:
         pt = parse_trace(source, range_regex=[decode_range, prefill_range], workers=workers)
-        aggs, steps, notes = aggregate_trace(pt, plan)
+        gl = _scan_graphs(source, pt)
+        aggs, steps, notes = aggregate_trace(pt, plan, graph_corr=gl.corr if gl else None)
     except TraceError as exc:
         _fail(source, str(exc))
     src = {"kind": "torch_trace", "path": os.path.basename(source), "kernel_launches": pt.n_kernels,
@@ -68,11 +72,17 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
         notes.append(f"parsed with {pt.engine}: install ijson's C backend (yajl2_c) for speed")
     if pt.device_names:
         src["devices"] = sorted(set(pt.device_names))
-    graph = _graph_replays(source, pt, notes)
+    graph = _graph_replays(pt, gl, notes)
     if graph:
         src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
     doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
                      round_no=round_no, source=src)
+    wall = walltime.wall_time(pt, step_ranges(pt, plan)[1])
+    if wall:   # the steps' wall time: GPU busy / memcpy / idle (docs/topn.md)
+        if gl:
+            for reg, n in walltime.graph_steps(pt, step_ranges(pt, plan)[1], gl.corr).items():
+                wall[reg]["graph_steps"] = n
+        doc["wall_time"] = wall
     if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
         doc["device_properties"] = pt.device_properties
     if graph:
@@ -225,18 +235,28 @@ def topn(source, out_path, decode_steps, prefill_steps, regime, decode_range, pr
             click.echo(f"roofline topn: {m}", err=True)
 
 
-def _graph_replays(source, pt, notes: list) -> dict | None:
-    """CUDA-graph replays (roofline.ingest.graphs): when some kernels have no op link, look for the
-    runtime's graph-launch events; if found, their note replaces the generic 'no record_shapes' one
-    (rewrites `notes` in place). Returns the summary, or None."""
+def _scan_graphs(source, pt):
+    """The trace's CUDA-graph launches (roofline.ingest.graphs), scanned only when some kernels
+    have no op link; None when not scanned or unreadable."""
     from roofline.ingest import graphs
 
     if not graphs.needs_scan(pt):
         return None
     try:
-        s = graphs.graph_replay_summary(pt, graphs.scan_graph_launches(source))
+        return graphs.scan_graph_launches(source)
     except (OSError, EOFError):
-        s = None
+        return None
+
+
+def _graph_replays(pt, gl, notes: list) -> dict | None:
+    """CUDA-graph replays: when some kernels have no op link and the trace has graph-launch events,
+    their note replaces the generic 'no record_shapes' one (rewrites `notes` in place). Returns the
+    summary, or None."""
+    from roofline.ingest import graphs
+
+    if gl is None and not graphs.needs_scan(pt):
+        return None
+    s = graphs.graph_replay_summary(pt, gl) if gl is not None else None
     generic = [i for i, n in enumerate(notes) if n.startswith("the trace has no record_shapes data")]
     if s is None:
         if generic and pt.record_shapes:

@@ -89,6 +89,8 @@ class ParsedTrace:
     ranges: list[Range] = field(default_factory=list)
     mem: Counter = field(default_factory=Counter)                    # memcpy/memset name -> total us
     mem_count: Counter = field(default_factory=Counter)
+    m_ts: array = field(default_factory=lambda: array("d"))          # one row per memcpy/memset: start (us)
+    m_dur: array = field(default_factory=lambda: array("d"))         # ... its duration (us)
     n_events: int = 0
     record_shapes: bool | None = None
     device_names: list[str] = field(default_factory=list)
