@@ -1,6 +1,6 @@
 """`roofline analyze` on a 50-entry Top-N, cold start included (a fresh process each run).
 
-Target (issue 2): under 1 s wall on the 2-core CI machine. Prints median and spread of N runs.
+Target: under 1 s wall on the 2-core CI machine. Prints median and spread of N runs.
 The Top-N is built from the bundled worked example's shapes, repeated over every op class so that
 every model runs: 50 entries, all in the head (threshold 0, cap 50).
 

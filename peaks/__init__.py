@@ -1,8 +1,8 @@
 """Hardware peaks: the tables in peaks/*.yaml (installed as the package data of
 roofline.peaks) are the single source of every number.
 
-Resolution order (INPUTS.md): gpu_name first, then the device key (`gfx`: an AMD gfx id or an NVIDIA
-sm id). An unknown device is level L1 of seed 002: peaks derived from device properties, confidence
+Resolution order (docs/env_report.md): gpu_name first, then the device key (`gfx`: an AMD gfx id or an NVIDIA
+sm id). An unknown device is level L1 (docs/method.md section 7): peaks derived from device properties, confidence
 "low", so every entry becomes display-only.
 
 Which figure is the roof:
@@ -10,7 +10,7 @@ Which figure is the roof:
   prices that in. A table with only a measured figure uses it and says so.
 - compute, per dtype: a validated microbenchmark figure where the table has one ("measured" or
   "validated"), otherwise the datasheet dense figure with confidence "medium".
-Validation (seed 002 section 8): BF16 and FP16 tensor rates are equal on these parts, so measured
+Validation (docs/method.md section 8): BF16 and FP16 tensor rates are equal on these parts, so measured
 bf16 and fp16 peaks that differ by more than 5% mean the microbench is mis-calibrated and the
 compute axis for those dtypes is not usable for ranking.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 from roofline.errors import PeaksError  # noqa: F401  (re-exported)
 
-BF16_FP16_TOLERANCE = 0.05  # seed 002 section 8: equal rates; >5% apart = mis-calibrated microbench
+BF16_FP16_TOLERANCE = 0.05  # docs/method.md section 8: equal rates; >5% apart = mis-calibrated microbench
 DTYPE_ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
     "float64": "fp64", "double": "fp64", "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8",
@@ -40,7 +40,7 @@ def bf16_fp16_gap(bf16: float, fp16: float) -> float:
 
 
 def bf16_fp16_agree(bf16: float, fp16: float) -> bool:
-    """The one bf16/fp16 rule (seed 002 section 8): the two rates are equal on these parts, so
+    """The one bf16/fp16 rule (docs/method.md section 8): the two rates are equal on these parts, so
     figures more than BF16_FP16_TOLERANCE apart mean the microbench is mis-calibrated."""
     return bf16_fp16_gap(bf16, fp16) <= BF16_FP16_TOLERANCE
 
@@ -61,7 +61,7 @@ class Peaks:
     hbm_bw_kind: str                          # "datasheet" | "measured" | "derived"
     flops: dict[str, float]                   # dtype -> FLOP/s roof actually used
     flops_kind: dict[str, str]                # dtype -> "measured" | "validated" | "datasheet" | "derived"
-    source: str                               # "table" | "derived" (seed 002 section 2)
+    source: str                               # "table" | "derived" (docs/artifact.md)
     confidence: str                           # "high" | "medium" | "low"
     compute_unusable_dtypes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -102,7 +102,7 @@ class Peaks:
         return max(0.0, min(0.25, 1.0 - min(bests) / self.flops[d]))
 
     def to_artifact(self) -> dict:
-        """The `peaks` block of profile_roofline.json (seed 002 section 2), plus provenance."""
+        """The `peaks` block of profile_roofline.json (docs/artifact.md), plus provenance."""
         return {
             "device": self.device,
             "hbm_bw_bytes_s": self.hbm_bw_bytes_s,
@@ -250,7 +250,7 @@ def _has_pin_rate(block: Any) -> bool:
 
 def memory_roof(block: Any, where: str = "hbm_bw_bytes_s") -> tuple[float | None, str | None, str | None]:
     """The memory roof of a table's hbm_bw_bytes_s block -> (value, kind, source): the vendor's pin
-    rate (datasheet) by convention (INPUTS.md); a table with no datasheet figure uses the most
+    rate (datasheet) by convention (docs/method.md section 8); a table with no datasheet figure uses the most
     trusted one it has (`_pick`)."""
     if _has_pin_rate(block):
         src = block["datasheet"].get("source", "")
@@ -305,7 +305,7 @@ def from_table(data: dict, table_file: str | None = None, confidence: str = "hig
             notes.append(
                 f"measured bf16 ({a:.4g}) and fp16 ({b:.4g}) peaks differ by {rel:.1%} > "
                 f"{BF16_FP16_TOLERANCE:.0%}: the microbench is mis-calibrated, the compute axis for "
-                "bf16/fp16 is not usable for ranking (seed 002 section 8)")
+                "bf16/fp16 is not usable for ranking (docs/method.md section 8)")
     return Peaks(
         device=str(data.get("device")), gfx=data.get("gfx"), vendor=data.get("vendor"),
         hbm_bw_bytes_s=hbm, hbm_bw_kind=hbm_kind, flops=flops, flops_kind=kinds, source=source,

@@ -1,5 +1,5 @@
-"""The procedure of seed 002 section 3: head scoping, regime, byte/FLOP model, utilizations, roof,
-bound type, verdict, routing, rankings (one entry's steps: roofline.procedure). Pure: it never prints, plots or writes files (house rule 4).
+"""The procedure of docs/method.md: head scoping, regime, byte/FLOP model, utilizations, roof,
+bound type, verdict, routing, rankings (one entry's steps: roofline.procedure). Pure: it never prints, plots or writes files.
 
 Units: times in ms (per launch unless named *_logical_*), bytes, FLOPs, bytes/s, FLOP/s.
 """
@@ -140,7 +140,7 @@ def gain_rank_key(e: dict) -> tuple[float, bool]:
 
 
 def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
-    """Both rankings, side by side (section 2), so the consumer sees the disagreement instead of a
+    """Both rankings, side by side (docs/artifact.md), so the consumer sees the disagreement instead of a
     blend. By expected gain: see gain_rank_key; ties go to the larger pct_gpu_time."""
     by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
     by_gain = sorted(entries, key=lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))

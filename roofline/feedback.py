@@ -1,13 +1,13 @@
-"""The feedback loop of seed 002 section 8: noise bands, the contradiction check for any
+"""The feedback loop of docs/method.md section 9: noise bands, the contradiction check for any
 measurement, round-over-round comparison, and the playbook's proposed target_eff priors.
 
-- Two noise bands (section 8 rule 3): an ISOLATED kernel speedup is real only above the isolated
+- Two noise bands: an ISOLATED kernel speedup is real only above the isolated
   repeat band (3.4%), an END-TO-END serving delta only outside the serving band (0.5%). Each is
   applied where it belongs; both are parameters (`NoiseBands`, CLI `--isolated-band`/`--e2e-band`).
-- Contradiction (rule 4): a measured speedup larger than the predicted `attainable_speedup` (by
+- Contradiction: a measured speedup larger than the predicted `attainable_speedup` (by
   more than the isolated band) means the model was wrong: flagged `model_contradicted`, and the
   measurement is preferred (`measured_attainable_speedup`), always.
-- Self-correction (rule 5): predicted vs actual goes to knowledge/backend_playbook.{md,jsonl};
+- Self-correction: predicted vs actual goes to knowledge/backend_playbook.{md,jsonl};
   `propose_priors` turns the records into proposed target_eff per op class with the evidence
   count. Proposals are printed, never applied.
 
@@ -123,7 +123,7 @@ def apply_feedback(art: dict, kernel: str, isolated_speedup: float, e2e_delta_pc
            "noise_bands": asdict(bands)}
     e.setdefault("feedback", []).append(rec)
     e["model_contradicted"] = bool(e.get("model_contradicted")) or iso["model_contradicted"]
-    e["measured_attainable_speedup"] = x     # the measurement is preferred, always (section 8 rule 4)
+    e["measured_attainable_speedup"] = x     # the measurement is preferred, always (docs/method.md section 9)
     pred = e.get("attainable_speedup")
     note = (f"feedback ({source}): measured {x:.3f}x isolated vs {'-' if pred is None else f'{pred:.3f}x'} "
             f"predicted: {iso['verdict']}")

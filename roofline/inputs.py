@@ -1,4 +1,4 @@
-"""Load and validate the pipeline's files (shared/spec/INPUTS.md) into typed records.
+"""Load and validate the pipeline's files (docs/topn.md, docs/env_report.md, docs/config.md) into typed records.
 
 Malformed file (missing, not JSON, wrong top-level type, required field missing, field of the wrong
 type) -> InputError, one line: file, JSON path, what was expected. A well-typed but impossible value

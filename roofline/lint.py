@@ -1,7 +1,7 @@
 """What the analysis ignores in a Top-N, said once per thing: shape keys no model reads,
 classifications that are not an op class, entries whose pct_gpu_time keeps them out of the head.
 
-Pure: returns lines; the CLI prints them on stderr (house rule 4: analysis never prints).
+Pure: returns lines; the CLI prints them on stderr (the analysis never prints).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The backend playbook: one record per stage-C re-run, predicted vs actual (seed 002 section 8),
+"""The backend playbook: one record per stage-C re-run, predicted vs actual (docs/method.md section 9),
 appended to knowledge/backend_playbook.md and its machine-readable twin .jsonl, and summarized
 per op class (how wrong the target_eff prior was). Written by `roofline rerun` (roofline.rerun_run)
 and `roofline feedback`."""

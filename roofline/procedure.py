@@ -1,4 +1,4 @@
-"""One head entry through the procedure of seed 002 section 3, as named steps a reader can test
+"""One head entry through the procedure of docs/method.md sections 1-5, as named steps a reader can test
 one by one (roofline.analysis runs them over the heads and assembles the artifact):
 
   entry_head -> place_regime -> check_modelable -> model_work -> logical_time -> compute_roof
@@ -79,7 +79,7 @@ def _shape_dtypes(dt: dict, override: dict) -> dict:
 
 def entry_head(e: Entry) -> tuple[dict, str]:
     """The fields every entry has, modelled or not; and the finer op kind that picks the model."""
-    # op_class is the seed's closed set in the artifact; the finer kind (norm, quant, comm) picks
+    # op_class is the documented closed set in the artifact; the finer kind (norm, quant, comm) picks
     # the model and the prior here and is kept as op_kind
     op_class = classify(e.name, e.classification)
     sname = e.short_name or _short_name(e.name)
@@ -189,7 +189,7 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
     chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
     mean_ctx = next((a for a in alts if a["model"] == "mean_context"), None)
     if op_class == "attn" and mean_ctx is not None:
-        # Seed section 4: attention's seq_len is the CURRENT average context (isl + osl/2), not the
+        # docs/method.md section 2: attention's seq_len is the CURRENT average context (isl + osl/2), not the
         # max. The max context is no second byte model for the feasibility rule: it is only the
         # upper end of the displayed range.
         chosen = mean_ctx
@@ -244,7 +244,7 @@ def cap_confidence(peaks: Peaks, roof_axis: str, cdtype: str, confidence: str, n
     if roof_axis == "compute":
         cc = peaks.compute_confidence(cdtype)
         if cc == "low":
-            notes.append(f"the {cdtype} compute peak is not validated (seed 002 section 8): the compute-axis "
+            notes.append(f"the {cdtype} compute peak is not validated (docs/method.md section 8): the compute-axis "
                          "ratio is not usable for ranking")
         confidence = _min_conf(confidence, "high" if cc == "high" else cc)
     return confidence
@@ -378,7 +378,7 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict) -> None:
-    """Route (seed section 5) and levers. Seed section 2: byte_reduction_levers only on saturated
+    """Route (docs/method.md section 5) and levers. docs/artifact.md: byte_reduction_levers only on saturated
     heads; every other lever (latency: occupancy, fusion, split-K; the evidence-based stop-reading
     lever of an unsaturated MoE) goes to other_levers."""
     out["route"] = routing.route(out)

@@ -1,9 +1,9 @@
-"""Seed 002 section 7: target_eff priors, the routing table, the shippability gate and the
+"""docs/method.md sections 4-5: target_eff priors, the routing table, the shippability gate and the
 byte-reduction levers. Every prior lives in TARGET_EFF and nowhere else."""
 from __future__ import annotations
 
 # target_eff: how close a WELL-implemented kernel of this class gets to its roofline bound. Set by
-# access regularity. Priors, not constants: `roofline playbook` proposes corrections (section 8).
+# access regularity. Priors, not constants: `roofline playbook` proposes corrections (docs/method.md section 9).
 TARGET_EFF: dict[str, float] = {
     "gemm": 0.90,          # regular, dense compute
     "moe": 0.90,           # decode weight streaming is essentially a memcpy
@@ -11,10 +11,10 @@ TARGET_EFF: dict[str, float] = {
     "norm": 0.85,          # (seed: 0.85-0.90; the low end, since a row reduction adds a dependency)
     "quant": 0.85,
     "attn_decode": 0.50,   # irregular paged KV access, occupancy-sensitive
-    "attn_prefill": 0.70,  # NB: not in the seed; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
+    "attn_prefill": 0.70,  # NB: no source figure; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
 }
 
-# Headroom bands, against target_eff (section 3 step 6).
+# Headroom bands, against target_eff (docs/method.md section 4).
 SATURATED_FRAC = 0.9
 MODERATE_FRAC = 0.6
 # pct_gpu_time at or above which a head counts as "high" in the routing table. The head threshold
@@ -59,7 +59,7 @@ def headroom_class(roofline_pct: float, target_eff: float) -> str:
 
 
 def route(entry: dict) -> str:
-    """The routing table of section 7, applied after the shippability gate. Returns a ROUTES key."""
+    """The routing table of docs/method.md section 5, applied after the shippability gate. Returns a ROUTES key."""
     if entry.get("editable") is False:
         return "host_side"
     if entry.get("dispatch_bound"):
@@ -82,9 +82,9 @@ def route(entry: dict) -> str:
 
 
 def other_levers(entry: dict) -> list[str]:
-    """Levers that are NOT byte reduction (seed section 7 routing rows): latency-bound heads are
+    """Levers that are NOT byte reduction (docs/method.md section 5 routing rows): latency-bound heads are
     fixed by occupancy / dependency chain / fusion / split-K, dispatch-bound ones by fusion or
-    graph capture. byte_reduction_levers stays for saturated heads only (section 2)."""
+    graph capture. byte_reduction_levers stays for saturated heads only (docs/artifact.md)."""
     if entry.get("dispatch_bound"):
         return ["fusion: fold this launch into a neighbouring kernel",
                 "graph capture: take the per-launch dispatch cost off the critical path"]
@@ -104,7 +104,7 @@ _NARROWER = {"fp32": "bf16", "bf16": "fp8", "fp16": "fp8", "fp8": "fp4"}
 
 
 def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict, dtypes: dict) -> list[str]:
-    """Section 7.1: levers that make a saturated kernel move fewer bytes for the same work."""
+    """docs/method.md section 5 (`byte_reduction`): levers that make a saturated kernel move fewer bytes for the same work."""
     levers: list[str] = []
     # 1. fuse an adjacent op away: prologue/epilogue kernels that appear separately in the Top-N
     fusable = sorted((o for o in all_entries if o is not entry and o.get("name") != entry.get("name")

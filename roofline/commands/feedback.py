@@ -1,4 +1,4 @@
-"""`roofline feedback` and `roofline compare`: the self-correction loop of seed 002 section 8."""
+"""`roofline feedback` and `roofline compare`: the self-correction loop of docs/method.md section 9."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Build a profile_topN.json (../shared/spec/INPUTS.md) from parsed profiler output.
+"""Build a profile_topN.json (docs/topn.md) from parsed profiler output.
 
 Two sources feed the same builder: a PyTorch trace (:mod:`roofline.ingest.torch_trace`) and an
 Nsight Compute report (:mod:`roofline.ingest.ncu`). Both reduce to *launches*: (kernel name,
