@@ -140,6 +140,20 @@ PICTURE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")   # what matplotlib
 PICTURE_KINDS = ".png, .svg, .pdf or .jpg"
 
 
+FIGURES_KEY = "roofline-figures"
+
+
+def figures_text(info: dict) -> str:
+    """The numbers a picture shows, as JSON: device, stage, roofs, ridges, each point (number, label,
+    AI, FLOP/s, headroom class)."""
+    import json
+
+    return json.dumps({"device": info["device"], "stage": info["stage"], "hbm_bw_bytes_s": info["hbm_bw_bytes_s"],
+                       "compute_roofs": info["compute_roofs"], "ridges": info["ridges"],
+                       "points": [[p["number"], p["label"], p["x"], p["y"], p["headroom_class"]]
+                                  for p in info["points"]]}, sort_keys=True)
+
+
 def plot_artifact(art: dict, path: str | Path, title: str | None = None, history: list[dict] | None = None) -> dict:
     """Draw the roofline picture of `art` into `path` (.png, .svg, .pdf or .jpg by suffix): the roofs on the left,
     each kernel a numbered marker (1 = most GPU time); the key on the right names each number
@@ -176,7 +190,8 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
                 "artifact's degraded[] has the reasons)" if info["skipped"] else "no analysed kernel",
                 transform=ax.transAxes, ha="center", va="center", fontsize=10, color="0.35", wrap=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    # a PNG carries the figures it shows (a text chunk), so a picture in the docs can be checked
+    fig.savefig(path, **({"metadata": {FIGURES_KEY: figures_text(info)}} if path.suffix.lower() == ".png" else {}))
     plt.close(fig)
     info["path"] = str(path)
     info["drawn"] = drawn
