@@ -8,12 +8,15 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("artifact_snapshot", ROOT / "tools" / "artifact_snapshot.py")
 snap = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(snap)
 
 
+@pytest.mark.slow   # 2-4 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_artifacts_match_the_committed_snapshot():
     old = json.loads((ROOT / "fixtures" / "artifact_snapshot.json").read_text())
     new = snap.run_all()

@@ -96,7 +96,6 @@ def test_the_walker_sees_nested_keys_and_skips_data_keys():
     assert got == {"a", "b", "c", "m", "d"}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["topn", "env", "artifact"])
 def test_every_field_the_tools_write_is_documented(outputs, kind):
     page = (DOCS / PAGES[kind]).read_text(encoding="utf-8")
@@ -109,7 +108,6 @@ def test_every_field_the_tools_write_is_documented(outputs, kind):
     assert not missing, f"docs/{PAGES[kind]} does not name these fields the tools write: {missing}"
 
 
-@pytest.mark.slow
 def test_the_maps_are_real_and_documented(outputs):
     """Each MAPS container exists in some output (no stale exemption) and its page names it."""
     for kind, paths in MAPS.items():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from roofline.errors import EntryError
 
-_FLAG = {"isl": "--isl N (input tokens per request)", "osl": "--osl N (output tokens per request)",
-         "conc": "--conc N (concurrent requests)"}
+_FLAG = {"isl": ("--isl N", "input tokens per request"), "osl": ("--osl N", "output tokens per request"),
+         "conc": ("--conc N", "concurrent requests")}
 
 
 def workload(wl: dict, key: str, what: str):
@@ -13,7 +13,7 @@ def workload(wl: dict, key: str, what: str):
     how to give it, when the env report leaves it out."""
     if key not in wl:
         raise EntryError(f"workload.{key} is not in the env report, and {what} needs it: give it with "
-                         f"`roofline topn TRACE {_FLAG[key]}` or in the env report (docs/env_report.md)")
+                         f"`roofline topn TRACE {_FLAG[key][0]}` ({_FLAG[key][1]}) or in the env report (docs/env_report.md)")
     return wl[key]
 
 
