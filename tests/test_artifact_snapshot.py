@@ -1,7 +1,7 @@
 """Behaviour pin: every artifact written from the fixtures (tools/artifact_snapshot.py: analyze of
 each Top-N fixture and of the bundled example, topn + analyze of each trace) is identical, apart
 from timestamps and absolute paths, to the digest committed in fixtures/artifact_snapshot.json
-(made before the issue-15 layout moves)."""
+(re-pinned only for a meant change; tools/artifact_snapshot.py says the last)."""
 from __future__ import annotations
 
 import importlib.util
