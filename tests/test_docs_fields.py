@@ -117,3 +117,24 @@ def test_the_maps_are_real_and_documented(outputs):
         for p in paths:
             assert p in seen, (kind, p)
             assert f"`{p.split('.')[-1].replace('[]', '')}`" in page, (kind, p)
+
+
+def _assigned(path: Path, var: str) -> set[str]:
+    """Keys the code assigns as `var["key"] =` (or `var.setdefault("key"`) in one module."""
+    src = path.read_text(encoding="utf-8")
+    return set(re.findall(rf'\b{var}\["([a-z_]+)"\]\s*=', src)) | set(re.findall(rf'\b{var}\.setdefault\("([a-z_]+)"', src))
+
+
+def test_fields_written_only_in_rare_cases_are_documented_too():
+    """The outputs above hold the fields the fixtures reach; a field the builder writes only in a case
+    no fixture has (shape_dtypes: one kernel name with shapes of different dtypes; regime_assumed;
+    shape_unknown) is found in the code that writes it."""
+    page = (DOCS / "topn.md").read_text(encoding="utf-8")
+    keys = _assigned(ROOT / "roofline" / "ingest" / "topn.py", "e") | _assigned(ROOT / "roofline" / "commands" / "topn.py", "doc")
+    assert {"shape_dtypes", "shape_unknown", "regime_assumed", "folded_kernels", "wall_time"} <= keys
+    assert not sorted(k for k in keys if f"`{k}`" not in page)
+    art_page = (DOCS / "artifact.md").read_text(encoding="utf-8")
+    akeys = _assigned(ROOT / "roofline" / "procedure.py", "out") | _assigned(ROOT / "roofline" / "analysis.py", "art")
+    akeys |= _assigned(ROOT / "roofline" / "wall.py", "e") | _assigned(ROOT / "roofline" / "feedback.py", "e")
+    assert {"per_shape", "attainable_speedup_uncapped", "wall_time", "measured_attainable_speedup"} <= akeys
+    assert not sorted(k for k in akeys if f"`{k}`" not in art_page)

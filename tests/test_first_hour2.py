@@ -301,19 +301,23 @@ def test_plot_refuses_another_format_in_one_line(tmp_path):
 
 # ------------------------------------------------------------------ 5. tables that say what they mean
 
-def test_shape_rows_use_the_head_rows_bound_rule_and_say_per_launch(tmp_path):
+@pytest.mark.parametrize("trace,env", [(TRACES / "decode.json.gz", None), (REAL / "prefill_llama.json.gz", "env_prefill.json")])
+def test_shape_rows_use_the_head_rows_bound_rule_and_say_per_launch(tmp_path, trace, env):
     from roofline.procedure import DISPATCH_FLOOR_MS, LATENCY_UTIL
 
     out = tmp_path / "profile_topN.json"
-    _topn(TRACES / "decode.json.gz", out, "--isl", 128, "--osl", 8, "--conc", 8)
-    r = _ok(_run(["analyze", out]))
+    _topn(trace, out, "--isl", 128, "--osl", 8, "--conc", 8)
+    r = _ok(_run(["analyze", out, *(["--env", REAL / env] if env else [])]))
     art = json.loads((tmp_path / "profile_roofline.json").read_text())
     multi = [e for e in art["entries"] if e.get("per_shape")]
     assert multi
+    bounds = set()
     for e in multi:
         for row in e["per_shape"]:
             lat = row["t_ms"] <= DISPATCH_FLOOR_MS or max(row["hbm_util"], row["compute_util"]) < LATENCY_UTIL
             assert row["bound_type"] == ("latency" if lat else row["roof_axis"])
+            bounds.add(row["bound_type"])
+    assert bounds == ({"latency"} if env is None else {"compute"})   # the rule is exercised on both sides
     rows = [ln for ln in r.output.splitlines() if ln.lstrip().startswith("- ")]
     assert rows and all(re.search(r"\(\d+\.\d us/launch\)", ln) for ln in rows if "more shapes" not in ln)
     first = multi[0]
@@ -435,6 +439,24 @@ def test_a_graph_only_trace_without_model_dtype_degrades_and_plots_on_sensible_a
 
 
 # ------------------------------------------------------------------ 7. wall time
+
+def test_covered_time_matches_a_brute_force_count():
+    """The union-in-a-window arithmetic of roofline/ingest/walltime.py against a 0.5-unit grid count."""
+    import random
+
+    from roofline.ingest.walltime import _covered, _union
+
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(0, 12)
+        starts = [rng.randint(0, 80) for _ in range(n)]
+        durs = [rng.randint(0, 15) for _ in range(n)]
+        u = _union(starts, durs)
+        a = rng.randint(-5, 90)
+        b = a + rng.randint(0, 40)
+        grid = sum(1 for i in range(2 * a, 2 * b) if any(s <= i / 2 < s + d for s, d in zip(starts, durs)))
+        assert _covered(u, a, b) == pytest.approx(grid / 2, abs=1e-9), (starts, durs, a, b)
+
 
 def _independent_wall(trace: Path) -> dict:
     """GPU-busy share of the steps, counted here from the raw events: steps from their GPU ranges
