@@ -311,11 +311,20 @@ def wall_lines(art: dict) -> list[str]:
     return out
 
 
-def render_table(art: dict) -> str:
+def table(art: dict) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the table; `wall gain` only when the artifact has step wall times."""
     rows = table_rows(art)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(HEADERS)]
+    if art.get("wall_time"):
+        return HEADERS, rows
+    i = HEADERS.index("wall gain")
+    return HEADERS[:i] + HEADERS[i + 1:], [r[:i] + r[i + 1:] for r in rows]
+
+
+def render_table(art: dict) -> str:
+    headers, rows = table(art)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    out = [line(HEADERS), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
     if not rows:
         out.append("(no entry at or above the head threshold)")
     return "\n".join(out + wall_lines(art)) + "\n"
@@ -369,9 +378,9 @@ def _md_head(art: dict, pk: dict) -> list[str]:
              "on purpose); an entry without an expected gain (no verdict, or low confidence) ranks in `#gain` by "
              "its % GPU, the most it could give.")
     L.append("")
-    rows = table_rows(art)
-    L.append("| " + " | ".join(HEADERS) + " |")
-    L.append("|" + "|".join("---" for _ in HEADERS) + "|")
+    headers, rows = table(art)
+    L.append("| " + " | ".join(headers) + " |")
+    L.append("|" + "|".join("---" for _ in headers) + "|")
     for r in rows:
         L.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     if not rows:
