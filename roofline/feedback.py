@@ -263,7 +263,10 @@ def compare(round_a, round_b, *, bands: NoiseBands = NoiseBands(), e2e_delta_pct
            "kernels": rows, "warnings": workload_warnings(a, b), "playbook": None, "playbook_records": 0,
            "playbook_filled": 0}
     if playbook_dir is not False and a["artifact"] is not None:
-        _fill_playbook(out, a, b, rows, pred, e2e, kernels, playbook_dir)
+        if out["warnings"]:   # a time change of another workload is no evidence about a kernel's prior
+            out["playbook_skipped"] = "the two rounds ran different workloads: nothing recorded"
+        else:
+            _fill_playbook(out, a, b, rows, pred, e2e, kernels, playbook_dir)
     return out
 
 

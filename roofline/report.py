@@ -286,7 +286,8 @@ def _shape_rows(e: dict) -> list[list[str]]:
         rows.append(["", "", f"  - {len(rest)} more shapes (per_shape in the JSON)",
                      "-" if share is None else f"{share:.2f}",
                      "/".join(sorted({r.get("bound_type") or r.get("roof_axis", "-") for r in rest})),
-                     f"{_pct(min(pcts))}-{_pct(max(pcts))}" if pcts else "-", "", "", "", "", "", ""])
+                     ("-" if not pcts else _pct(min(pcts)) if _pct(min(pcts)) == _pct(max(pcts))
+                      else f"{_pct(min(pcts))}-{_pct(max(pcts))}"), "", "", "", "", "", ""])
     return rows
 
 

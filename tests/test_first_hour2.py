@@ -336,9 +336,12 @@ def test_compare_uses_short_names_says_faster_or_slower_and_warns_on_workloads(t
     _topn(REAL / "graph_decode_mixed.json.gz", a, "--isl", 1024, "--osl", 8, "--conc", 32)
     _topn(REAL / "decode_b64_cat.json.gz", b, "--isl", 1024, "--osl", 8, "--conc", 64)
     _ok(_run(["analyze", a]))
-    r = _ok(_run(["compare", a.parent, b.parent, "--no-playbook"]))
+    r = _ok(_run(["compare", a.parent, b.parent]))
     warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(warn) == 1 and "different workloads (conc 32 -> 64)" in warn[0]
+    # a time change of another workload is no evidence for a prior: nothing goes to the playbook
+    assert "playbook: the two rounds ran different workloads: nothing recorded" in r.stdout
+    assert not list(tmp_path.rglob("knowledge"))
     ta, tb = json.loads(a.read_text()), json.loads(b.read_text())
     delta = (_gpu_ms_per_step(ta) - _gpu_ms_per_step(tb)) / _gpu_ms_per_step(ta) * 100
     word = "faster" if delta > 0 else "slower"

@@ -116,6 +116,8 @@ def compare(round_a, round_b, e2e_delta_pct, kernels, playbook_dir, no_playbook,
     for x in rows:
         click.echo("  ".join(c.ljust(n) for c, n in zip(x, w)).rstrip())
     click.echo(f"e2e: {res['e2e_verdict']}" + (f" (from {res['e2e_source']})" if res["e2e_source"] else ""))
+    if res.get("playbook_skipped"):
+        click.echo(f"playbook: {res['playbook_skipped']}")
     if res["playbook"]:
         click.echo(f"playbook: {res['playbook_records']} record(s) appended, {res['playbook_filled']} earlier "
                    f"record(s) given measured_e2e_delta_pct: {res['playbook']}")
