@@ -9,7 +9,7 @@ argument list and `at::native::` added), so both passes run at full size.
 
     python3 benchmarks/bench_counters.py [--kernels 1000] [--launches 1] [--repeat 3]
 
-Issue 4's bar: `roofline analyze --counters` on 1,000 kernels in under 10 s.
+The bar: `roofline analyze --counters` on 1,000 kernels in under 10 s.
 """
 from __future__ import annotations
 

@@ -197,7 +197,7 @@ def write_csv(rows, path):
 WHY = {
     "gemm": "2MNK; A, B read once and C written once at bf16.",
     "gemm_multi": "one kernel name, several shapes: the per-launch figure is the launch-weighted mean "
-                  "(issue 11 item 2). roofline takes the plain mean of the shapes; the peer reports per shape.",
+                  "(the README's Top-N section). roofline takes the plain mean of the shapes; the peer reports per shape.",
     "attn_prefill": "4*b*hq*s*s*d/2 (causal); Q, K, V read once (K, V at hkv heads), O written once.",
     "attn_decode": "FLOPs agree. roofline counts K and V only (documented approximation, "
                    "roofline/models/attention.py): short by the Q read and O write, 0.4%. Peer = count.",
@@ -279,7 +279,7 @@ def compare(out_md):
              "Summary. Peer and count agree on every GEMM, attention, unary/binary elementwise and mixed-dtype "
              "copy byte and FLOP figure. They differ only on the mean's output (the peer: one element; the "
              "trace's dim/keepdim are strings it does not parse; 0.02%) and on a Python scalar (the peer reads "
-             "8 B); the peer has no model for gather/embedding, cat or index_copy_. Before issue 11's fixes "
+             "8 B); the peer has no model for gather/embedding, cat or index_copy_. Before those rules were added "
              "(git 3d51cc0) roofline was wrong where the peer is right on the mean (output as large as its "
              "input), a kernel name with several GEMM shapes (unweighted mean), split-K GEMM time (reduce kernel "
              "left out, own row) and binary elementwise FLOPs, and beyond the peer on the embedding gather "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The long reliability campaign (issue 17): >= 10,000 generated cases over every input the tool
+"""The long reliability campaign: >= 10,000 generated cases over every input the tool
 reads, with fresh random cases on every run (the CI-sized, derandomized run is
 tests/test_reliability_campaign.py; both use the engine in tests/reliability.py, which says what
 a case is and which invariants each case checks).

@@ -9,7 +9,7 @@ fixtures/ncu/known.json; counters from fixtures/ncu/known_raw.csv, a real Nsight
 - round 1, stage A: the profiler's Top-N with `est_shape` guesses only (no dtypes);
 - round 2, stage B: the same kernels with the shapes and dtypes the extractor captured;
 - round 3, stage C: as round 2, plus the counters measured on the isolated ops;
-- step 4, the feedback loop (seed 002 section 8): a kernel team reports an isolated speedup for
+- step 4, the feedback loop (docs/method.md section 9): a kernel team reports an isolated speedup for
   round 3's biggest head with a verdict; `roofline.feedback.record_feedback` (the Python side of
   `roofline feedback`) judges it against the 3.4% isolated noise band, flags `model_contradicted`
   when it beats the predicted `attainable_speedup`, and appends predicted vs actual to
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
 
 
 def feedback_step(artifact: Path, measured: float | None) -> None:
-    """Step 4: feed a kernel team's measurement back (seed 002 section 8)."""
+    """Step 4: feed a kernel team's measurement back (docs/method.md section 9)."""
     from roofline import feedback
 
     art = json.loads(artifact.read_text(encoding="utf-8"))

@@ -1,8 +1,8 @@
-"""`roofline ladder advise`: "my GEMM is at level N; what next?" (seed 000, trigger questions 2-3).
+"""`roofline ladder advise`: "my GEMM is at level N; what next?" (ladder/README.md).
 
 Input: where the user's GEMM stands (ladder/standing.py), either a ladder bench result (`roofline
 ladder bench --out`, `ladder run --json`) or an Nsight Compute report of the user's own kernel,
-plus the level the user says it is at. Output: the seed's five required outputs, as data
+plus the level the user says it is at. Output: five outputs, as data
 (`advise()` returns a dict; ladder/advise_text.py's `render_text` formats it; nothing prints):
 
 1. conclusion: advance to ONE next level, or stop;
@@ -15,16 +15,16 @@ plus the level the user says it is at. Output: the seed's five required outputs,
 The evidence base (ladder/evidence.py) is the project's own ladder measurements
 (fixtures/ladder/*.json, every bench row of a registry level: what each level bought on the H200
 per shape and shape class). The level list is read from registry.LEVELS; a level the registry does
-not have yet is named from the seed's nine-level route (ladder/route.py, SEED_ROUTE) and reported
+not have yet is named from the book's nine-level route the ladder follows (ladder/route.py, SEED_ROUTE) and reported
 as "not built".
 
-Decision, in this order (BAND = roofline.ladder.dispatch.NOISE_BAND_ISOLATED, seed 002 s.8: identical
+Decision, in this order (BAND = roofline.ladder.dispatch.NOISE_BAND_ISOLATED, docs/method.md section 9: identical
 isolated re-runs differ by up to ~3.4 %):
   a. stop if the kernel is within BAND of the practical roof: t <= (1 + BAND) x t_practical,
      t_practical = min(the library's time on the same shape, the roofline bound at the MEASURED
      ceilings) (the tighter of what is demonstrated and what is derived);
-  b. stop at the end of the ladder (no registry level and no seed level after N);
-  c. the next level N' is not built, or built but never measured: advance to it (the seed's
+  b. stop at the end of the ladder (no registry level and no route level after N);
+  c. the next level N' is not built, or built but never measured: advance to it (the route's
      order), every gate an assumption;
   d. the recorded evidence for N -> N' (the same shape if recorded, else the shape class, else
      every recorded shape; the nearest recorded shape decides when some shapes of the class gain
@@ -53,7 +53,7 @@ def _gate_texts(level: int) -> list[str]:
     from . import check
 
     return [
-        "every level passes the correctness suite before it is timed (house rule 6)",
+        "every level passes the correctness suite before it is timed (correct before fast)",
         f"relative error vs a float64 reference <= {check.REL_TOL:g} (bf16 operands), and every element within "
         f"2^{round(math.log2(check.ELEM_REL))} |ref| + 2^{round(math.log2(check.ELEM_ABS))} (|A| |B|^T)",
         "no output element left unwritten (NaN-poisoned output); NaN/+Inf/-Inf in A, B give exactly the reference's pattern",
@@ -75,12 +75,12 @@ def _advance_or_stop(level: int, nxt, nb, gap, t: float, t_practical, lib, obs: 
         reason = (f"within the {BAND:.1%} isolated band of the practical roof: {t:.4g} ms vs {t_practical:.4g} ms "
                   f"({'library' if t_practical == lib else 'roofline at measured ceilings'}), gap {gap:+.1%}")
     elif nxt is None:
-        action, reason = "stop", f"level {level} is the last level of the seed's route and of the registry"
+        action, reason = "stop", f"level {level} is the last level of the route and of the registry"
     else:
         tr = transition(obs, level, nxt, shape)
         if nxt not in nb or tr["scope"] == "none":
             action = "advance"
-            reason = (("the seed's next level, not built yet: no project evidence" if nxt not in nb
+            reason = (("the route's next level, not built yet: no project evidence" if nxt not in nb
                        else f"built but has no recorded measurement beside level {level}")
                       + (f"; the gap to the practical roof is {gap:+.1%}" if gap is not None else ""))
             assumed.append(f"no project evidence for level {level} -> {nxt}: its gains below are hypotheses")
@@ -108,7 +108,7 @@ def _advance_or_stop(level: int, nxt, nb, gap, t: float, t_practical, lib, obs: 
 def advise(standing: dict, level: int, shape, obs: list[Obs], source: str) -> dict:
     """The five outputs for a kernel at `level` measured as `standing` on `shape`."""
     if level not in built_levels() and level not in SEED_ROUTE:
-        raise AdviseError(f"--level {level}: not a ladder level (registry: {sorted(built_levels())}, seed route 1-{SEED_LAST})")
+        raise AdviseError(f"--level {level}: not a ladder level (registry: {sorted(built_levels())}, route 1-{SEED_LAST})")
     m, n, k = shape
     t = standing["t_ms"]
     lib, roof = standing["library_ms"], standing["roof_ms"]

@@ -198,7 +198,7 @@ def _advise_shape(text: str | None):
 def advise_cmd(source, level, shape, kernel, evidence, fmt):
     """My GEMM is at level N: what next? SOURCE is a ladder bench result (`roofline ladder bench
     --out`) or an Nsight Compute report (.ncu-rep, .ncu-rep.gz, or its raw-page CSV) of your own
-    GEMM. Answers with seed 000's five outputs: one conclusion (the next level, or stop), evidence
+    GEMM. Answers with five outputs (ladder/README.md): one conclusion (the next level, or stop), evidence
     vs assumptions, the next level's contract (correctness, performance vs previous level /
     library / roof, resource budget), minimal validation with a falsifiable experiment, risks,
     fallback and the stopping rule (within the 3.4 % isolated band of the practical roof, or no

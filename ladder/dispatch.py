@@ -1,6 +1,6 @@
 """The ladder's dispatch: which level runs a GEMM shape.
 
-Shape classes, the stopping rule of seed 000 (a more complex level is the default only where it
+Shape classes, the stopping rule of ladder/README.md (a more complex level is the default only where it
 beats every simpler one beyond the isolated noise band), the table built from the ladder's own
 bench results (`python -m roofline.rerun --build-dispatch BENCH.json ...`) and the lookup stage C
 uses (roofline/rerun.py). The runtime table ships as package data:
@@ -12,7 +12,7 @@ import json
 import statistics
 from importlib import resources
 
-NOISE_BAND_ISOLATED = 0.034   # seed 002 s.8: identical isolated reruns differ by up to ~3.4%
+NOISE_BAND_ISOLATED = 0.034   # docs/method.md section 9: identical isolated reruns differ by up to ~3.4%
 DECODE_SKINNY_MAX_M = 128
 DECODE_WIDE_MAX_M = 256       # large decode batches / small prefill chunks: a few 128-row tiles
 PREFILL_ALIGN = 128

@@ -24,11 +24,11 @@ SUPERSEDED = {
     "h200_bench_v1_serial_copy.json": "levels 2-3 with the first (serial-copy) loads, replaced by v2 (notes/l03.md)",
 }
 
-# Runs in sub-folders that time the shipped builds of every level (the older issue-14 rounds timed
+# Runs in sub-folders that time the shipped builds of every level (the older third-round starts timed
 # a level 9 without its cluster and stay out).
 CURRENT_RUNS = ("i14_run3/start6_final/bench_all.json",)
 
-# The seed's nine-level route (seed 000, "A1" and "E"): names and what each level must add. The
+# The book's nine-level route the ladder follows (ladder/README.md): names and what each level must add. The
 # BUILT levels and their numbers come from registry.LEVELS; this only names levels not built.
 
 class AdviseError(RooflineError):

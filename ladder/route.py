@@ -1,5 +1,5 @@
 """The ladder's route as `roofline ladder advise` walks it: the levels built (registry.LEVELS)
-and, after them, the levels of seed 000's nine-level route not built yet (named, never numbered
+and, after them, the levels of the book's nine-level route not built yet (named, never numbered
 twice), with what each level changes, its resource budget and what goes wrong when it is added."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ SEED_ROUTE: dict[int, tuple[str, str]] = {
 }
 SEED_LAST = max(SEED_ROUTE)
 
-# What goes wrong when a level is added (seed 000 "E" and "B"), and what to fall back to.
+# What goes wrong when a level is added, and what to fall back to.
 RISKS: dict[int, tuple[str, ...]] = {
     1: ("descriptor/layout errors show up as plausible wrong numbers: check element-wise, not just the norm",),
     2: ("the K tail (K not a multiple of the K tile) and the first-step accumulator init",),
@@ -30,7 +30,7 @@ RISKS: dict[int, tuple[str, ...]] = {
     6: ("tail and tile order: wave quantization, and an order that re-streams an operand bigger than L2",
         "the epilogue stalls the MMA unless the next tile's loads overlap it"),
     7: ("warp specialization is not a guaranteed speedup: the added roles cost occupancy and the handoffs "
-        "cost sync (seed 000, failure modes)", "register split (setmaxnreg) and the producer's empty-barrier waits"),
+        "cost sync", "register split (setmaxnreg) and the producer's empty-barrier waits"),
     8: ("needs cluster launch (sm_90+) and remote barriers; a CTA that exits while its partner still reads "
         "its shared memory", "multicast only pays when both CTAs of the pair need the same operand tile"),
     9: ("write conflicts between consumers, register pressure of the larger accumulator",),
@@ -42,7 +42,7 @@ def built_levels() -> dict[int, registry.Level]:
 
 
 def next_level_id(level: int) -> int | None:
-    """The level after `level`: the next registry level, else the seed's next, else None."""
+    """The level after `level`: the next registry level, else the route's next, else None."""
     later = sorted(i for i in built_levels() if i > level)
     if later:
         return later[0]
@@ -72,4 +72,4 @@ def what_changes(level: int) -> str:
     lv = built_levels().get(level)
     if lv is not None:
         return f"{lv.adds} ({lv.description})"
-    return SEED_ROUTE.get(level, ("?", "not in the seed's route"))[1]
+    return SEED_ROUTE.get(level, ("?", "not in the route"))[1]

@@ -1,8 +1,8 @@
 """Hardware peaks: the tables in peaks/*.yaml (installed as the package data of
 roofline.peaks) are the single source of every number.
 
-Resolution order (INPUTS.md): gpu_name first, then the device key (`gfx`: an AMD gfx id or an NVIDIA
-sm id). An unknown device is level L1 of seed 002: peaks derived from device properties, confidence
+Resolution order (docs/env_report.md): gpu_name first, then the device key (`gfx`: an AMD gfx id or an NVIDIA
+sm id). An unknown device is level L1 (docs/method.md section 7): peaks derived from device properties, confidence
 "low", so every entry becomes display-only.
 
 Which figure is the roof:
@@ -12,7 +12,7 @@ Which figure is the roof:
   "validated"), otherwise the datasheet dense figure with confidence "medium".
 - interconnect (collectives, op class comm): `interconnect_bw_bytes_s`, the link rate of ONE
   direction (a rank's bus bandwidth is the bytes it sends); absent: collectives degrade.
-Validation (seed 002 section 8): BF16 and FP16 tensor rates are equal on these parts, so measured
+Validation (docs/method.md section 8): BF16 and FP16 tensor rates are equal on these parts, so measured
 bf16 and fp16 peaks that differ by more than 5% mean the microbench is mis-calibrated and the
 compute axis for those dtypes is not usable for ranking.
 """
@@ -28,11 +28,12 @@ from typing import Any
 from roofline.errors import PeaksError  # noqa: F401  (re-exported)
 
 
+
 class TableFileError(PeaksError):
     """A peak-table FILE cannot be used (unreadable, not YAML, not a table): the tool's own input
     failing, never read as "device not in the tables"."""
 
-BF16_FP16_TOLERANCE = 0.05  # seed 002 section 8: equal rates; >5% apart = mis-calibrated microbench
+BF16_FP16_TOLERANCE = 0.05  # docs/method.md section 8: equal rates; >5% apart = mis-calibrated microbench
 # THE dtype table: every spelling a Top-N, a trace (torch / aten type strings are mapped to these
 # names in roofline/opclasses/aten.py), a peaks table or a flag uses, to one short name; then the
 # bytes of one element of each. Integer and bool tensors are bytes too (sort keys, indices, masks).
@@ -63,7 +64,7 @@ def bf16_fp16_gap(bf16: float, fp16: float) -> float:
 
 
 def bf16_fp16_agree(bf16: float, fp16: float) -> bool:
-    """The one bf16/fp16 rule (seed 002 section 8): the two rates are equal on these parts, so
+    """The one bf16/fp16 rule (docs/method.md section 8): the two rates are equal on these parts, so
     figures more than BF16_FP16_TOLERANCE apart mean the microbench is mis-calibrated."""
     return bf16_fp16_gap(bf16, fp16) <= BF16_FP16_TOLERANCE
 
@@ -84,7 +85,7 @@ class Peaks:
     hbm_bw_kind: str                          # "datasheet" | "measured" | "derived"
     flops: dict[str, float]                   # dtype -> FLOP/s roof actually used
     flops_kind: dict[str, str]                # dtype -> "measured" | "validated" | "datasheet" | "derived"
-    source: str                               # "table" | "derived" (seed 002 section 2)
+    source: str                               # "table" | "derived" (docs/artifact.md)
     confidence: str                           # "high" | "medium" | "low"
     compute_unusable_dtypes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -132,7 +133,7 @@ class Peaks:
         return max(0.0, min(0.25, 1.0 - min(bests) / self.flops[d]))
 
     def to_artifact(self) -> dict:
-        """The `peaks` block of profile_roofline.json (seed 002 section 2), plus provenance."""
+        """The `peaks` block of profile_roofline.json (docs/artifact.md), plus provenance."""
         return {
             "device": self.device,
             "hbm_bw_bytes_s": self.hbm_bw_bytes_s,
@@ -334,7 +335,7 @@ def _has_pin_rate(block: Any) -> bool:
 
 def memory_roof(block: Any, where: str = "hbm_bw_bytes_s") -> tuple[float | None, str | None, str | None]:
     """The memory roof of a table's hbm_bw_bytes_s block -> (value, kind, source): the vendor's pin
-    rate (datasheet) by convention (INPUTS.md); a table with no datasheet figure uses the most
+    rate (datasheet) by convention (docs/method.md section 8); a table with no datasheet figure uses the most
     trusted one it has (`_pick`)."""
     if _has_pin_rate(block):
         src = block["datasheet"].get("source", "")
@@ -400,7 +401,7 @@ def _from_table(data: dict, table_file: str | None, confidence: str, source: str
             notes.append(
                 f"measured bf16 ({a:.4g}) and fp16 ({b:.4g}) peaks differ by {rel:.1%} > "
                 f"{BF16_FP16_TOLERANCE:.0%}: the microbench is mis-calibrated, the compute axis for "
-                "bf16/fp16 is not usable for ranking (seed 002 section 8)")
+                "bf16/fp16 is not usable for ranking (docs/method.md section 8)")
     link, link_kind, link_src = _pick(data.get("interconnect_bw_bytes_s"), "interconnect_bw_bytes_s")
     if link_src:
         sources["interconnect_bw_bytes_s"] = link_src

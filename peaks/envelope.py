@@ -11,11 +11,11 @@ Policy (the same for every dtype, and for the HBM copy figure):
 - envelope value = max over runs r and shapes s of median(r, s); the p20/p80 spread and SM clock
   of the figure are those of the winning (run, shape); every run is kept beside it under `runs:`
   with its date, its SM clock readings and its per-shape medians and p20/p80.
-- the bf16/fp16 5% rule (seed 002 section 8) compares envelope to envelope: those are the roofs
+- the bf16/fp16 5% rule (docs/method.md section 8) compares envelope to envelope: those are the roofs
   the analysis uses, and both come from the same runs and the same round-robin blocks. Each run's
   own bf16/fp16 gap is recorded in its run record (`bf16_fp16_gap`) so that a single run over 5%
   is visible, but it does not flag the table on its own.
-- the memory roof is untouched: it stays the vendor's pin rate (INPUTS.md peaks convention,
+- the memory roof is untouched: it stays the vendor's pin rate (docs/method.md section 8,
   roofline.peaks.from_table); the measured copy figure beside it is an envelope the same way.
 
 Pure functions on plain dicts (no torch, no YAML): `roofline.peaks.measure` uses them on the device

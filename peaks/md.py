@@ -1,4 +1,4 @@
-"""The pipeline's own peaks.md (seed 002 section 1): hardware denominators as a markdown table
+"""The pipeline's own peaks.md (the README's peaks paragraph): hardware denominators as a markdown table
 keyed by `gfx` (or by GPU name), one column per roof with its unit in the header, e.g.
 
     | gfx    | GPU            | HBM (TB/s) | FP8 (PFLOP/s) | BF16 (TFLOP/s) |
@@ -164,7 +164,7 @@ def lookup(path: str | Path, gpu_name: str | None, gfx: str | None) -> Peaks | N
     if hit["hbm_bw_bytes_s"]:
         table["hbm_bw_bytes_s"] = {"measured": {"value": hit["hbm_bw_bytes_s"], "source": SOURCE}}
     for d, v in hit["flops"].items():
-        # NB: seed section 8: the pipeline's peaks are empirical microbench figures, so the bf16 =
+        # NB: docs/method.md section 8: the pipeline's peaks are empirical microbench figures, so the bf16 =
         # fp16 cross-check applies to them ("measured")
         table["flops"][d] = {"measured": {"value": v, "source": SOURCE}}
     pk = from_table(table, str(p))

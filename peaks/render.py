@@ -1,6 +1,6 @@
 """A peak table as text, in the layout of peaks/h200.yaml (block keys, flow figure blocks, one
 recorded run per line), the lines `roofline peaks measure` / `roofline peaks envelope` print about
-it, and the seed-002 section-8 checks on a measured table. Pure functions on plain dicts (no YAML
+it, and the checks of docs/method.md section 8 on a measured table. Pure functions on plain dicts (no YAML
 library needed to write a table)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 from roofline.peaks import BF16_FP16_TOLERANCE, bf16_fp16_agree, bf16_fp16_gap
 
-STREAM_EXPECTED = (0.85, 0.90)      # seed 002 section 8 / INPUTS.md: trivial stream vs pin rate
+STREAM_EXPECTED = (0.85, 0.90)      # docs/method.md section 8: trivial stream vs pin rate
 
 
 def _num(x: float) -> str:
@@ -107,8 +107,8 @@ HEADER = [
     "the runs of `roofline peaks measure` recorded under each figure (`runs:`, one per machine start,",
     "with its date, SM clock and per-shape median and p20/p80): value = the highest median over the",
     "runs and the large shapes (peaks/envelope.py). Memory roof = the vendor's HBM pin rate",
-    "(INPUTS.md peaks convention); streaming tops out near 0.85-0.9 of it, which target_eff prices in.",
-    "bf16 and fp16 envelopes must agree within 5% (seed 002 section 8), else that axis is flagged.",
+    "(docs/method.md section 8); streaming tops out near 0.85-0.9 of it, which target_eff prices in.",
+    "bf16 and fp16 envelopes must agree within 5% (docs/method.md section 8), else that axis is flagged.",
     "Rebuilt with the command in fixtures/peaks/README.md; do not edit the figures by hand.",
 ]
 
@@ -132,7 +132,7 @@ def envelope_text(table: dict) -> str:
 
 
 def checks(table: dict) -> list[tuple[bool, str]]:
-    """The seed-002 section-8 checks on a measured table: (ok, line)."""
+    """The checks of docs/method.md section 8 on a measured table: (ok, line)."""
     out = []
     fl = table.get("flops") or {}
     mb = (fl.get("bf16") or {}).get("measured", {}).get("value")

@@ -105,7 +105,7 @@ def _link_errs(fig) -> list[str]:
 
 
 def _bf16_fp16_errs(fl: dict) -> list[str]:
-    """Seed 002 section 8: bf16 and fp16 tensor rates are equal; measured peaks more than
+    """docs/method.md section 8: bf16 and fp16 tensor rates are equal; measured peaks more than
     BF16_FP16_TOLERANCE apart mean the microbench is mis-calibrated."""
     errs = []
     for kind in ("measured", "validated"):
@@ -119,6 +119,6 @@ def _bf16_fp16_errs(fl: dict) -> list[str]:
             rel = bf16_fp16_gap(b, h)
             if not bf16_fp16_agree(b, h):
                 errs.append(f"flops: {kind} bf16 {b:.4g} and fp16 {h:.4g} differ by {rel:.1%} > "
-                            f"{BF16_FP16_TOLERANCE:.0%} (seed 002 section 8: equal rates; the "
+                            f"{BF16_FP16_TOLERANCE:.0%} (docs/method.md section 8: equal rates; the "
                             "microbench is mis-calibrated)")
     return errs

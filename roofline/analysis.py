@@ -1,5 +1,5 @@
-"""The procedure of seed 002 section 3: head scoping, regime, byte/FLOP model, utilizations, roof,
-bound type, verdict, routing, rankings (one entry's steps: roofline.procedure). Pure: it never prints, plots or writes files (house rule 4).
+"""The procedure of docs/method.md: head scoping, regime, byte/FLOP model, utilizations, roof,
+bound type, verdict, routing, rankings (one entry's steps: roofline.procedure). Pure: it never prints, plots or writes files.
 
 Units: times in ms (per launch unless named *_logical_*), bytes, FLOPs, bytes/s, FLOP/s.
 """
@@ -88,6 +88,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     _run_fields(art, topn)
+    _after_entries(art, topn)
     return art
 
 
@@ -124,6 +125,8 @@ def _match_counters(head: list[Entry], order: list[Entry], counters: list) -> tu
                                  "folded_kernels": e.raw.get("folded_kernels"), "launches": e.raw.get("launches")}
                                 for e in everyone], counters)
     return {e.name: matched[e.name] for e in head if e.name in matched}, list(unmatched)
+
+
 def _run_fields(art: dict, topn: TopN) -> None:
     """The run's ranks (a Top-N of several ranks), and the link roof only where a collective is
     judged against it."""
@@ -133,6 +136,37 @@ def _run_fields(art: dict, topn: TopN) -> None:
     r = multirank.run_ranks(topn)
     if r is not None:
         art["ranks"] = r
+
+
+def _after_entries(art: dict, topn: TopN) -> None:
+    """What needs every entry: the step wall-time shares (roofline/wall.py), the counter-time check."""
+    from roofline import wall
+
+    art["wall_time"] = wall.read_wall_time(topn.raw.get("wall_time"))
+    wall.add_wall_shares(art["entries"], art["wall_time"])
+    for ent in art["entries"]:
+        check_counter_time(ent)
+
+
+# Counters are matched to entries by kernel name. An isolated counter run of the same work times
+# within 0.986-1.106x of the trace on the H200 (fixtures/rerun_real, fixtures/ladder/i14_run3:
+# clocks, cold L2); a larger gap says the counters measured other work (another run, other shapes).
+COUNTER_TIME_BAND = 0.25
+
+
+def check_counter_time(ent: dict) -> None:
+    """Stage C: the counters' time per launch against the trace's; beyond COUNTER_TIME_BAND the
+    entry says so (counters.t_ms_over_trace, a note; the CLI warns)."""
+    c, t = ent.get("counters"), ent.get("t_ms")
+    if not isinstance(c, dict) or not c.get("t_ms") or not t:
+        return
+    r = c["t_ms"] / t
+    c["t_ms_over_trace"] = r
+    if not 1 / (1 + COUNTER_TIME_BAND) <= r <= 1 + COUNTER_TIME_BAND:
+        ent["notes"] += ("; " if ent["notes"] else "") + (
+            f"stage C: the counters time one launch at {c['t_ms']:.4g} ms, {r:.2f}x the trace's {t:.4g} ms, beyond "
+            f"the {COUNTER_TIME_BAND:.0%} an isolated run of the same work differs by: they may measure other work "
+            "(another run, other shapes); matched by name only")
 
 
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
@@ -163,7 +197,7 @@ def gain_rank_key(e: dict) -> tuple[float, bool]:
 
 
 def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
-    """Both rankings, side by side (section 2), so the consumer sees the disagreement instead of a
+    """Both rankings, side by side (docs/artifact.md), so the consumer sees the disagreement instead of a
     blend. By expected gain: see gain_rank_key; ties go to the larger pct_gpu_time."""
     by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
     by_gain = sorted(entries, key=lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))

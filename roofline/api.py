@@ -43,6 +43,8 @@ def load_all(topn, env=None, config=None):
     else:
         e = _in.load_env(env)
     meta["env"] = e.path
+    if e.missing:
+        meta["env_missing"] = list(e.missing)   # left out: only what needs them degrades
     if config is None and isinstance(e.raw.get("config_path"), str) and e.path and not isinstance(env, dict):
         # the starter env report of `roofline topn --config FILE` records the model config's path
         cp = Path(e.raw["config_path"])
@@ -64,7 +66,7 @@ def load_all(topn, env=None, config=None):
 def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=None,
             head_threshold_pct: float = HEAD_THRESHOLD_PCT, head_cap: int = HEAD_CAP, peaks_file=None, device_props=None,
             as_dataframe: bool = False):
-    """Analyse a Top-N and return the artifact of seed 002 section 2 as a dict (or, with
+    """Analyse a Top-N and return the artifact of docs/artifact.md as a dict (or, with
     as_dataframe=True, one row per analysed entry as a pandas DataFrame).
 
     topn: path to profile_topN.json or its parsed dict. env/config: paths or dicts; without them,

@@ -1,4 +1,4 @@
-"""The roofline calculator of seed 001 ("the B200 roofline calculator"), for any device in the
+"""The roofline calculator (the README's "The roofline calculator" section), for any device in the
 peak tables: pick a GEMM size and a dtype; compare the time to do the FLOPs at that dtype's peak
 (t_compute) with the time to move the matrices across HBM once (t_HBM); the wall-clock bound is
 the longer of the two, the arithmetic intensity (AI) sits left or right of the ridge, and the
@@ -11,7 +11,7 @@ Pure functions: numbers in, numbers out. The roofs come only from peaks/*.yaml
     t_hbm_s     = (M K a + K N b + M N c) / hbm_bw_bytes_s     (a, b, c: bytes per element)
     AI          = 2 M N K / bytes;   ridge = peak_flops_s / hbm_bw_bytes_s
     square N:   t_compute = t_hbm  at  N* = peak_flops_s (a + b + c) / (2 hbm_bw_bytes_s)
-                (= 3 P / BW for fp16 in and out: the seed's AI = N/3 against the ridge)
+                (= 3 P / BW for fp16 in and out: a square GEMM's AI = N/3 against the ridge)
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from roofline.peaks import DTYPE_BYTES, from_table, load_tables, norm_dtype
 ROOF_CHOICES = ("table", "datasheet", "measured")
 # NB: "table" is the project's convention (roofline.peaks.from_table): memory roof = the datasheet
 # pin rate, compute roof = the measured/validated figure where the table has one. "datasheet" and
-# "measured" take that kind of figure for both roofs (the seed quotes datasheet-class figures).
+# "measured" take that kind of figure for both roofs (the worked B200 figures are datasheet-class).
 SWEEP_SIZES = tuple(2 ** p for p in range(6, 15))   # 64 .. 16384
 
 

@@ -1,4 +1,4 @@
-"""`roofline calc --html calc.html`: the seed-001 calculator as one self-contained page.
+"""`roofline calc --html calc.html`: the roofline calculator as one self-contained page.
 
 No server, no network, no CDN: CSS and JavaScript are inline, and every roof the page uses is
 embedded at generation time from peaks/*.yaml through `roofline.calc.page_data`

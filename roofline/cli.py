@@ -15,11 +15,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("roofline.commands.analyze:analyze", "Analyse a profile_topN.json into profile_roofline.{json,md}."),
     "topn": ("roofline.commands.topn:topn", "Build a profile_topN.json from a PyTorch trace or an Nsight Compute report."),
     "peaks": ("roofline.commands.peaks:peaks", "List, show, validate or measure hardware peak tables."),
-    "ladder": ("roofline.ladder.cli:ladder", "The hand-written sm_90a GEMM ladder: list, run, bench, plot."),
+    "ladder": ("roofline.ladder.cli:ladder", "The hand-written sm_90a GEMM ladder: list, run, bench, render, plot, advise."),
     "rerun": ("roofline.commands.rerun:rerun", "Stage C: re-run GEMM heads in isolation through the ladder."),
     "plot": ("roofline.commands.plot:plot_cmd", "Draw the roofline picture of a profile_roofline.json."),
     "playbook": ("roofline.commands.playbook:playbook", "Summarize predicted vs measured records and propose priors."),
-    "calc": ("roofline.commands.calc:calc", "The roofline calculator (seed 001): t_compute vs t_HBM, AI vs ridge, crossover; --html page."),
+    "calc": ("roofline.commands.calc:calc", "The roofline calculator: t_compute vs t_HBM, AI vs ridge, crossover; --html page."),
     "feedback": ("roofline.commands.feedback:feedback", "Record a measured speedup: noise bands, contradiction flag, playbook."),
     "compare": ("roofline.commands.feedback:compare", "Round A vs round B: measured change per kernel against A's prediction."),
 }
@@ -53,6 +53,9 @@ class LazyGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `roofline` (or `roofline ladder`): the help
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "roofline")
             hint = f" (see `{where} --help`)" if exc.ctx is not None else ""

@@ -1,50 +1,50 @@
-"""The artifact contract of seed 002 section 2, as data: the closed sets a consumer routes on and
+"""The artifact contract of docs/artifact.md, as data: the closed sets a consumer routes on and
 the fields every entry carries. One source of truth for the analysis (which fills them), the JSON
 Schema (which checks them) and the README block that documents them.
 
-A reader written to the seed must never meet a missing key or a category it has no rule for:
-- `op_class` is the seed's closed set plus `comm` (collectives, on the interconnect roof); the
+A reader written to docs/artifact.md must never meet a missing key or a category it has no rule for:
+- `op_class` is the documented closed set plus `comm` (collectives, on the interconnect roof); the
   finer kind our classifier knows (norm, quant) is kept in `op_kind`.
 - every seed field is present on every entry, degraded and no-verdict ones included, `null`
   where there is no value.
 """
 from __future__ import annotations
 
-# Seed section 2: the closed set of op classes, and `comm`: collectives (NCCL, custom all-reduce)
+# docs/artifact.md: the closed set of op classes, and `comm`: collectives (NCCL, custom all-reduce)
 # have a model of their own, on the interconnect roof (docs/method.md, "Collectives"), so a reader
 # routes them apart from the HBM-bound classes instead of reading them as unknown.
 OP_CLASSES = ("gemm", "moe", "attn", "elementwise", "comm", "unknown")
 # Our classifier's finer kinds -> the artifact class. Norm and quant kernels stream like elementwise
-# ones (seed section 4 models them together).
+# ones (docs/method.md section 2 models them together).
 _SEED_CLASS = {"norm": "elementwise", "quant": "elementwise"}
 
-# Seed section 2: every field of an entry, in the seed's order.
+# docs/artifact.md: every field of an entry, in the documented order.
 SEED_ENTRY_FIELDS = (
     "name", "short_name", "pct_gpu_time", "regime", "op_class", "modeled", "t_ms", "launches_per_step",
     "bytes_est", "flops_est", "achieved_bw_bytes_s", "achieved_flops", "hbm_util", "compute_util",
     "arithmetic_intensity", "ridge_point", "bound_type", "roofline_pct", "target_eff", "attainable_speedup",
     "expected_e2e_gain_pct", "headroom_class", "confidence", "suspect", "byte_reduction_levers", "notes",
 )
-# Seed section 6 L3 fields: present on every entry too (null unless the entry is suspect / modelled).
+# docs/method.md section 7 L3 fields: present on every entry too (null unless the entry is suspect / modelled).
 L3_FIELDS = ("roofline_pct_raw", "bytes_upper_bound")
 # Ours, also on every entry (null / empty where they do not apply).
 OWN_ENTRY_FIELDS = ("op_kind", "other_levers", "route", "route_reason", "model_contradicted")
 
 SEED_TOP_FIELDS = ("skill", "skill_version", "gfx", "peaks", "stage", "entries", "ranking_by_pct",
                    "ranking_by_expected_gain", "degraded", "skill_errors")
-PEAK_SOURCES = ("table", "derived")       # seed section 2: peaks.source
+PEAK_SOURCES = ("table", "derived")       # docs/artifact.md: peaks.source
 CONFIDENCES = ("low", "medium", "high")
 
 
 def seed_op_class(kind: str | None) -> str:
-    """Our classifier's kind -> the seed's closed op_class set."""
+    """Our classifier's kind -> the documented closed op_class set."""
     k = kind or "unknown"
     k = _SEED_CLASS.get(k, k)
     return k if k in OP_CLASSES else "unknown"
 
 
 def complete_entry(e: dict) -> dict:
-    """An entry with every contract field, in the seed's order first: a missing field becomes null
+    """An entry with every contract field, in the documented order first: a missing field becomes null
     (lists: empty; model_contradicted: false). Returns a new dict."""
     for k in SEED_ENTRY_FIELDS + L3_FIELDS + OWN_ENTRY_FIELDS:
         if k not in e:

@@ -21,7 +21,7 @@ def empty_peaks() -> dict[str, Any]:
 
 
 def empty_artifact(stage: str | None, errors: list[dict], **after_gfx: Any) -> dict[str, Any]:
-    """The seed's artifact shape when nothing could be analysed (the hook writes it with the error),
+    """The documented artifact shape (docs/artifact.md) when nothing could be analysed (the hook writes it with the error),
     so that a consumer always finds every top-level field. The analysis starts from it too;
     `after_gfx` (e.g. gpu_name) are placed right after gfx, where the artifact has always had them."""
     return {"skill": SKILL, "skill_version": SKILL_VERSION, "gfx": None, **after_gfx, "peaks": empty_peaks(),

@@ -1,9 +1,9 @@
-"""Peaks for the device of a run, whatever the device (seed 002 sections 1 and 6 L1).
+"""Peaks for the device of a run, whatever the device (docs/method.md sections 7 L1 and 8).
 
 Resolution order:
 1. an explicit peaks file (`--peaks`, `hook.run(peaks=...)`): the pipeline's peaks.md (markdown)
    or one of our YAML tables;
-2. the pipeline's `peaks.md` found beside the env report (seed section 1);
+2. the pipeline's `peaks.md` found beside the env report (the README's peaks paragraph);
 3. our measured tables (peaks/*.yaml) by gpu_name, the datasheet catalogue by
    gpu_name (confidence low), our tables by gfx: the default, and the fallback when peaks.md is
    malformed or has no row for the device;

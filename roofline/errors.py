@@ -1,7 +1,7 @@
 """Typed errors: one tree rooted at RooflineError. Internal code raises these; only the edge (the
 commands under roofline/commands and the CLI, the hook and the API, the per-entry loop of the
 analysis, stage C's re-run of one head) turns them into exit codes, `degraded[]`, `skill_errors[]`
-or an artifact's L4 note (house rule 5). Nothing compares an error's class name as a string.
+or an artifact's L4 note (fail loudly inside, degrade at the edge: docs/method.md section 7). Nothing compares an error's class name as a string.
 
 The tree (tests/test_error_tree.py checks that every exception class defined in roofline/, ladder/
 and peaks/ is in it; a second base is kept where callers also catch a builtin):

@@ -1,13 +1,13 @@
-"""The feedback loop of seed 002 section 8: noise bands, the contradiction check for any
+"""The feedback loop of docs/method.md section 9: noise bands, the contradiction check for any
 measurement, round-over-round comparison, and the playbook's proposed target_eff priors.
 
-- Two noise bands (section 8 rule 3): an ISOLATED kernel speedup is real only above the isolated
+- Two noise bands: an ISOLATED kernel speedup is real only above the isolated
   repeat band (3.4%), an END-TO-END serving delta only outside the serving band (0.5%). Each is
   applied where it belongs; both are parameters (`NoiseBands`, CLI `--isolated-band`/`--e2e-band`).
-- Contradiction (rule 4): a measured speedup larger than the predicted `attainable_speedup` (by
+- Contradiction: a measured speedup larger than the predicted `attainable_speedup` (by
   more than the isolated band) means the model was wrong: flagged `model_contradicted`, and the
   measurement is preferred (`measured_attainable_speedup`), always.
-- Self-correction (rule 5): predicted vs actual goes to knowledge/backend_playbook.{md,jsonl};
+- Self-correction: predicted vs actual goes to knowledge/backend_playbook.{md,jsonl};
   `propose_priors` turns the records into proposed target_eff per op class with the evidence
   count. Proposals are printed, never applied.
 
@@ -68,7 +68,8 @@ def judge_e2e(delta_pct: float | None, predicted_gain_pct: float | None, bands: 
     if delta_pct is None:
         return {"real": None, "verdict": "no e2e measurement", "error_pct": None}
     real = abs(delta_pct) > bands.e2e_pct
-    verdict = (f"real e2e change ({delta_pct:+.2f}%)" if real
+    verdict = (f"real e2e change: {abs(delta_pct):.2f}% {'faster' if delta_pct > 0 else 'slower'} "
+               f"({delta_pct:+.2f}%, positive = faster; beyond the {bands.e2e_pct:g}% serving band)" if real
                else f"no real e2e change ({delta_pct:+.2f}% is inside the {bands.e2e_pct:g}% serving band)")
     err = None if predicted_gain_pct is None else delta_pct - predicted_gain_pct
     return {"real": real, "verdict": verdict, "error_pct": err}
@@ -122,7 +123,7 @@ def apply_feedback(art: dict, kernel: str, isolated_speedup: float, e2e_delta_pc
            "noise_bands": asdict(bands)}
     e.setdefault("feedback", []).append(rec)
     e["model_contradicted"] = bool(e.get("model_contradicted")) or iso["model_contradicted"]
-    e["measured_attainable_speedup"] = x     # the measurement is preferred, always (section 8 rule 4)
+    e["measured_attainable_speedup"] = x     # the measurement is preferred, always (docs/method.md section 9)
     pred = e.get("attainable_speedup")
     note = (f"feedback ({source}): measured {x:.3f}x isolated vs {'-' if pred is None else f'{pred:.3f}x'} "
             f"predicted: {iso['verdict']}")
@@ -146,11 +147,7 @@ def playbook_record(art: dict, e: dict, **measured) -> dict:
     return rec
 
 
-def run_root(start: Path) -> Path:
-    from roofline.inputs import find_upwards
-
-    env = find_upwards(start, "env_report.json")
-    return env.parent if env else start
+run_root = playbook.run_root   # one run root for feedback, compare and rerun (roofline/playbook.py)
 
 
 def record_feedback(artifact: str | Path, kernel: str, isolated_speedup: float, e2e_delta_pct: float | None = None,
@@ -169,7 +166,7 @@ def record_feedback(artifact: str | Path, kernel: str, isolated_speedup: float, 
     report.write_artifact(art, p.parent)
     pb = None
     if playbook_dir is not False:
-        d = Path(playbook_dir) if playbook_dir else run_root(p.parent) / "knowledge"
+        d = Path(playbook_dir) if playbook_dir else playbook.knowledge_dir(p.parent)
         verdict = rec["isolated_verdict"] + (f"; {rec['e2e_verdict']}" if e2e_delta_pct is not None else "")
         pb, _ = playbook.append_playbook(d, playbook_record(
             art, e, measured_isolated_speedup=rec["measured_isolated_speedup"],
@@ -223,7 +220,9 @@ def _kernel_times(rnd: dict) -> dict[str, dict]:
                     regs[r] = (float(v["base_latency_ms"]), float(v["launches_per_step"]))
                 except (KeyError, TypeError, ValueError):
                     continue
-            out.setdefault(t["name"], {"regimes": regs, "pct_gpu_time": t.get("pct_gpu_time")})
+            out.setdefault(t["name"], {"regimes": regs, "pct_gpu_time": t.get("pct_gpu_time"),
+                                       "short_name": t.get("short_name") if isinstance(t.get("short_name"), str)
+                                       else None})
     elif rnd["artifact"] is not None:
         for e in rnd["artifact"]["entries"]:
             if e.get("t_ms") and e.get("launches_per_step") and e.get("regime"):
@@ -261,9 +260,55 @@ def compare(round_a, round_b, *, bands: NoiseBands = NoiseBands(), e2e_delta_pct
     e2e_j = judge_e2e(e2e, None, bands)
     out = {"round_a": a["where"], "round_b": b["where"], "e2e_delta_pct": e2e, "e2e_source": e2e_src,
            "e2e_real": e2e_j["real"], "e2e_verdict": e2e_j["verdict"], "noise_bands": asdict(bands),
-           "kernels": rows, "playbook": None, "playbook_records": 0, "playbook_filled": 0}
+           "kernels": rows, "warnings": workload_warnings(a, b), "playbook": None, "playbook_records": 0,
+           "playbook_filled": 0}
     if playbook_dir is not False and a["artifact"] is not None:
-        _fill_playbook(out, a, b, rows, pred, e2e, kernels, playbook_dir)
+        if out["warnings"]:   # a time change of another workload is no evidence about a kernel's prior
+            out["playbook_skipped"] = "the two rounds ran different workloads: nothing recorded"
+        else:
+            _fill_playbook(out, a, b, rows, pred, e2e, kernels, playbook_dir)
+    return out
+
+
+def _round_env(rnd: dict) -> dict | None:
+    """The env report a round was analysed with (the artifact says), else the one beside it or above."""
+    from roofline.inputs import find_upwards
+
+    cand = ((rnd["artifact"] or {}).get("inputs") or {}).get("env")
+    p = Path(cand) if isinstance(cand, str) and Path(cand).is_file() else None
+    if p is None:
+        w = Path(rnd["where"])
+        p = find_upwards(w if w.is_dir() else w.parent, "env_report.json")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8")) if p else None
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _steps(rnd: dict) -> dict:
+    sv = (rnd["topn"] or {}).get("serving") or {}
+    return {r: sv.get(f"n_{r}_steps") or 0 for r in ("decode", "prefill")}
+
+
+def workload_warnings(a: dict, b: dict) -> list[str]:
+    """What differs between the two rounds' workloads (env reports: isl, osl, conc, device, dtype;
+    Top-Ns: which regimes ran): a change of kernel time then mixes the workload with the fix."""
+    out = []
+    ea, eb = _round_env(a), _round_env(b)
+    if ea is not None and eb is not None:
+        wa, wb = ea.get("workload") or {}, eb.get("workload") or {}
+        diff = [f"{k} {wa.get(k)} -> {wb.get(k)}" for k in ("isl", "osl", "conc") if wa.get(k) != wb.get(k)]
+        diff += [f"{k} {ea.get(k)} -> {eb.get(k)}" for k in ("gpu_name", "gfx", "model_dtype")
+                 if ea.get(k) != eb.get(k)]
+        if diff:
+            out.append(f"the two rounds ran different workloads ({'; '.join(diff)}): a kernel's time change mixes "
+                       "the workload change with the fix")
+    sa, sb = _steps(a), _steps(b)
+    ran_a, ran_b = {r for r, n in sa.items() if n}, {r for r, n in sb.items() if n}
+    if a["topn"] and b["topn"] and ran_a != ran_b:
+        out.append(f"the two rounds profiled different regimes (A: {', '.join(sorted(ran_a)) or 'none'}; B: "
+                   f"{', '.join(sorted(ran_b)) or 'none'}): per-step times are not comparable")
     return out
 
 
@@ -281,7 +326,10 @@ def _e2e_delta(a: dict, b: dict, e2e_delta_pct) -> tuple[float | None, str | Non
 def _compare_kernel(name: str, ka, kb, pe: dict, bands: NoiseBands) -> dict:
     """One kernel's row: its time per step in A and B, the in-run speedup judged against the
     isolated band, and what it gave end to end."""
-    row: dict[str, Any] = {"kernel": name, "short_name": pe.get("short_name"), "op_class": pe.get("op_class"),
+    from roofline.classify import short_name
+
+    sn = pe.get("short_name") or (ka or {}).get("short_name") or (kb or {}).get("short_name") or short_name(name)
+    row: dict[str, Any] = {"kernel": name, "short_name": sn, "op_class": pe.get("op_class"),
                            "pct_gpu_time_a": ka and ka["pct_gpu_time"], "pct_gpu_time_b": kb and kb["pct_gpu_time"],
                            "predicted_attainable_speedup": pe.get("attainable_speedup"),
                            "predicted_e2e_gain_pct": pe.get("expected_e2e_gain_pct"), "regime": None,
@@ -321,7 +369,7 @@ def _fill_playbook(out: dict, a: dict, b: dict, rows: list[dict], pred: dict, e2
     """Playbook records for the kernels whose time changed beyond the band (or named), and the
     e2e delta filled into earlier records of A's round."""
     base = Path(a["where"])
-    d = Path(playbook_dir) if playbook_dir else run_root(base if base.is_dir() else base.parent) / "knowledge"
+    d = Path(playbook_dir) if playbook_dir else playbook.knowledge_dir(base)
     recs = []
     for row in rows:
         pe = pred.get(row["kernel"])

@@ -103,6 +103,21 @@ def sniff(path) -> str:
     return "gzip" if gz else "json"
 
 
+_MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"%PDF", "a PDF document"),
+          (b"GIF8", "a GIF image"), (b"PK\x03\x04", "a zip archive"), (b"\x7fELF", "an executable (ELF)"),
+          (b"<svg", "an SVG image"), (b"<?xml", "an XML file"), (b"SQLite format", "an SQLite database"))
+
+
+def what_is(path) -> str | None:
+    """'a PNG image', ... for a file of a well-known binary kind (its first bytes), else None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return None
+    return next((what for magic, what in _MAGIC if head.startswith(magic)), None)
+
+
 def wrong_kind(path, kind: str, wanted: str) -> str:
     """'<path>: this is <kind>, not <wanted>: <what to do>' (one line)."""
     what, todo = KINDS.get(kind, (kind, ""))

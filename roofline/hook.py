@@ -1,4 +1,4 @@
-"""The pipeline entry point. Stable contract (shared/spec/INPUTS.md):
+"""The pipeline entry point. Stable contract (the README's Python section; docs/artifact.md):
 
     from roofline import hook
     summary = hook.run(round_dir, env="env_report.json", config="config.json",
@@ -218,7 +218,7 @@ def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dic
 
 def feedback(artifact, kernel: str, isolated_speedup: float, e2e_delta_pct: float | None = None,
              playbook_dir=None, isolated_band: float | None = None, e2e_band: float | None = None) -> dict:
-    """Seed 002 section 8 from the pipeline: record a kernel team's measurement of `kernel` in
+    """The feedback loop (docs/method.md section 9) from the pipeline: record a kernel team's measurement of `kernel` in
     `artifact` (flags model_contradicted when it beats attainable_speedup; the measurement is
     preferred) and append predicted vs actual to knowledge/backend_playbook.md. Never raises:
     returns {"entry", "feedback", "playbook", "error": None|str}; on error nothing is written."""

@@ -1,4 +1,5 @@
-"""Load and validate the pipeline's files (docs/input_policy.md) into typed records.
+"""Load and validate the pipeline's files (docs/input_policy.md; formats: docs/topn.md, docs/env_report.md,
+docs/config.md) into typed records.
 
 A problem of a FILE (missing, not JSON, the wrong top-level type, no entries list, a top-level field
 missing or of the wrong type or out of range: a negative step count, a non-finite workload figure)
@@ -137,11 +138,12 @@ class TopN:
 class Env:
     path: str | None
     gfx: str
-    model_dtype: str
-    model_arch_class: str
-    workload: dict[str, float]
+    model_dtype: str | None         # None: not in the file (entries without dtypes degrade)
+    model_arch_class: str | None    # recorded only
+    workload: dict[str, float]      # the keys the file gives (a stage-A fill that needs another degrades)
     gpu_name: str | None = None
     kv_cache_dtype: str | None = None
+    missing: list[str] = field(default_factory=list)   # required fields the file leaves out
     raw: dict = field(default_factory=dict)
 
 
@@ -200,24 +202,49 @@ CONFIG_INT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_
 ENV_STRINGS = ("gfx", "model_dtype", "model_arch_class")
 
 
+ENV_REQUIRED = ("gfx", "model_dtype", "model_arch_class", "workload.isl", "workload.osl", "workload.conc")
+
+
+def missing_env_fields(data: dict) -> list[str]:
+    """The required env-report fields `data` leaves out, all of them, in ENV_REQUIRED's order."""
+    wl = data.get("workload")
+    return [k for k in ENV_REQUIRED if (k not in data if "." not in k else
+                                        not isinstance(wl, dict) or k.split(".")[1] not in wl)]
+
+
 def parse_env(data: Any, file: str = "env_report.json") -> Env:
-    """An env report -> Env. Every field it reads is file-level: a bad one raises InputError
-    naming it. Fields it does not read (framework, tp, ...) are never judged."""
+    """An env report. Every field it reads is file-level: a bad one raises InputError naming it;
+    fields it does not read (framework, tp, ...) are never judged. A left-out field: without `gfx`
+    nothing can be analysed (InputError naming every left-out field at once, `.missing` holds
+    them); the others are recorded in `Env.missing` and only what needs them degrades (an entry
+    without captured dtypes needs model_dtype; a stage-A fill needs the workload)."""
     v = _V(file)
     if not isinstance(data, dict):
         v.fail("(top level)", "a JSON object", data)
-    gfx, mdt, mac = (v.str_(v.req(data, k, ""), k) for k in ENV_STRINGS)
-    wl = v.obj(v.req(data, "workload", ""), "workload")
+    missing = missing_env_fields(data)
+    if "gfx" in missing:
+        err = (InputError(file, "gfx", "required field is missing") if missing == ["gfx"] else
+               InputError(file, "", ("not an env report: " if len(missing) == len(ENV_REQUIRED) else "")
+                          + f"required fields are missing: {', '.join(missing)}"))
+        err.missing = missing
+        raise err
+    gfx = v.str_(data["gfx"], "gfx")
+    mdt = v.str_(data["model_dtype"], "model_dtype") if "model_dtype" in data else None
+    mac = v.str_(data["model_arch_class"], "model_arch_class") if "model_arch_class" in data else None
+    wl = v.obj(data["workload"], "workload") if "workload" in data else {}
     workload = {}
     for k in ("isl", "osl", "conc"):
+        if k not in wl:
+            continue
         p = f"workload.{k}"
-        x = v.num(v.req(wl, k, "workload"), p)
+        x = v.num(wl[k], p)
         if x <= 0 or _bad_number(x):
             v.fail(p, "a positive number", wl[k])
         if x > MAX_DIM:
             v.fail(p, f"at most {MAX_DIM}", wl[k])
         workload[k] = x
-    env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, raw=data)
+    env = Env(path=file, gfx=gfx, model_dtype=mdt, model_arch_class=mac, workload=workload, missing=missing,
+              raw=data)
     if data.get("gpu_name") is not None:
         env.gpu_name = v.str_(data["gpu_name"], "gpu_name")
     if data.get("kv_cache_dtype") is not None:

@@ -2,7 +2,7 @@
 classifications that are not an op class, CUDA-graph replays without shapes, entries that share one
 kernel name (kept apart). A bad value is not said here: it degrades its entry (degraded[]).
 
-Pure: returns lines; the CLI prints them on stderr (house rule 4: analysis never prints).
+Pure: returns lines; the CLI prints them on stderr (the analysis never prints).
 """
 from __future__ import annotations
 

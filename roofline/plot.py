@@ -115,11 +115,12 @@ def axis_limits(info: dict) -> tuple[float, float, float, float]:
         + [y for b in info.get("rank_bars", []) for y in (b["y_low"], b["y_high"])]
     ridges = list(info["ridges"].values())
     roofs = list(info["compute_roofs"].values())
-    if not xs:
-        xs = ridges or [1.0]
+    y_top = max(roofs + ys) * 2.5 if (roofs or ys) else 1e15
+    if not xs:   # nothing placed: the usual span of LLM kernels, 4 decades of AI around the ridge
+        mid = min(ridges) if ridges else 100.0
+        return mid / 300, mid * 30, y_top / 1e4, y_top
     x_lo = min(xs) / 3
     x_hi = max(max(xs) * 3, max(ridges) * 6 if ridges else 0)
-    y_top = max(roofs + ys) * 2.5 if (roofs or ys) else 1e15
     y_lo = (min(ys) / 4) if ys else y_top / 1e4
     return x_lo, x_hi, y_lo, y_top
 
@@ -140,8 +141,26 @@ def _clip(s: str, n: int) -> str:
     return s[:n - tail - 1] + "\u2026" + s[-tail:]
 
 
+PICTURE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")   # what matplotlib's Agg canvas writes here
+PICTURE_KINDS = ".png, .svg, .pdf or .jpg"
+
+
+FIGURES_KEY = "roofline-figures"
+
+
+def figures_text(info: dict) -> str:
+    """The numbers a picture shows, as JSON: device, stage, roofs, ridges, each point (number, label,
+    AI, FLOP/s, headroom class)."""
+    import json
+
+    return json.dumps({"device": info["device"], "stage": info["stage"], "hbm_bw_bytes_s": info["hbm_bw_bytes_s"],
+                       "compute_roofs": info["compute_roofs"], "ridges": info["ridges"],
+                       "points": [[p["number"], p["label"], p["x"], p["y"], p["headroom_class"]]
+                                  for p in info["points"]]}, sort_keys=True)
+
+
 def plot_artifact(art: dict, path: str | Path, title: str | None = None, history: list[dict] | None = None) -> dict:
-    """Draw the roofline picture of `art` into `path` (.png or .svg by suffix): the roofs on the left,
+    """Draw the roofline picture of `art` into `path` (.png, .svg, .pdf or .jpg by suffix): the roofs on the left,
     each kernel a numbered marker (1 = most GPU time); the key on the right names each number
     (short name, % GPU, roofline %, headroom) under the legend. `history`: earlier artifacts of the
     same run (e.g. stage A, then B), drawn as arrows to each kernel's next position.
@@ -149,8 +168,8 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
     Returns plot_points() plus "path", "limits" and "drawn": the data coordinates of each point as
     read back from the plotted artists (name, number, x, y, marker area), for tests and callers."""
     path = Path(path)
-    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ValueError(f"{path}: the picture is written as .png or .svg (got {path.suffix or 'no suffix'!r})")
+    if path.suffix.lower() not in PICTURE_SUFFIXES:
+        raise ValueError(f"{path}: a picture is written as {PICTURE_KINDS} (got {path.suffix or 'no suffix'!r})")
     info = plot_points(art, history)
     import matplotlib
 
@@ -175,8 +194,13 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
                  f"{plot_ranks.title_tail(art)})",
                  fontsize=12, x=0.07, ha="left")
     _draw_key(fig, kax, handles + _marker_handles(info, staged), info, n_key)
+    if not info["points"]:
+        ax.text(0.5, 0.45, f"no kernel placed: {len(info['skipped'])} not modelled (the key says why; the "
+                "artifact's degraded[] has the reasons)" if info["skipped"] else "no analysed kernel",
+                transform=ax.transAxes, ha="center", va="center", fontsize=10, color="0.35", wrap=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    # a PNG carries the figures it shows (a text chunk), so a picture in the docs can be checked
+    fig.savefig(path, **({"metadata": {FIGURES_KEY: figures_text(info)}} if path.suffix.lower() == ".png" else {}))
     plt.close(fig)
     info["path"] = str(path)
     info["drawn"] = drawn

@@ -1,4 +1,4 @@
-"""One head entry through the procedure of seed 002 section 3, as named steps a reader can test
+"""One head entry through the procedure of docs/method.md sections 1-5, as named steps a reader can test
 one by one (roofline.analysis runs them over the heads and assembles the artifact):
 
   entry_head -> place_regime -> check_modelable -> model_work (or measured_work: no model, but
@@ -34,9 +34,12 @@ HEADROOM_CLASSES = ("underperforming", "moderate", "saturated", "unknown")
 
 
 def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
-    md = norm_dtype(env.model_dtype)
+    md = norm_dtype(env.model_dtype) if env.model_dtype else None
     act = norm_dtype(e.dtypes.get("act")) or md
-    weight = norm_dtype(e.dtypes.get("weight")) or md
+    weight = norm_dtype(e.dtypes.get("weight")) or md or act
+    if act is None:
+        raise EntryError("no dtype: the Top-N gives this entry no dtypes, and the env report no model_dtype: give "
+                         "it with `roofline topn TRACE --model-dtype bf16` or in the env report (docs/env_report.md)")
     # NB: an fp8/fp4 activation model still writes 16-bit outputs (bf16) by default; an integer or
     # bool tensor (sort keys, indices, masks) writes its own dtype.
     out = norm_dtype(e.dtypes.get("out")) or (act if act not in ("fp8", "fp4", "fp4x2") else "bf16")
@@ -63,7 +66,7 @@ def _shape_dtypes(dt: dict, override: dict) -> dict:
 
 def entry_head(e: Entry) -> tuple[dict, str]:
     """The fields every entry has, modelled or not; and the finer op kind that picks the model."""
-    # op_class is the seed's closed set in the artifact; the finer kind (norm, quant, comm) picks
+    # op_class is the documented closed set in the artifact; the finer kind (norm, quant, comm) picks
     # the model and the prior here and is kept as op_kind
     op_class = classify(e.name, e.classification)
     sname = e.short_name or _short_name(e.name)
@@ -129,9 +132,10 @@ class Work:
 
 def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: str, notes: list[str]) -> Work:
     """Dtypes, shapes (captured or stage-A) and the class model's candidates on them."""
-    dt = resolve_dtypes(e, env)
+    # the shapes first: an entry with neither shapes nor dtypes degrades for its shapes, the cause
     shapes, weights, shape_dts, shape_t_ms, shape_launches, shape_source, assumed, mix_notes = work_mix(
         op_class, e, env, config, regime)
+    dt = resolve_dtypes(e, env)
     notes += mix_notes
     dts = [_shape_dtypes(dt, o) for o in shape_dts]
     model = opclasses.get(op_class).model
@@ -208,7 +212,7 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
     chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
     mean_ctx = next((a for a in alts if a["model"] == "mean_context"), None)
     if op_class == "attn" and mean_ctx is not None:
-        # Seed section 4: attention's seq_len is the CURRENT average context (isl + osl/2), not the
+        # docs/method.md section 2: attention's seq_len is the CURRENT average context (isl + osl/2), not the
         # max. The max context is no second byte model for the feasibility rule: it is only the
         # upper end of the displayed range.
         chosen = mean_ctx
@@ -274,7 +278,7 @@ def cap_confidence(peaks: Peaks, roof_axis: str, cdtype: str, confidence: str, n
     if roof_axis == "compute":
         cc = peaks.compute_confidence(cdtype)
         if cc == "low":
-            notes.append(f"the {cdtype} compute peak is not validated (seed 002 section 8): the compute-axis "
+            notes.append(f"the {cdtype} compute peak is not validated (docs/method.md section 8): the compute-axis "
                          "ratio is not usable for ranking")
         confidence = _min_conf(confidence, "high" if cc == "high" else cc)
     return confidence
@@ -343,6 +347,15 @@ def at_compute_wall(out: dict, pct_raw: float, tol_c: float, hbm_util: float, cd
     return pct_raw
 
 
+def bound_of(hbm_util: float, compute_util: float, roof_axis: str, t_ms: float) -> str:
+    """The bound type (docs/method.md section 3): latency when both utilizations are under
+    LATENCY_UTIL or a launch is within the dispatch floor, else the roof axis. The one rule for an
+    entry and for each of its shapes (per_shape)."""
+    if t_ms <= DISPATCH_FLOOR_MS or (hbm_util < LATENCY_UTIL and compute_util < LATENCY_UTIL):
+        return "latency"
+    return roof_axis
+
+
 def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: float, peak_bw: float, t_s: float,
                   notes: list[str], l2_resident: bool = False) -> bool:
     """Bound type and the no-verdict cases (dispatch floor, L3 suspect). Returns whether a
@@ -350,7 +363,7 @@ def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: fl
     out["suspect"] = False
     out["dispatch_bound"] = False
     out["stage_c_candidate"] = False
-    bound = "latency" if (m["hbm_util"] < LATENCY_UTIL and m["compute_util"] < LATENCY_UTIL) else out["roof_axis"]
+    bound = bound_of(m["hbm_util"], m["compute_util"], out["roof_axis"], t_ms)
     verdict = True
     if t_ms <= DISPATCH_FLOOR_MS:
         # No verdict: the launch is timed by dispatch, not by its transfer or math.
@@ -410,7 +423,7 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict) -> None:
-    """Route (seed section 5) and levers. Seed section 2: byte_reduction_levers only on saturated
+    """Route (docs/method.md section 5) and levers. docs/artifact.md: byte_reduction_levers only on saturated
     heads; every other lever (latency: occupancy, fusion, split-K; the evidence-based stop-reading
     lever of an unsaturated MoE) goes to other_levers."""
     out["route"] = routing.route(out)
@@ -486,7 +499,8 @@ def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
             m = _metrics(c.bytes_est, c.flops_est, t_ms / 1e3, peak_bw, pf)
             row.update(achieved_flops=m["achieved_flops"], achieved_bw_bytes_s=m["achieved_bw_bytes_s"],
                        hbm_util=m["hbm_util"], compute_util=m["compute_util"], roof_axis=m["roof_axis"],
-                       roofline_pct=m["roofline_pct_raw"], _cdtype=r.compute_dtype)
+                       roofline_pct=m["roofline_pct_raw"], _cdtype=r.compute_dtype,
+                       bound_type=bound_of(m["hbm_util"], m["compute_util"], m["roof_axis"], t_ms))
         rows.append(row)
     return rows
 

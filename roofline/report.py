@@ -276,7 +276,8 @@ def table_rows(art: dict) -> list[list[str]]:
                      e.get("bound_type", "unknown"), pct, hc, _x(e.get("attainable_speedup")) + (
                          " ({:.1f}-{:.1f})".format(*e["attainable_speedup_range"])
                          if e.get("attainable_speedup_range") and e.get("attainable_speedup") else ""),
-                     _gain(e.get("expected_e2e_gain_pct")), e.get("confidence", "low"), e.get("route", "")])
+                     _gain(e.get("expected_e2e_gain_pct")), _gain(e.get("expected_gain_pct_of_step_wall")),
+                     e.get("confidence", "low"), e.get("route", "")])
         rows += _shape_rows(e)
         rows += _regime_rows(e)
     return rows
@@ -295,7 +296,7 @@ def _regime_rows(e: dict) -> list[list[str]]:
                      f"{v.get('regime_pct_gpu_time', 0.0):.2f}", v.get("bound_type", "unknown"),
                      _pct(v.get("roofline_pct")) + (" (suspect)" if v.get("suspect") else ""), hc,
                      _x(v.get("attainable_speedup")), _gain(v.get("expected_e2e_gain_pct")),
-                     v.get("confidence", "low"), v.get("route", "")])
+                     _gain(v.get("expected_gain_pct_of_step_wall")), v.get("confidence", "low"), v.get("route", "")])
         rows += [["", "", "  " + r[2]] + r[3:] for r in _shape_rows(v)]
     return rows
 
@@ -327,33 +328,62 @@ def _shape_rows(e: dict) -> list[list[str]]:
         n = r.get("launches")
         share = base * n * r["t_ms"] / tot if (n and tot) else None
         rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
-                             f"({r['t_ms'] * 1e3:.1f} us)", "-" if share is None else f"{share:.2f}",
-                     r.get("roof_axis", "-"), _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else ""),
-                     "", "", "", "", ""])
+                             f"({r['t_ms'] * 1e3:.1f} us/launch)", "-" if share is None else f"{share:.2f}",
+                     r.get("bound_type") or r.get("roof_axis", "-"),
+                     _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else ""), "", "", "", "",
+                     "", ""])
     if rest:
         share = sum(base * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
         pcts = [r["roofline_pct"] for r in rest if r.get("roofline_pct") is not None]
         rows.append(["", "", f"  - {len(rest)} more shapes (per_shape in the JSON)",
-                     "-" if share is None else f"{share:.2f}", rest[0].get("roof_axis", "-"),
-                     f"{_pct(min(pcts))}-{_pct(max(pcts))}" if pcts else "-", "", "", "", "", ""])
+                     "-" if share is None else f"{share:.2f}",
+                     "/".join(sorted({r.get("bound_type") or r.get("roof_axis", "-") for r in rest})),
+                     ("-" if not pcts else _pct(min(pcts)) if _pct(min(pcts)) == _pct(max(pcts))
+                      else f"{_pct(min(pcts))}-{_pct(max(pcts))}"), "", "", "", "", "", ""])
     return rows
 
 
 HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain",
-           "conf", "route"]
+           "wall gain", "conf", "route"]
+HOST_BOUND_IDLE_PCT = 50.0   # a step whose GPU idles more than this is bound by the host, not a kernel
+
+
+def wall_lines(art: dict) -> list[str]:
+    """One line per regime with step wall times: GPU busy, memcpy/memset and idle shares."""
+    out = []
+    for reg, w in (art.get("wall_time") or {}).items():
+        if reg == "source" or not isinstance(w, dict):
+            continue
+        g = w.get("graph_steps")
+        line = (f"{reg} step: {w['step_wall_ms']:.3f} ms wall (mean of {w['steps']}"
+                + (f", {g} replaying a CUDA graph" if g else "") + f"): GPU busy {w['gpu_busy_pct']:.1f}%, "
+                f"memcpy/memset {w['memcpy_pct']:.1f}%, idle {w['idle_pct']:.1f}%")
+        if w["idle_pct"] > HOST_BOUND_IDLE_PCT:
+            line += " - the host, not a kernel, bounds this step"
+        out.append(line)
+    return out
+
+
+def table(art: dict) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the table; `wall gain` only when the artifact has step wall times."""
+    rows = table_rows(art)
+    if art.get("wall_time"):
+        return HEADERS, rows
+    i = HEADERS.index("wall gain")
+    return HEADERS[:i] + HEADERS[i + 1:], [r[:i] + r[i + 1:] for r in rows]
 
 
 def render_table(art: dict) -> str:
-    rows = table_rows(_clean(art))
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(HEADERS)]
+    headers, rows = table(_clean(art))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    out = [line(HEADERS), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    out = [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
     if not rows:
         out.append("(no entry at or above the head threshold)")
     from roofline.report_ranks import table_lines
 
     out += table_lines(art)     # several ranks: per-rank times per head, the straggler, the collectives
-    return "\n".join(out) + "\n"
+    return "\n".join(out + wall_lines(art)) + "\n"
 
 
 def legend(art: dict) -> list[str]:
@@ -364,7 +394,9 @@ def legend(art: dict) -> list[str]:
          "bandwidth, or the FLOP/s of its dtype). `headroom`: roofline against `target_eff`, what a good kernel of "
          "its class reaches (saturated >= 90% of it, moderate >= 60%, else underperforming). `attainable`: "
          "target_eff / roofline (>= 1x), the speedup a good kernel would give. `e2e gain`: % GPU x (1 - "
-         "1/attainable), the run's GPU time saved. `conf`: low = estimated shapes or unvalidated peaks (no "
+         "1/attainable), the run's GPU time saved; `wall gain`: the same saving as a share of the step's wall "
+         "time (GPU idle time included: docs/method.md section 4). Rows `- shape xL (T us/launch)` under a kernel: "
+         "one per captured shape, L launches of T each, with that shape's own bound and roofline. `conf`: low = estimated shapes or unvalidated peaks (no "
          "verdict, display only), medium = captured shapes, high = measured counters (stage C). `bound`: memory | "
          "compute | latency (both utilizations under 60%, or a launch within dispatch overhead) | unknown. "
          "Method: docs/method.md.", ""]
@@ -409,14 +441,14 @@ def _md_head(art: dict, pk: dict) -> list[str]:
              "on purpose); an entry without an expected gain (no verdict, or low confidence) ranks in `#gain` by "
              "its % GPU, the most it could give.")
     L.append("")
-    rows = table_rows(art)
-    L.append("| " + " | ".join(HEADERS) + " |")
-    L.append("|" + "|".join("---" for _ in HEADERS) + "|")
+    headers, rows = table(art)
+    L.append("| " + " | ".join(headers) + " |")
+    L.append("|" + "|".join("---" for _ in headers) + "|")
     for r in rows:
         L.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     if not rows:
         L.append("\n_No entry at or above the head threshold._")
-    L += ["", *legend(art)]
+    L += [""] + [f"{w}." for w in wall_lines(art)] + (["" ] if wall_lines(art) else []) + legend(art)
     if art.get("plot"):
         L += ["", f"![roofline]({art['plot']})"]
     return L
@@ -475,6 +507,10 @@ def _md_entry(e: dict) -> list[str]:
         for a in e.get("alternatives", []):
             L.append(f"  - byte model `{a['model']}`: {a['bytes_est'] / 1e6:.1f} MB -> "
                      f"{_pct(a['roofline_pct_raw'], 1)} ({'feasible' if a['feasible'] else 'INFEASIBLE'})")
+    if e.get("pct_of_step_wall") is not None:
+        g = e.get("expected_gain_pct_of_step_wall")
+        L.append(f"- {e['pct_of_step_wall']:.2f}% of the {e['regime']} step's wall time"
+                 + (f"; the expected gain is {g:.2f}% of it" if g is not None else ""))
     if e.get("measured"):
         ms = e["measured"]
         L.append(f"- predicted vs measured: attainable {_x(e.get('attainable_speedup'))} predicted, "

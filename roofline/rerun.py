@@ -1,7 +1,7 @@
 """Stage C for GEMM heads: re-run the head's GEMM(s) in isolation through the ladder level the
 dispatch table picks (cuBLAS beside it in the same process), check it first, time it, optionally
 collect counters, write the measurement back into the artifact and record predicted vs actual in
-the playbook (seed 002 sections 5 and 8).
+the playbook (docs/method.md sections 6 and 9).
 
 This module holds the CPU-side pieces, pure and tested without a GPU: the problems of a head
 (`gemm_problems`), the dispatch (from the ladder), the write-back and its guards. The rest:
@@ -41,7 +41,7 @@ def _roof_pct(entry: dict, t_ms: float, peaks: dict) -> float | None:
 
 def guard_verdict(measured_speedup: float, predicted: float | None,
                   band: float = NOISE_BAND_ISOLATED) -> tuple[str, bool]:
-    """Section 8 guards: sub-noise-band gains are not real; a measured speedup above the predicted
+    """The guards of docs/method.md section 9: sub-noise-band gains are not real; a measured speedup above the predicted
     attainable one means the model was wrong (the measurement wins). `band`: the isolated band."""
     contradiction = predicted is not None and measured_speedup > predicted * (1 + band)
     if measured_speedup < 1.0 - band:

@@ -19,6 +19,18 @@ def device_arch() -> str | None:
         return None
 
 
+GPU_EXTRA = 'pip install -e ".[gpu]" in the repository (CuPy, cuda-python, nsight-python, torch)'
+
+
+def no_gpu_reason() -> str:
+    """Why device_arch() found no device, in words a user can act on."""
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return f"CuPy is not installed, and a re-run needs it and an sm_90a GPU: {GPU_EXTRA}"
+    return "no GPU: CuPy is installed but cannot see a CUDA device"
+
+
 L2_MODES = ("cold", "warm", "auto")
 L2_WARM_MAX_BYTES = 30 << 20     # auto: operands under half the H200's 60 MiB L2 stay warm in a run
 

@@ -11,13 +11,6 @@ from pathlib import Path
 from roofline.errors import CounterCollectError, RerunError
 
 
-def _find_run_root(start: Path) -> Path:
-    from roofline.inputs import find_upwards
-
-    env = find_upwards(start, "env_report.json")
-    return env.parent if env else start
-
-
 def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch: Path | None = None,
                    playbook_dir: Path | None = None, progress=None, level: int | None = None,
                    l2: str = "auto") -> dict:
@@ -28,11 +21,16 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     --counters` (rerun.restage): measured bytes on the memory axis, confidence high only there."""
     from roofline import rerun, rerun_counters, rerun_measure
 
-    art = json.loads(artifact.read_text())
+    try:
+        art = json.loads(artifact.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RerunError(f"{artifact}: not a JSON artifact ({exc.__class__.__name__}): nothing re-run") from None
+    if not isinstance(art, dict) or not isinstance(art.get("entries"), list):
+        raise RerunError(f"{artifact}: $.entries: expected a profile_roofline.json artifact with a list of entries")
     table = _tables(json.loads(dispatch.read_text()) if dispatch else None)
     arch = rerun_measure.device_arch()
     if arch is None:
-        raise RerunError("no GPU (CuPy cannot see a CUDA device): nothing re-run, artifact unchanged")
+        raise RerunError(f"{rerun_measure.no_gpu_reason()}: nothing re-run, artifact unchanged")
     work, skipped = _plan(art, entries, table, arch, level)
     done = []
     it = progress(work) if progress else work
@@ -143,7 +141,7 @@ def _merge_and_write(art: dict, artifact: Path, records: list, done: list, playb
     if done:
         report.write_artifact(art, artifact.parent)
         if playbook_dir is not False:
-            d = playbook_dir or (_find_run_root(artifact.parent) / "knowledge")
+            d = playbook_dir or playbook.knowledge_dir(artifact.parent)
             for name in done:
                 ent = next(x for x in art["entries"] if x["name"] == name)
                 pb, _ = playbook.append_playbook(d, playbook.playbook_record(art, ent))

@@ -1,9 +1,9 @@
-"""Seed 002 section 7: target_eff priors, the routing table, the shippability gate and the
+"""docs/method.md sections 4-5: target_eff priors, the routing table, the shippability gate and the
 byte-reduction levers. Every prior lives in TARGET_EFF and nowhere else."""
 from __future__ import annotations
 
 # target_eff: how close a WELL-implemented kernel of this class gets to its roofline bound. Set by
-# access regularity. Priors, not constants: `roofline playbook` proposes corrections (section 8).
+# access regularity. Priors, not constants: `roofline playbook` proposes corrections (docs/method.md section 9).
 TARGET_EFF: dict[str, float] = {
     "gemm": 0.90,          # regular, dense compute
     "moe": 0.90,           # decode weight streaming is essentially a memcpy
@@ -14,8 +14,8 @@ TARGET_EFF: dict[str, float] = {
     # a contiguous (non-paged) KV cache is read sequentially, like a copy: the streaming prior. On the
     # real-model corpus cuDNN's decode SDPA over a contiguous cache ran at 84% of the HBM roof.
     "attn_decode_contiguous": 0.85,
-    "attn_prefill": 0.70,  # NB: not in the seed; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
-    "comm": 0.80,          # NB: not in the seed; a collective's bus bandwidth against one direction of the link:
+    "attn_prefill": 0.70,  # NB: no source figure; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
+    "comm": 0.80,          # NB: no source figure; a collective's bus bandwidth against one direction of the link:
                            # large NCCL all-reduces over NVLink reach roughly 0.8 of it (protocol overhead,
                            # channel count), small ones far less (latency); a prior, corrected by `roofline playbook`
 }
@@ -23,7 +23,7 @@ TARGET_EFF: dict[str, float] = {
 COMM_BYTE_LEVER = ("fewer bytes on the link: reduce or gather in a narrower dtype (e.g. an fp8 all-reduce); LOSSY, "
                    "must pass the accuracy gate")
 
-# Headroom bands, against target_eff (section 3 step 6).
+# Headroom bands, against target_eff (docs/method.md section 4).
 SATURATED_FRAC = 0.9
 MODERATE_FRAC = 0.6
 # pct_gpu_time at or above which a head counts as "high" in the routing table. The head threshold
@@ -67,7 +67,7 @@ def headroom_class(roofline_pct: float, target_eff: float) -> str:
 
 
 def route(entry: dict) -> str:
-    """The routing table of section 7, applied after the shippability gate. Returns a ROUTES key."""
+    """The routing table of docs/method.md section 5, applied after the shippability gate. Returns a ROUTES key."""
     if entry.get("editable") is False:
         return "host_side"
     if entry.get("dispatch_bound") or (entry.get("l2_resident") and entry.get("headroom_class") in (None, "unknown")):
@@ -90,9 +90,9 @@ def route(entry: dict) -> str:
 
 
 def other_levers(entry: dict) -> list[str]:
-    """Levers that are NOT byte reduction (seed section 7 routing rows): latency-bound heads are
+    """Levers that are NOT byte reduction (docs/method.md section 5 routing rows): latency-bound heads are
     fixed by occupancy / dependency chain / fusion / split-K, dispatch-bound ones by fusion or
-    graph capture. byte_reduction_levers stays for saturated heads only (section 2)."""
+    graph capture. byte_reduction_levers stays for saturated heads only (docs/artifact.md)."""
     if entry.get("dispatch_bound") or entry.get("l2_resident"):
         return ["fusion: fold this launch into a neighbouring kernel",
                 "graph capture: take the per-launch dispatch cost off the critical path"]
@@ -125,7 +125,7 @@ def copy_levers(entry: dict, me: dict) -> list[str]:
 
 
 def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict, dtypes: dict) -> list[str]:
-    """Section 7.1: levers that make a saturated kernel move fewer bytes for the same work."""
+    """docs/method.md section 5 (`byte_reduction`): levers that make a saturated kernel move fewer bytes for the same work."""
     levers: list[str] = []
     me = next((o for o in all_entries if o.get("name") == entry.get("name")), {})
     # 0. a KV cache grown with torch.cat copies the whole cache every step to append one token

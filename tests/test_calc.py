@@ -142,6 +142,7 @@ def test_sweep_marks_the_crossover():
     assert [x["bound"] for x in js] == ["memory", "memory", "compute", "compute"]
 
 
+@pytest.mark.slow   # 2-4 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_text_and_png(tmp_path):
     out = tmp_path / "bars.png"
     r = _run("--device", "b200", "--dtype", "fp16", "--size", "1024", "-o", str(out))

@@ -90,7 +90,12 @@ def test_docs_index_links_exist():
 def test_readme_points_only_at_what_a_reader_can_see():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "shared/" not in text
-    assert not re.search(r"seed 00\d|section \d", text), re.search(r".{40}(seed 00\d|section \d).{20}", text)
+    assert not re.search(r"seed 00\d", text), re.search(r".{40}seed 00\d.{20}", text)
+    # a section number is docs/method.md's own, and that section exists
+    method = (DOCS / "method.md").read_text(encoding="utf-8")
+    for m in re.finditer(r"(\S+) sections? (\d+)", text):
+        assert m.group(1).strip("(`") == "docs/method.md", m.group(0)
+        assert re.search(rf"^## {m.group(2)}\. ", method, re.M), m.group(0)
     for link in re.findall(r"`(docs/[^`]+\.md)`", text):
         assert (ROOT / link).is_file(), link
 
@@ -102,3 +107,60 @@ def test_analyze_help_has_no_seed_references():
 
     r = CliRunner().invoke(main, ["analyze", "--help"])
     assert r.exit_code == 0 and "seed" not in r.output
+
+
+def _read_it_numbers() -> dict[str, float]:
+    """The figures the artifact page's 'Read it' paragraph quotes, by what they are."""
+    text = " ".join((DOCS / "artifact.md").read_text(encoding="utf-8").split("Read it:")[1].split())
+    pats = {"mb": r"moves ([\d.]+) MB", "us": r"per launch in ([\d.]+) us", "tbs": r"us, ([\d.]+) TB/s",
+            "pct": r"TB/s: (\d+)% of the", "roof": r"of the ([\d.]+) TB/s HBM roof", "ai": r"intensity, ([\d.]+) FLOP/B",
+            "ridge": r"left of the ([\d.]+) FLOP/B bf16 ridge", "target": r"reaches (\d+)% of its roof",
+            "attain": r"would be ([\d.]+)x faster", "share": r"this one is ([\d.]+)% of the GPU",
+            "gain": r"= ([\d.]+)% of it"}
+    out = {}
+    for k, rx in pats.items():
+        m = re.search(rx, text)
+        assert m, f"docs/artifact.md 'Read it' no longer quotes {k} ({rx})"
+        out[k] = float(m.group(1))
+    return out
+
+
+def test_the_artifact_page_quotes_todays_figures():
+    """Each figure of the worked reading is what `roofline analyze` gives today, at the precision quoted."""
+    (topn,) = _json_blocks("topn.md")
+    (env,) = _json_blocks("env_report.md")
+    (e,) = api.analyze(topn, env, None)["entries"]
+    q = _read_it_numbers()
+    assert q["mb"] == round(e["bytes_est"] / 1e6)
+    assert q["us"] == round(e["t_ms"] * 1e3)
+    assert q["tbs"] == round(e["achieved_bw_bytes_s"] / 1e12, 2)
+    assert q["pct"] == round(100 * e["roofline_pct"])
+    assert q["roof"] == round(api.analyze(topn, env, None)["peaks"]["hbm_bw_bytes_s"] / 1e12, 1)
+    assert q["ai"] == round(e["arithmetic_intensity"])
+    assert q["ridge"] == round(e["ridge_point"])
+    assert q["target"] == round(100 * e["target_eff"])
+    assert q["attain"] == round(e["attainable_speedup"], 2)
+    assert q["share"] == e["pct_gpu_time"]
+    assert q["gain"] == round(e["expected_e2e_gain_pct"], 1)
+
+
+def test_the_method_page_quotes_the_code_and_the_tables():
+    """Each constant docs/method.md states is the one the code uses, each peak figure the table's."""
+    from roofline import analysis, report, routing
+    from roofline.peaks import resolve
+    from roofline.feedback import NoiseBands
+
+    text = " ".join((DOCS / "method.md").read_text(encoding="utf-8").split())
+    assert f"`pct_gpu_time` < {routing.HIGH_PCT_GPU_TIME:g}% (`HIGH_PCT_GPU_TIME`" in text
+    assert f"beyond {analysis.COUNTER_TIME_BAND:.0%} (`COUNTER_TIME_BAND`" in text
+    nb = NoiseBands()
+    assert f"isolated repeat band ({nb.isolated:.1%}:" in text and f"serving band ({nb.e2e_pct:g}%)" in text
+    assert report.HOST_BOUND_IDLE_PCT == 50.0 and "idle for more than half of its wall time" in text
+    pk = resolve("NVIDIA H200", "sm_90")
+    assert f"(H200: {pk.hbm_bw_bytes_s / 1e12:g} TB/s" in text
+    m = re.search(r"H200 bf16: (\d+) runs x (\d+) shapes", text)
+    src = pk.to_artifact()["sources"]["flops.bf16"]
+    assert m and f"over {m.group(1)} run(s) x {m.group(2)} shape(s)" in src, (m and m.groups(), src)
+    from roofline.defaults import HEAD_THRESHOLD_PCT
+
+    assert routing.HIGH_PCT_GPU_TIME == HEAD_THRESHOLD_PCT   # "equals the default head threshold"

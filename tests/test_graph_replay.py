@@ -182,9 +182,11 @@ def test_real_h200_graph_replayed_decode_trace(stem, tmp_path):
         assert all(e.get("cuda_graph_replayed") and not e.get("shapes") for e in gemms)
         assert "they have no shapes" in notes and "eager step" in notes
         # analyze says why each GEMM head has no shapes (once), with what gives them
+        # no captured dtypes: model_dtype is not in the starter; the run goes on and says so once
         r = CliRunner().invoke(main, ["analyze", str(out), "--no-write", "--env", str(tmp_path / "env_report.json")])
-        assert r.exit_code == 2 and "model_dtype: required field is missing" in r.stderr
-        assert "every kernel was replayed from a CUDA graph" in r.stderr
+        assert r.exit_code == 0 and "Traceback" not in r.output
+        miss = [ln for ln in r.stderr.splitlines() if "not given: model_dtype" in ln]
+        assert len(miss) == 1 and "--model-dtype bf16" in miss[0]
         r = CliRunner().invoke(main, ["topn", str(trace), "-o", str(out), "--isl", "1024", "--osl", "64",
                                       "--conc", str(meta["batch"]), "--model-dtype", "bf16", "--force", "-q"])
         assert r.exit_code == 0

@@ -171,6 +171,7 @@ def test_entry_point_is_discoverable():
     assert eps[0].load() is hook.run
 
 
+@pytest.mark.slow   # 2-4 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_three_round_example_runs_a_b_c(tmp_path):
     work = tmp_path / "pipe"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))

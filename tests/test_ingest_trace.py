@@ -221,7 +221,9 @@ def test_reject_truncated(tmp_path):
 
 
 def test_reject_non_trace(tmp_path):
-    assert "traceEvents" in _run_bad(_bad(tmp_path, "cfg.json", b'{"hidden_size": 4096}'), tmp_path)
+    assert "this is a model config.json, not a profile" in _run_bad(_bad(tmp_path, "cfg.json", b'{"hidden_size": 4096}'),
+                                                                     tmp_path)
+    assert "traceEvents" in _run_bad(_bad(tmp_path, "other.json", b'{"x": 4096}'), tmp_path)
     _run_bad(_bad(tmp_path, "list.json", b"[1, 2, 3]"), tmp_path)
     _run_bad(_bad(tmp_path, "text.json", b"hello, not json"), tmp_path)
     _run_bad(_bad(tmp_path, "empty.json", b""), tmp_path)

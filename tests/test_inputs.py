@@ -79,6 +79,20 @@ def test_a_bad_field_of_one_entry_is_that_entrys_problem(e, problem):
     assert t.entries[1].problems == []
 
 
+@pytest.mark.parametrize("mutate,missing", [
+    (lambda e: e.pop("workload"), ["workload.isl", "workload.osl", "workload.conc"]),
+    (lambda e: e["workload"].pop("conc"), ["workload.conc"]),
+    (lambda e: (e.pop("model_dtype"), e.pop("model_arch_class")), ["model_dtype", "model_arch_class"]),
+])
+def test_left_out_env_fields_are_recorded_not_refused(mutate, missing):
+    """Only what needs a left-out field degrades (docs/env_report.md); the file still loads."""
+    env = h200_env()
+    mutate(env)
+    e = parse_env(env, "f.json")
+    assert e.missing == missing
+    assert sorted(e.workload) == sorted(k for k in ("isl", "osl", "conc") if f"workload.{k}" not in missing)
+
+
 def test_impossible_values_degrade_the_entry_not_the_run():
     t = parse_topn({"entries": [entry("a", 7, -1.0), entry("b", 150, 1.0), entry("c", 7, float("nan")),
                                 entry("d", 7, 1.0, shapes=[{"M": 0, "N": 4, "K": 4}]), entry("e", 7, 0.0)]}, "f.json")
@@ -118,7 +132,8 @@ def _write(d, t, env=None):
 
 @pytest.mark.parametrize("t,env,expect", [
     ('{"entries": [', h200_env(), "not valid JSON"),
-    (topn(entry("a", 7, 1.0)), {"gfx": "sm_90"}, "env_report.json: model_dtype: required field is missing"),
+    (topn(entry("a", 7, 1.0)), {"model_dtype": "bf16"},
+     "env_report.json: required fields are missing: gfx, model_arch_class, workload.isl, workload.osl, workload.conc"),
     (topn(entry("a", 7, 1.0)), None, "no env_report.json beside it or in any parent directory: pass --env FILE"),
     ({"entries": "x"}, h200_env(), "profile_topN.json: entries: expected an array, got string"),
 ])

@@ -64,6 +64,7 @@ def test_kernels_and_tables_are_package_data():
     assert not any("results" in p or "fixtures" in p for ps in pats.values() for p in ps)
 
 
+@pytest.mark.slow   # over ~5 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_the_wheel_holds_kernels_and_tables_and_no_evidence():
     spec = importlib.util.spec_from_file_location("check_install", TOOL)
     ci = importlib.util.module_from_spec(spec)

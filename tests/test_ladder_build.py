@@ -11,6 +11,7 @@ needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on PATH")
 ALL = list(LEVELS) + list(WRONG.values()) + list(VARIANTS.values())
 
 
+@pytest.mark.slow   # 2-3 s per level (nvcc + ptxas), over a minute together: `-m "not slow"` leaves it out
 @pytest.mark.nvcc
 @needs_nvcc
 @pytest.mark.parametrize("level", ALL, ids=lambda lv: lv.name)

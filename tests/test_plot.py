@@ -73,7 +73,7 @@ def test_cli_default_output_beside_the_artifact(art, tmp_path):
     ("{not json", ".png", "not a JSON artifact"),
     ('{"entries": 3}', ".png", "$.entries"),
     ('{"entries": [], "peaks": null}', ".png", "$.peaks"),
-    ("GOOD", ".jpg", ".png or .svg"),
+    ("GOOD", ".gif", "a picture is written as .png, .svg, .pdf or .jpg (got '.gif')"),
 ])
 @pytest.mark.broken_artifact("writes malformed profile_roofline.json files that the CLI must reject")
 def test_cli_rejects_bad_input_with_one_line(art, tmp_path, content, suffix, expect):

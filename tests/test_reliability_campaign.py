@@ -28,6 +28,7 @@ def _settings(kind):
                     derandomize=True, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.slow   # over ~5 s on a 2-core machine: `-m "not slow"` leaves it out
 @pytest.mark.parametrize("kind", sorted(PER_KIND))
 def test_campaign(kind):
     seen = []

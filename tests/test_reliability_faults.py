@@ -76,6 +76,7 @@ def _new_artifact(rd: Path, tmp_path: Path) -> Path:
     return p
 
 
+@pytest.mark.slow   # over ~5 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_kill_9_at_every_point_of_an_artifact_write(tmp_path):
     rd = _layout(tmp_path)
     assert hook.run(rd)["skill_errors"] == []
@@ -120,6 +121,7 @@ def test_kill_9_at_every_point_of_an_artifact_write(tmp_path):
         outcomes = []
 
 
+@pytest.mark.slow   # 2-4 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_concurrent_runs_on_one_round_directory(tmp_path):
     rd = _layout(tmp_path)
     # each threshold gives another artifact; the survivor must be one of them, whole

@@ -131,6 +131,7 @@ def test_env_flag_pointing_at_a_special_file(rd, tmp_path):
 
 
 # ---------------------------------------------------------------- bombs, size, nesting
+@pytest.mark.slow   # over ~5 s on a 2-core machine: `-m "not slow"` leaves it out
 @pytest.mark.parametrize("shape", ["zeros", "spaces", "events", "one_string"])
 def test_gzip_bomb_traces_stop_early(tmp_path, shape):
     p = tmp_path / "t.json.gz"
@@ -141,6 +142,7 @@ def test_gzip_bomb_traces_stop_early(tmp_path, shape):
     assert time.monotonic() - t0 < 15  # was minutes: a quadratic head scan, a full expansion
 
 
+@pytest.mark.slow   # 2-4 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_gzip_bomb_counters_are_refused(tmp_path):
     p = tmp_path / "c.csv.gz"
     p.write_bytes(R.gzip_bomb("zeros", 256))
@@ -172,6 +174,7 @@ def test_compact_deeply_nested_trace_is_refused_in_bounded_memory(tmp_path):
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 300  # MB
 
 
+@pytest.mark.slow   # 2-4 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_one_oversized_event_is_refused_by_the_general_parser(tmp_path):
     doc = json.loads(R.BASE_TRACE_TEXT)
     doc["traceEvents"][5]["args"]["zzz"] = "x" * (20 << 20)
@@ -181,6 +184,7 @@ def test_one_oversized_event_is_refused_by_the_general_parser(tmp_path):
         parse_trace(str(p))
 
 
+@pytest.mark.slow   # over ~5 s on a 2-core machine: `-m "not slow"` leaves it out
 def test_a_100000_entry_topn_lists_few_fuse_levers(rd):
     top = copy.deepcopy(R.BASE_TOPN)
     small = {"name": "", "pct_gpu_time": 1e-4, "classification": "elementwise",
@@ -389,7 +393,7 @@ def test_malformed_ncu_csv_given_to_topn_and_counters(rd, tmp_path, content):
 # ---------------------------------------------------------------- CLI and write path
 def test_usage_errors_are_one_line():
     _one_line_exit_2(["analyze", "--head-threshold", "abc"], "--head-threshold")
-    _one_line_exit_2(["analyze", "/"], "is a directory")
+    _one_line_exit_2(["analyze", "/"], "/: a folder without profile_topN.json")   # a round folder is taken
     _one_line_exit_2(["no-such-command"], "No such command")
 
 
@@ -473,6 +477,7 @@ def test_plot_refuses_a_malformed_artifact_in_one_line(tmp_path):
     assert not (tmp_path / "r.png").exists()
 
 
+@pytest.mark.slow   # over ~5 s on a 2-core machine: `-m "not slow"` leaves it out
 @pytest.mark.broken_artifact("writes an invalid or oversized artifact on purpose")
 def test_plot_of_a_huge_artifact_draws_the_head_only(tmp_path):
     art = copy.deepcopy(R.BASE_ARTIFACT)

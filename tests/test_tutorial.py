@@ -52,6 +52,45 @@ def test_the_tutorial_prints_what_the_readme_shows(tmp_path, monkeypatch):
     from matplotlib import image
 
     assert image.imread(shown).shape == image.imread(png).shape
+    # and it shows today's figures: roofs, ridges and every point (the PNG's text chunk, written by
+    # roofline.plot): a picture drawn before a roof, a ridge or a verdict changed fails here
+    _same_figures(_figures(shown), _figures(png))
+
+
+def _figures(png) -> dict:
+    from PIL import Image
+
+    from roofline.plot import FIGURES_KEY
+
+    with Image.open(png) as im:
+        text = getattr(im, "text", {}) or im.info
+        assert FIGURES_KEY in text, f"{png} carries no figures (drawn by an older roofline plot?)"
+        return json.loads(text[FIGURES_KEY])
+
+
+def _same_figures(shown: dict, today: dict) -> None:
+    assert shown.keys() == today.keys()
+    for k in ("device", "stage"):
+        assert shown[k] == today[k], k
+    assert shown["hbm_bw_bytes_s"] == pytest.approx(today["hbm_bw_bytes_s"], rel=1e-9)
+    for k in ("compute_roofs", "ridges"):
+        assert shown[k] == pytest.approx(today[k], rel=1e-9), (k, shown[k], today[k])
+    assert [p[:2] + p[4:] for p in shown["points"]] == [p[:2] + p[4:] for p in today["points"]]
+    for a, b in zip(shown["points"], today["points"]):
+        assert a[2:4] == pytest.approx(b[2:4], rel=1e-9), (a, b)
+
+
+def test_a_stale_picture_is_caught():
+    """The check above goes red on a picture whose roof or a point's headroom differs."""
+    base = {"device": "NVIDIA H200", "stage": "B", "hbm_bw_bytes_s": 4.8e12, "compute_roofs": {"bf16": 7.939e14},
+            "ridges": {"bf16": 165.4}, "points": [[1, "k", 300.0, 5e14, "moderate"]]}
+    _same_figures(base, json.loads(json.dumps(base)))
+    for mutate in (lambda f: f["compute_roofs"].update(bf16=7.72e14), lambda f: f["ridges"].update(bf16=161.0),
+                   lambda f: f["points"][0].__setitem__(4, "underperforming")):
+        stale = json.loads(json.dumps(base))
+        mutate(stale)
+        with pytest.raises(AssertionError):
+            _same_figures(stale, base)
 
 
 def _check_prose(art: dict) -> None:
@@ -67,6 +106,14 @@ def _check_prose(art: dict) -> None:
     assert f"{big['expected_e2e_gain_pct']:.1f}" == m.group(3)
     assert art["ranking_by_expected_gain"][0] != big["name"]
     assert "Most rows are `latency`-bound" in text
+    w = art["wall_time"]["prefill"]
+    m = re.search(r"each prefill step takes ([\d.]+) ms, of which the GPU is busy ([\d.]+)%", text)
+    assert m and (float(m.group(1)), float(m.group(2))) == (round(w["step_wall_ms"], 3), round(w["gpu_busy_pct"], 1))
+    assert w["idle_pct"] > 50   # "the host ... bounds the step"
+    m = re.search(r"\+([\d.]+)% for the first GEMM, not \+([\d.]+)%", text)
+    assert m and (float(m.group(1)), float(m.group(2))) == (round(big["expected_gain_pct_of_step_wall"], 2),
+                                                            round(big["expected_e2e_gain_pct"], 1))
+    assert "Run the commands from the root of a checkout" in text
     assert sum(e["bound_type"] == "latency" for e in art["entries"]) > len(art["entries"]) / 2
 
 

@@ -16,7 +16,8 @@ What runs (in-process, through the click CLI, into a temporary folder, so fixtur
 Normalized before hashing: `generated_at` and other timestamps, and absolute paths (replaced by
 their last component, so a moved peak table or a temporary folder does not count as a change).
 The digest keeps, per run, the sha256 of every normalized file written and the exit codes;
-fixtures/artifact_snapshot.json holds the one made before the issue-15 layout moves, and
+fixtures/artifact_snapshot.json holds the last one pinned (re-pinned only for a meant change: the
+wall-time fields and the decode-attention prior note of 2026-12-01, every other field unchanged), and
 tests/test_artifact_snapshot.py recomputes it.
 """
 from __future__ import annotations

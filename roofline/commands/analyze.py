@@ -24,6 +24,12 @@ def _warn_ignored(topn: Path, counters, art: dict) -> None:
         t, lines = None, []
     for line in lines:
         click.echo(f"roofline analyze: warning: {line}", err=True)
+    for e in art.get("entries", []):
+        r = (e.get("counters") or {}).get("t_ms_over_trace")
+        if r and "the counters time one launch at" in (e.get("notes") or ""):
+            click.echo(f"roofline analyze: warning: --counters {counters}: {e.get('short_name') or e['name']}: the "
+                       f"counters' time per launch is {r:.2f}x the trace's: they may measure other work (another run, "
+                       "other shapes); its notes say more", err=True)
     if counters is None:
         return
     um = art.get("unmatched_counters") or []
@@ -47,17 +53,46 @@ def _warn_ignored(topn: Path, counters, art: dict) -> None:
 
 
 def _how_to_give(exc: InputError) -> str:
-    """For a field missing from an env report, the way to give it (the starter of `roofline topn`)."""
-    if not exc.path or not (exc.expected == "required field is missing" or exc.expected.endswith("got null")):
-        return ""  # HOW_TO_GIVE's keys are env-report fields (no Top-N or config path looks like them)
-    from roofline.ingest.env_starter import HOW_TO_GIVE
+    """For fields missing from an env report, the way to give them: `roofline topn` fills a starter
+    it wrote; a user's file is edited."""
+    fields = getattr(exc, "missing", None) or ([exc.path] if exc.path else [])
+    if not fields:
+        return ""
+    from roofline.ingest.env_starter import FLAGS, how_to_give, is_starter
 
-    how = HOW_TO_GIVE.get(exc.path)
-    return f": give it with {how}" if how else ""
+    if not all(f in FLAGS for f in fields):   # not env-report fields (a Top-N or config path)
+        return ""
+    return how_to_give(fields, starter=is_starter(_json_or_none(exc.file)), missing="missing" in exc.expected)
+
+
+def _json_or_none(path):
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _warn_env_missing(art: dict) -> None:
+    """One line for the env-report fields left out: what degraded for them, how to give them."""
+    inp = art.get("inputs") or {}
+    missing = inp.get("env_missing") or []
+    if not missing:
+        return
+    from roofline.ingest.env_starter import how_to_give, is_starter
+
+    need = [f for f in missing if any(f in d["reason"] for d in art.get("degraded", []))]
+    n = sum(1 for d in art.get("degraded", []) if any(f in d["reason"] for f in missing))
+    what = (f"{n} entr{'y' if n == 1 else 'ies'} that need {', '.join(need)} degraded, the others are analysed"
+            if n else "no entry degraded for want of them")
+    click.echo(f"roofline analyze: warning: {inp.get('env')}: not given: {', '.join(missing)} ({what})"
+               f"{how_to_give(need or missing, starter=is_starter(_json_or_none(inp.get('env'))))}", err=True)
 
 
 @click.command("analyze")
-@click.argument("topn", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("topn", required=False, type=click.Path(path_type=Path))
 @click.option("--env", "env", type=click.Path(dir_okay=False, path_type=Path),
               help="env_report.json (default: beside the Top-N, then each parent directory).")
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
@@ -83,7 +118,8 @@ def _how_to_give(exc: InputError) -> str:
 @click.option("--no-write", is_flag=True, help="Print only; write no artifact.")
 def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analysis_skill, out_dir, fmt,
             peaks_file, no_write):
-    """Analyse TOPN (profile_topN.json) into profile_roofline.json and profile_roofline.md.
+    """Analyse TOPN (profile_topN.json, or the round folder holding it) into profile_roofline.json
+    and profile_roofline.md.
 
     For each head kernel: its byte/FLOP model, achieved bandwidth and FLOP/s against the device's
     roofs, the bound type (memory | compute | latency | unknown), a headroom verdict against what a
@@ -99,11 +135,13 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     if analysis_skill == "none":
         return  # L0: emit nothing; the caller behaves as before this feature existed
     topn, no_write = _topn_or_example(topn, out_dir, no_write)
+    _check_kinds(env, config)
     art = _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file)
     for se in art.get("skill_errors", []):
         if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
             click.echo(f"roofline analyze: warning: {se['error']}", err=True)
     _warn_ignored(topn, counters, art)
+    _warn_env_missing(art)
     _check_schema(art)
     _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt)
 
@@ -118,13 +156,27 @@ def _topn_or_example(topn, out_dir, no_write):
         click.echo(f"(no TOPN given: analysing the bundled example "
                    f"{EXAMPLE.relative_to(EXAMPLE.parents[5]).as_posix()})", err=True)
         return EXAMPLE, True
+    from roofline.commands.paths import in_round
     from roofline.filekinds import check
 
+    topn = in_round(topn, "profile_topN.json", "analyze", "a Top-N (profile_topN.json)")
     wrong = check(topn, ("topn",), "a Top-N (profile_topN.json)")
     if wrong:
         click.echo(f"roofline analyze: {wrong}", err=True)
         sys.exit(2)
     return topn, no_write
+
+
+def _check_kinds(env, config) -> None:
+    """--env / --config given a file of another kind (a Top-N, a trace, ...): say which, exit 2."""
+    from roofline.filekinds import check
+
+    for opt, path, kind, wanted in (("--env", env, "env_report", "an env report (env_report.json)"),
+                                    ("--config", config, "config", "a model config.json")):
+        wrong = check(path, (kind,), wanted) if path is not None else None
+        if wrong:
+            click.echo(f"roofline analyze: {opt} {wrong}", err=True)
+            sys.exit(2)
 
 
 def _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file) -> dict:

@@ -1,4 +1,4 @@
-"""`roofline calc`: the roofline calculator of seed 001 for any device in the peak tables.
+"""`roofline calc`: the roofline calculator for any device in the peak tables.
 
     roofline calc --device h200 --dtype bf16 --size 4096
     roofline calc --device b200 --dtype fp8 --mnk 64 8192 8192 --format json
@@ -87,7 +87,7 @@ def plot_sweep(rows, out: Path) -> None:
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the self-contained calculator page (slider, selectors, bars) here")
 def calc(device, dtype, out_dtype, roof, size, mnk, sweep, sizes, fmt, out, html_out):
-    """The roofline calculator (seed 001): t_compute = 2MNK / peak against t_HBM = bytes / HBM
+    """The roofline calculator: t_compute = 2MNK / peak against t_HBM = bytes / HBM
     bandwidth (A, B, C each cross HBM once), the wall-clock bound (the longer bar), arithmetic
     intensity against the ridge (peak / bandwidth), and the square crossover size N* where the
     two bars are equal. Roofs come from peaks/*.yaml (`roofline peaks list`)."""

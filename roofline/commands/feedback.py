@@ -1,4 +1,4 @@
-"""`roofline feedback` and `roofline compare`: the self-correction loop of seed 002 section 8."""
+"""`roofline feedback` and `roofline compare`: the self-correction loop of docs/method.md section 9."""
 from __future__ import annotations
 
 import json
@@ -104,7 +104,10 @@ def compare(round_a, round_b, e2e_delta_pct, kernels, playbook_dir, no_playbook,
         return
     f = lambda v, s: "-" if v is None else format(v, s)  # noqa: E731
     hdr = ["kernel", "ms/step A", "ms/step B", "measured x", "predicted x", "kernel e2e", "predicted e2e", "verdict"]
-    rows = [[(r["short_name"] or r["kernel"])[:40], f(r["step_ms_a"], ".4g"), f(r["step_ms_b"], ".4g"),
+    clip = lambda n: n if len(n) <= 48 else n[:47] + "~"  # noqa: E731  (the analyze table's width)
+    for w in res["warnings"]:
+        click.echo(f"roofline compare: warning: {w}", err=True)
+    rows = [[clip(r["short_name"] or r["kernel"]), f(r["step_ms_a"], ".4g"), f(r["step_ms_b"], ".4g"),
              f(r["measured_inrun_speedup"], ".3f"), f(r["predicted_attainable_speedup"], ".3f"),
              f(r["measured_kernel_e2e_gain_pct"], "+.2f"), f(r["predicted_e2e_gain_pct"], "+.2f"),
              r["verdict"] + (" [model_contradicted]" if r.get("model_contradicted") else "")] for r in res["kernels"]]
@@ -113,6 +116,8 @@ def compare(round_a, round_b, e2e_delta_pct, kernels, playbook_dir, no_playbook,
     for x in rows:
         click.echo("  ".join(c.ljust(n) for c, n in zip(x, w)).rstrip())
     click.echo(f"e2e: {res['e2e_verdict']}" + (f" (from {res['e2e_source']})" if res["e2e_source"] else ""))
+    if res.get("playbook_skipped"):
+        click.echo(f"playbook: {res['playbook_skipped']}")
     if res["playbook"]:
         click.echo(f"playbook: {res['playbook_records']} record(s) appended, {res['playbook_filled']} earlier "
                    f"record(s) given measured_e2e_delta_pct: {res['playbook']}")

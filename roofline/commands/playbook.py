@@ -12,14 +12,21 @@ import click
 @click.option("--isolated-band", type=float, default=None,
               help="Isolated noise band (fraction, default 0.034): speedups at or below 1 + band are not evidence.")
 def playbook(path, isolated_band):
-    """Summarize PATH (knowledge/ or its backend_playbook.jsonl): per op class (attention per
+    """Summarize PATH (knowledge/, its backend_playbook.jsonl, or any folder of the run: its run
+    root's knowledge/, where feedback, compare and rerun of every round append): per op class (attention per
     regime) the evidence count (real gains: measured speedups above the isolated noise band), the
     contradictions, the median measured/predicted speedup (1.00 = calibrated), the
     median e2e error (measured - predicted, % points) and a proposed target_eff: the median of
     roofline_pct x measured speedup, what the measurements show reachable. Proposals are printed,
     never applied."""
-    from roofline import feedback
+    from roofline import feedback, playbook as pb
 
+    if path.is_dir() and not (path / "backend_playbook.jsonl").is_file():
+        path = pb.knowledge_dir(path)
+        if not (path / "backend_playbook.jsonl").is_file():
+            click.echo(f"roofline playbook: {path}: no backend_playbook.jsonl (nothing recorded yet for this run)",
+                       err=True)
+            sys.exit(2)
     try:
         recs = feedback.read_records(path)
         bands = feedback.NoiseBands(**({"isolated": isolated_band} if isolated_band is not None else {}))
@@ -42,4 +49,5 @@ def playbook(path, isolated_band):
             click.echo(f"proposed target_eff[{cls}] = {s['proposed_target_eff']:.2f} (prior "
                        f"{f(s['prior'], '.2f')}; evidence: {s['evidence']} record(s), {s['contradictions']} "
                        "contradicted the model)")
-    click.echo("(proposals only: edit roofline/routing.py TARGET_EFF to adopt one)")
+    click.echo("(proposals only, never applied: docs/method.md section 4 says where the priors live and how to "
+               "adopt one)")

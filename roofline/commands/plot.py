@@ -1,4 +1,4 @@
-"""`roofline plot ARTIFACT -o roofline.png|.svg`: read and check the artifact (and --previous
+"""`roofline plot ARTIFACT -o roofline.png|.svg|.pdf|.jpg`: read and check the artifact (and --previous
 rounds), draw it with roofline.plot.plot_artifact, optionally link the picture from the artifact."""
 from __future__ import annotations
 
@@ -88,9 +88,10 @@ def _read_previous(previous) -> list[dict]:
 
 
 @click.command("plot")
-@click.argument("artifact", type=click.Path(dir_okay=False))
+@click.argument("artifact", type=click.Path())
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="picture to write, .png or .svg (default: roofline.png beside the artifact)")
+              help="picture to write: .png, .svg, .pdf or .jpg, by its suffix (default: roofline.png beside "
+                   "the artifact)")
 @click.option("--link/--no-link", default=False,
               help="also rewrite profile_roofline.{json,md} beside the artifact with the picture linked")
 @click.option("--title", default=None, help="title of the picture")
@@ -98,10 +99,13 @@ def _read_previous(previous) -> list[dict]:
               help="an earlier round's profile_roofline.json (repeatable, oldest first): arrows from each "
                    "kernel's earlier position (stage A -> B -> C)")
 def plot_cmd(artifact, out, link, title, previous):
-    """Draw the roofline picture of a profile_roofline.json (log-log: memory roof, one compute roof
-    per dtype present, ridges; each analysed kernel at (AI, achieved FLOP/s), area = % GPU time,
-    colour = headroom class; stage-C points with an arrow from their stage-A/B estimate)."""
-    ap = Path(artifact)
+    """Draw the roofline picture of ARTIFACT, a profile_roofline.json or the round folder holding it
+    (log-log: memory roof, one compute roof per dtype present, ridges; each analysed kernel at (AI,
+    achieved FLOP/s), area = % GPU time, colour = headroom class; stage-C points with an arrow from
+    their stage-A/B estimate)."""
+    from roofline.commands.paths import in_round
+
+    ap = in_round(Path(artifact), "profile_roofline.json", "plot", "an analysis artifact (profile_roofline.json)")
     art = _read_artifact(ap)
     if len(art["entries"]) > MAX_PLOT_ENTRIES:  # a picture of the head, not of a whole Top-N
         click.echo(f"roofline plot: note: {len(art['entries'])} entries: drawing the first {MAX_PLOT_ENTRIES}",

@@ -11,7 +11,7 @@ from roofline.rerun_run import rerun_artifact  # the work; this module is only t
 
 
 @click.command("rerun")
-@click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("artifact", type=click.Path(exists=True, path_type=Path))
 @click.option("--entry", "entries", multiple=True, help="Re-run only this entry (name or short name); repeatable.")
 @click.option("--counters", is_flag=True, help="Also collect Nsight Compute counters for the isolated launch.")
 @click.option("--dispatch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -23,12 +23,20 @@ from roofline.rerun_run import rerun_artifact  # the work; this module is only t
               help="L2 state of the isolated timing and counters, the same for ladder and library: cold "
                    "(flushed before each launch), warm, or auto (warm when the operands fit in half the L2).")
 def rerun(artifact, entries, counters, dispatch, level, playbook_dir, l2):
-    """Stage C: re-run each GEMM head of ARTIFACT (profile_roofline.json) in isolation through the
+    """Stage C: re-run each GEMM head of ARTIFACT (profile_roofline.json, or its round folder) in isolation through the
     ladder level the dispatch table picks, cuBLAS beside it; check first, time (median, p20/p80),
     optionally collect counters; write the measurement back (stage C) and append predicted vs
     measured to the playbook. Needs an sm_90a GPU; without one, says so and changes nothing."""
     from tqdm import tqdm
 
+    from roofline.commands.paths import in_round
+    from roofline.filekinds import check
+
+    artifact = in_round(artifact, "profile_roofline.json", "rerun", "an analysis artifact (profile_roofline.json)")
+    wrong = check(artifact, ("artifact",), "an analysis artifact (profile_roofline.json)")
+    if wrong:
+        click.echo(f"roofline rerun: {wrong}", err=True)
+        sys.exit(2)
     try:
         res = rerun_artifact(artifact, entries, counters, dispatch, playbook_dir,
                              progress=lambda xs: tqdm(xs, desc="re-run", unit="head"), level=level, l2=l2)

@@ -58,10 +58,14 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
     from roofline.ingest.topn import StepPlan, aggregate_trace, build_topn
     from roofline.ingest.torch_trace import TraceError, parse_trace
 
+    from roofline.ingest import walltime
+    from roofline.ingest.topn import step_ranges
+
     plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
     try:
         pt = parse_trace(source, range_regex=[decode_range, prefill_range], workers=workers)
-        aggs, steps, notes = aggregate_trace(pt, plan)
+        gl = _scan_graphs(source, pt)
+        aggs, steps, notes = aggregate_trace(pt, plan, graph_corr=gl.corr if gl else None)
     except TraceError as exc:
         _fail(source, str(exc))
     src = {"kind": "torch_trace", "path": os.path.basename(source), "kernel_launches": pt.n_kernels,
@@ -70,11 +74,17 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
         notes.append(f"parsed with {pt.engine}: install ijson's C backend (yajl2_c) for speed")
     if pt.device_names:
         src["devices"] = sorted(set(pt.device_names))
-    graph = _graph_replays(source, pt, notes)
+    graph = _graph_replays(pt, gl, notes)
     if graph:
         src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
     doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
                      round_no=round_no, source=src)
+    wall = walltime.wall_time(pt, step_ranges(pt, plan)[1])
+    if wall:   # the steps' wall time: GPU busy / memcpy / idle (docs/topn.md)
+        if gl:
+            for reg, n in walltime.graph_steps(pt, step_ranges(pt, plan)[1], gl.corr).items():
+                wall[reg]["graph_steps"] = n
+        doc["wall_time"] = wall
     if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
         doc["device_properties"] = pt.device_properties
     if collectives is not None or any(e.get("op_class") == "comm" for e in doc["entries"]):
@@ -111,6 +121,27 @@ def _topn_of_ncu(source, kind, decode_steps, prefill_steps, regime, top, min_pct
     doc = build_topn(read.aggs, steps, notes, top=top, min_pct=min_pct, round_no=round_no, source=src)
     doc["notes"] += attach(doc, read)   # each entry's measured counters, the report's device
     return doc
+
+
+ACCEPTS = ("a PyTorch profiler Chrome trace (.json, .json.gz), an Nsight Compute report (.ncu-rep) or its "
+           "raw-page CSV")
+
+
+def _refuse_other_kinds(source: str) -> None:
+    """A file that is none of the kinds topn reads (an image, a Top-N, an artifact, ...): one line
+    saying what it is and what topn reads, exit 2."""
+    from roofline.filekinds import sniff, what_is, wrong_kind
+
+    what = what_is(source)
+    if what:
+        _fail(source, f"this is {what}, not a profile: roofline topn reads {ACCEPTS}")
+    k = sniff(source)
+    if k in ("topn", "artifact", "env_report", "config", "ladder_bench"):
+        click.echo(f"roofline topn: {wrong_kind(source, k, 'a profile (roofline topn reads ' + ACCEPTS + ')')}",
+                   err=True)
+        sys.exit(2)
+    if k == "not_json" and _kind(source) == "trace":
+        _fail(source, f"not JSON, so not a PyTorch profiler trace: roofline topn reads {ACCEPTS}")
 
 
 @click.command(name="topn")
@@ -184,6 +215,7 @@ def topn(sources, out_path, decode_steps, prefill_steps, regime, decode_range, p
         return _ranks(dict(locals()))
     if not os.path.isfile(source):
         _fail(source, "no such file")
+    _refuse_other_kinds(source)
     config = _config_or_exit(config_file)
     if round_no is None:
         m = _ROUND_RE.search(os.path.abspath(out_path))
@@ -238,18 +270,28 @@ def _comm_shapes(source, doc, collectives, world_size) -> None:
                             "Kineto attaches to them (op class comm, judged on the interconnect roof)")
 
 
-def _graph_replays(source, pt, notes: list) -> dict | None:
-    """CUDA-graph replays (roofline.ingest.graphs): when some kernels have no op link, look for the
-    runtime's graph-launch events; if found, their note replaces the generic 'no record_shapes' one
-    (rewrites `notes` in place). Returns the summary, or None."""
+def _scan_graphs(source, pt):
+    """The trace's CUDA-graph launches (roofline.ingest.graphs), scanned only when some kernels
+    have no op link; None when not scanned or unreadable."""
     from roofline.ingest import graphs
 
     if not graphs.needs_scan(pt):
         return None
     try:
-        s = graphs.graph_replay_summary(pt, graphs.scan_graph_launches(source))
+        return graphs.scan_graph_launches(source)
     except (OSError, EOFError):
-        s = None
+        return None
+
+
+def _graph_replays(pt, gl, notes: list) -> dict | None:
+    """CUDA-graph replays: when some kernels have no op link and the trace has graph-launch events,
+    their note replaces the generic 'no record_shapes' one (rewrites `notes` in place). Returns the
+    summary, or None."""
+    from roofline.ingest import graphs
+
+    if gl is None and not graphs.needs_scan(pt):
+        return None
+    s = graphs.graph_replay_summary(pt, gl) if gl is not None else None
     generic = [i for i, n in enumerate(notes) if n.startswith("the trace has no record_shapes data")]
     if s is None:
         if generic and pt.record_shapes:
@@ -262,20 +304,52 @@ def _graph_replays(source, pt, notes: list) -> dict | None:
     return s
 
 
+_FLAG_FIELD = {"isl": "workload.isl", "osl": "workload.osl", "conc": "workload.conc", "gfx": "gfx",
+               "model_dtype": "model_dtype", "model_arch_class": "model_arch_class", "framework": "framework"}
+
+
 def _starter_env(source, kind, doc, out_path, env_out, force, config, config_file, flags) -> list[str]:
-    """Write the starter env report (roofline.ingest.env_starter); never overwrite one silently.
+    """Write the starter env report (roofline.ingest.env_starter), or fill the one topn wrote
+    earlier (generated_by says so); never overwrite a user's env report without --force.
     Returns the lines to print."""
     from pathlib import Path
 
-    from roofline.ingest.env_starter import HOW_TO_GIVE, starter_env, trace_head
+    from roofline.ingest.env_starter import is_starter
     from roofline.inputs import find_upwards
 
     dest = Path(env_out) if env_out else Path(out_path).parent / "env_report.json"
     existing = dest if dest.exists() else (None if env_out else find_upwards(dest.parent, "env_report.json"))
     given = [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None] + (["--config"] if config_file else [])
-    if existing is not None and not force:
+    old = _json_or_none(existing) if existing is not None and not force else None
+    if existing is not None and not force and not is_starter(old):
         return [f"kept the existing env report {existing} (not rewritten"
                 + (f"; {', '.join(given)} not written to it" if given else "") + "): --force replaces it with a starter"]
+    where = existing if (existing is not None and not force) else dest
+    env, missing, notes = _fresh_starter(source, kind, doc, where, config, config_file, flags)
+    msgs = [f"note: {n}" for n in notes]
+    if existing is not None and not force:   # a starter topn wrote earlier: filled, hand edits kept
+        from roofline.ingest.env_starter import fill_starter
+
+        given_fields = {_FLAG_FIELD[k] for k, v in flags.items() if v is not None and k in _FLAG_FIELD}
+        given_fields |= {"config_path"} if config_file else set()
+        env, changed, missing = fill_starter(old, env, given_fields)
+        if not changed:
+            return msgs + [f"kept the starter env report {existing} (written by roofline topn; nothing new to fill in)"] \
+                + _missing_line(missing)
+        _write_env(where, env)
+        return msgs + [f"filled the starter env report {existing} (written by roofline topn): "
+                       + ", ".join(f"{f}={_show(env, f)}" for f in changed)] + _missing_line(missing)
+    _write_env(dest, env)
+    same = existing is not None and existing.resolve() == dest.resolve()
+    line = f"{'replaced' if same else 'wrote'} the starter env report {dest}"
+    if existing is not None and not same:
+        line += f" (it takes precedence over {existing} for this Top-N)"
+    return msgs + [line] + _missing_line(missing)
+
+
+def _fresh_starter(source, kind, doc, dest, config, config_file, flags):
+    from roofline.ingest.env_starter import starter_env, trace_head
+
     # the device: a trace's deviceProperties head, or the report's device__attribute_* record
     head = trace_head(source) if kind == "trace" else {"deviceProperties": doc.get("device_properties") or []}
     cfg_rel = None
@@ -284,19 +358,34 @@ def _starter_env(source, kind, doc, out_path, env_out, force, config, config_fil
             cfg_rel = os.path.relpath(os.path.abspath(config_file), dest.resolve().parent)
         except ValueError:  # another drive (Windows)
             cfg_rel = os.path.abspath(config_file)
-    env, missing, notes = starter_env(head, doc, config=config, config_path=cfg_rel,
-                                      trace_name=os.path.basename(source), **flags)
+    return starter_env(head, doc, config=config, config_path=cfg_rel, trace_name=os.path.basename(source), **flags)
+
+
+def _json_or_none(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _show(env: dict, field: str):
+    from roofline.ingest.env_starter import get_field
+
+    return get_field(env, field)
+
+
+def _write_env(dest, env: dict) -> None:
     try:
         _write_atomic(str(dest), env)
     except OSError as exc:
         _fail(str(dest), f"cannot write the starter env report: {exc.strerror or exc}")
-    msgs = [f"note: {n}" for n in notes]
-    same = existing is not None and existing.resolve() == dest.resolve()
-    verb = "replaced" if same else "wrote"
-    line = f"{verb} the starter env report {dest}"
-    if existing is not None and not same:
-        line += f" (it takes precedence over {existing} for this Top-N)"
-    msgs.append(line)
-    for m in missing:
-        msgs.append(f"env report: {m} is not known from the trace: give it with {HOW_TO_GIVE[m]}")
-    return msgs
+
+
+def _missing_line(missing: list[str]) -> list[str]:
+    from roofline.ingest.env_starter import how_to_give
+
+    if not missing:
+        return []
+    return [f"env report: not known from the trace: {', '.join(missing)}{how_to_give(missing, starter=True)}"]

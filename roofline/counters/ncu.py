@@ -9,7 +9,7 @@ Both readers first turn every launch into {metric name: value in ncu's base unit
 same report (names aside: ncu_report's demangler and the ncu 2025.3.1 CLI's print a few names
 differently, e.g. `(int)8` vs `8`; `roofline.counters.match.canonical_name` maps both to one).
 
-Metric names are Hopper's (`ncu --query-metrics --chip gh100`); see shared/reference/H200.md.
+Metric names are Hopper's (`ncu --query-metrics --chip gh100`); the H200 fixtures are in fixtures/ncu/.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """rocprofv3 counter-collection CSV reader (AMD).
 
 Format (rocprofv3's documentation, ROCm/rocprofiler-sdk source/docs/data/counter_collection.csv;
-copy in shared/reference/): LONG format, one row per (dispatch, counter), timestamps in ns.
+copy in fixtures/rocprof/): LONG format, one row per (dispatch, counter), timestamps in ns.
 Columns are found by header NAME, since their order changed across versions; needed:
 Kernel_Name, Counter_Name, Counter_Value; a dispatch key (Dispatch_Id, else Correlation_Id);
 Start_Timestamp/End_Timestamp optional.

@@ -13,17 +13,39 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-# env_report field -> how a user gives it (the analyze CLI appends this to a "missing" message)
-HOW_TO_GIVE = {
-    "gfx": "`roofline topn TRACE --gfx sm_90` (the trace had no deviceProperties) or edit the file",
-    "model_dtype": "`roofline topn TRACE --model-dtype bf16` (no captured dtypes: record_shapes was off, or every "
-                   "kernel was replayed from a CUDA graph) or edit the file",
-    "model_arch_class": "`roofline topn TRACE --model-arch-class dense|moe` or edit the file",
-    "workload": "`roofline topn TRACE --isl N --osl N --conc N` or edit the file",
-    "workload.isl": "`roofline topn TRACE --isl N` (input tokens per request) or edit the file",
-    "workload.osl": "`roofline topn TRACE --osl N` (output tokens per request) or edit the file",
-    "workload.conc": "`roofline topn TRACE --conc N` (concurrent requests) or edit the file",
+# env_report field -> (the `roofline topn` flag that gives it, what it is)
+FLAGS = {
+    "gfx": ("--gfx sm_90", "the device key"),
+    "model_dtype": ("--model-dtype bf16", "the dtype of tensors the Top-N does not type"),
+    "model_arch_class": ("--model-arch-class dense|moe", "dense or MoE"),
+    "workload.isl": ("--isl N", "input tokens per request"),
+    "workload.osl": ("--osl N", "output tokens per request"),
+    "workload.conc": ("--conc N", "concurrent requests"),
 }
+GENERATED_BY = "roofline topn"   # generated_by.tool of a starter: what topn may fill in later
+
+
+def is_starter(env: dict) -> bool:
+    """Whether an env report is a starter `roofline topn` wrote (it may fill it; never a user's file)."""
+    g = env.get("generated_by") if isinstance(env, dict) else None
+    return isinstance(g, dict) and g.get("tool") == GENERATED_BY
+
+
+def how_to_give(fields, starter: bool, missing: bool = True) -> str:
+    """': give it with ...' for left-out (or, missing=False, mistyped) env-report fields, all of them
+    in one clause. A starter is filled by `roofline topn TRACE <flags>`; a file of the user's is
+    edited."""
+    fields = [f for f in fields if f in FLAGS]
+    if not fields:
+        return ""
+    it = "it" if len(fields) == 1 else "them"
+    what = "; ".join(f"{f.split('.')[-1]}: {FLAGS[f][1]}" for f in fields)
+    if starter:
+        why = " (no deviceProperties in the trace)" if "gfx" in fields else ""
+        return (f": give {it} with `roofline topn TRACE {' '.join(FLAGS[f][0] for f in fields)}` ({what}){why}; "
+                "it fills the starter env report it wrote; or edit the file")
+    return f": add {it} to the file ({what}; docs/env_report.md)" if missing else f" ({what}; docs/env_report.md)"
+
 
 _HEAD_LIMIT = 64 << 20
 
@@ -189,6 +211,48 @@ def starter_env(head: dict, topn: dict, *, isl=None, osl=None, conc=None, config
         env["config_path"] = config_path
     missing = [k for k in ("gfx", "model_dtype") if k not in env]
     missing += [f"workload.{k}" for k in ("isl", "osl", "conc") if k not in wl]
-    env["generated_by"] = {"tool": "roofline topn", "trace": trace_name, "sources": src,
+    env["generated_by"] = {"tool": GENERATED_BY, "trace": trace_name, "sources": src,
                            "missing": missing}
     return env, missing, notes
+
+
+def get_field(env: dict, field: str):
+    if field.startswith("workload."):
+        wl = env.get("workload")
+        return wl.get(field[9:]) if isinstance(wl, dict) else None
+    return env.get(field)
+
+
+def set_field(env: dict, field: str, value) -> None:
+    if field.startswith("workload."):
+        if not isinstance(env.get("workload"), dict):
+            env["workload"] = {}
+        env["workload"][field[9:]] = value
+    else:
+        env[field] = value
+
+
+def fill_starter(old: dict, fresh: dict, given: set[str]) -> tuple[dict, list[str], list[str]]:
+    """A starter written earlier (is_starter), filled from a fresh one: the fields given as flags
+    now (`given`: env-report field paths) take the new value, a field the old starter lacks is
+    added, every other field (a hand edit included) stays as it is.
+    -> (the env report, the fields set or changed, the fields still missing)."""
+    env = json.loads(json.dumps(old))
+    fields = [k for k in fresh if k not in ("workload", "generated_by")]
+    fields += [f"workload.{k}" for k in (fresh.get("workload") or {})]
+    gb = env["generated_by"] if isinstance(env.get("generated_by"), dict) else {}
+    sources = gb.get("sources") if isinstance(gb.get("sources"), dict) else {}
+    fsrc = fresh["generated_by"]["sources"]
+    changed = []
+    for f in fields:
+        new = get_field(fresh, f)
+        if (f in given or get_field(env, f) is None) and get_field(env, f) != new:
+            set_field(env, f, new)
+            changed.append(f)
+            top = f.split(".")[0]
+            if top in fsrc:
+                sources[top] = fsrc[top]
+    missing = [k for k in ("gfx", "model_dtype", "workload.isl", "workload.osl", "workload.conc")
+               if get_field(env, k) is None]
+    env["generated_by"] = {**gb, "tool": GENERATED_BY, "sources": sources, "missing": missing}
+    return env, changed, missing

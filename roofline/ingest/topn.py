@@ -1,4 +1,4 @@
-"""Build a profile_topN.json (../shared/spec/INPUTS.md) from parsed profiler output.
+"""Build a profile_topN.json (docs/topn.md) from parsed profiler output.
 
 Two sources feed the same builder: a PyTorch trace (:mod:`roofline.ingest.torch_trace`) and an
 Nsight Compute report (:mod:`roofline.ingest.ncu`). Both reduce to *launches*: (kernel name,
@@ -71,14 +71,16 @@ def _regime_of_name(name: str, plan: StepPlan) -> str | None:
     return None
 
 
-def aggregate_trace(pt, plan: StepPlan):
-    """Per-kernel aggregates, steps per regime, and notes, from a ParsedTrace."""
+def aggregate_trace(pt, plan: StepPlan, graph_corr: set | None = None):
+    """Per-kernel aggregates, steps per regime, and notes, from a ParsedTrace. ``graph_corr``: the
+    correlation ids of the trace's CUDA-graph launches (roofline.ingest.graphs), to say how many
+    steps replayed a graph."""
     notes: list[str] = []
     if pt.n_kernels == 0:
         raise TopNError(f"the trace holds no GPU kernel events (cat 'kernel'; {pt.n_events} events read)")
     cpu_r, gpu_r, prof_steps = _step_ranges(pt, plan)
     if cpu_r or gpu_r:
-        regime_of, steps = _regimes_from_ranges(pt, plan, cpu_r, gpu_r, notes)
+        regime_of, steps = _regimes_from_ranges(pt, plan, cpu_r, gpu_r, notes, graph_corr)
     else:
         regime_of, steps = _regimes_without_ranges(pt, plan, prof_steps, notes)
     fold_into, extra_us = _splitk_folds(pt, notes)
@@ -118,9 +120,30 @@ def _step_ranges(pt, plan: StepPlan):
     return cpu_r, gpu_r, prof_steps
 
 
-def _regimes_from_ranges(pt, plan: StepPlan, cpu_r, gpu_r, notes: list[str]):
+def step_ranges(pt, plan: StepPlan):
+    """-> (CPU-side step ranges per regime, GPU-side ones per regime, ProfilerStep# names)."""
+    return _step_ranges(pt, plan)
+
+
+def _step_label(reg: str, n: int, cpu_r, gpu_r, graph: dict) -> str:
+    """'decode: 7 x 'decode_step' (1 eager, 6 replaying a CUDA graph)': the count by range name
+    (several names: each with its count), and how many steps ran a graph replay."""
+    names = Counter(r.name for r in cpu_r[reg]) or Counter(r.name for r in {r.ext_id: r for r in gpu_r[reg]}.values())
+    if len(names) == 1:
+        label = f"{reg}: {n} x '{next(iter(names))}'"
+    else:
+        label = f"{reg}: {n} steps (" + ", ".join(f"{c} x '{nm}'" for nm, c in sorted(names.items())) + ")"
+    g = graph.get(reg)
+    if g:
+        label += f" ({n - g} eager, {g} replaying a CUDA graph)"
+    return label
+
+
+def _regimes_from_ranges(pt, plan: StepPlan, cpu_r, gpu_r, notes: list[str], graph_corr=None):
     """Step ranges in the trace: each launch's regime (placed by the GPU-side ranges, else by its
     launch's CPU time; "outside" when in none) and the step count per regime."""
+    from roofline.ingest.walltime import graph_steps
+
     steps: dict[str, int] = {}
     for reg in REGIMES:
         c = len(cpu_r[reg]) or len({r.ext_id for r in gpu_r[reg]})
@@ -129,8 +152,9 @@ def _regimes_from_ranges(pt, plan: StepPlan, cpu_r, gpu_r, notes: list[str]):
     use_gpu = bool(gpu_r)
     regime_of, outside, outside_us = _place_launches(pt, gpu_r if use_gpu else cpu_r, use_gpu)
     where = "GPU-side ranges (gpu_user_annotation)" if use_gpu else "CPU-side ranges (launch time)"
+    graph = graph_steps(pt, gpu_r, graph_corr) if graph_corr and use_gpu else {}
     notes.append("regimes and step counts from step ranges in the trace ("
-                 + ", ".join(f"{k}: {v} x '{(cpu_r[k] or gpu_r[k])[0].name}'" for k, v in steps.items())
+                 + ", ".join(_step_label(k, v, cpu_r, gpu_r, graph) for k, v in steps.items())
                  + f"); kernels placed by {where}")
     if outside:
         notes.append(f"{outside} launches ({outside_us/1000:.3f} ms) ran outside any step range: counted in "

@@ -27,7 +27,7 @@ What is kept is bounded by the number of distinct things plus a few numbers per 
   path reads them, in a second pass, only when one of those is the case);
 * user_annotation / gpu_user_annotation step ranges (record_function names).
 
-Links (see ../shared/reference/H200.md): a kernel's ``External id`` equals that of the innermost
+Links (Kineto's trace format): a kernel's ``External id`` equals that of the innermost
 cpu_op that launched it (``aten::mm``, not ``aten::linear``); its ``correlation`` equals that of the
 ``cudaLaunchKernel`` (cuda_runtime) or ``cuLaunchKernelEx`` (cuda_driver) event.
 """

@@ -124,6 +124,8 @@ def _merge(pt: ParsedTrace, sink: Sink, part: ParsedTrace) -> None:
     pt.ranges.extend(part.ranges)
     pt.mem.update(part.mem)
     pt.mem_count.update(part.mem_count)
+    pt.m_ts.extend(part.m_ts)
+    pt.m_dur.extend(part.m_dur)
     sink.n += part.n_events
 
 

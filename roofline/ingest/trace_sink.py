@@ -177,8 +177,11 @@ class Sink:
 
     def _mem(self, e: dict, cat: str) -> None:
         nm = e.get("name", "")
-        self.pt.mem[nm] += num(e.get("dur", 0.0), "dur")
+        dur = num(e.get("dur", 0.0), "dur")
+        self.pt.mem[nm] += dur
         self.pt.mem_count[nm] += 1
+        self.pt.m_ts.append(num(e.get("ts", 0.0), "ts"))
+        self.pt.m_dur.append(dur)
 
     def _range(self, e: dict, cat: str) -> None:
         nm = e.get("name", "")

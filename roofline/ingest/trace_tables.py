@@ -92,6 +92,8 @@ class ParsedTrace:
     ranges: list[Range] = field(default_factory=list)
     mem: Counter = field(default_factory=Counter)                    # memcpy/memset name -> total us
     mem_count: Counter = field(default_factory=Counter)
+    m_ts: array = field(default_factory=lambda: array("d"))          # one row per memcpy/memset: start (us)
+    m_dur: array = field(default_factory=lambda: array("d"))         # ... its duration (us)
     n_events: int = 0
     record_shapes: bool | None = None
     device_names: list[str] = field(default_factory=list)
@@ -171,8 +173,18 @@ def to_int(v, default=-1) -> int:
 
 
 def short(exc: BaseException) -> str:
-    s = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return s[:160]
+    """The first line of an error, printable text only (yajl's message is a bytes repr that quotes
+    the offending input: a binary file's bytes never reach the terminal)."""
+    text = str(exc).strip()
+    if text[:2] in ("b'", 'b"'):
+        import ast
+
+        try:
+            text = ast.literal_eval(text).decode("utf-8", "replace").strip()
+        except (ValueError, SyntaxError, UnicodeDecodeError):
+            pass
+    s = text.splitlines()[0] if text else type(exc).__name__
+    return "".join(c if c.isprintable() and c != "\ufffd" else "?" for c in s)[:160]
 
 
 def decode_event(loads, ev: bytes, handle) -> None:

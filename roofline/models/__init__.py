@@ -1,4 +1,4 @@
-"""Byte/FLOP models, one module per op class (seed 002 section 4).
+"""Byte/FLOP models, one module per op class (docs/method.md section 2).
 
 Every model is a pure function from shapes and dtype sizes to one or more `Candidate`s (a byte and
 FLOP count under one stated assumption). Each op class's registration (roofline/opclasses/) names
@@ -22,7 +22,7 @@ class ModelResult:
     candidates: list[Candidate]
     compute_dtype: str                      # which compute roof applies (the MMA's input precision)
     assumptions: list[str] = field(default_factory=list)
-    primary: str | None = None              # the label the seed says to report when unsure
+    primary: str | None = None              # the label to report when unsure
     info: dict = field(default_factory=dict)  # model-specific extras (experts_hit, seq_len, ...)
 
 

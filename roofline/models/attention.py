@@ -1,4 +1,4 @@
-"""Attention: paged decode (seed 002 section 4) and prefill (flash, no score round-trip)."""
+"""Attention: paged decode (docs/method.md section 2) and prefill (flash, no score round-trip)."""
 from __future__ import annotations
 
 from roofline.models import Candidate, ModelResult
@@ -6,7 +6,7 @@ from roofline.models import Candidate, ModelResult
 
 def decode_counts(batch: int, seq_len: float, n_q: int, n_kv: int, head_dim: int, kv_bytes: float):
     """(flops, bytes) of one decode step of attention. NB: KV traffic dominates; Q and the output
-    (batch·n_q·head_dim each) are negligible at decode and left out, as the seed does."""
+    (batch·n_q·head_dim each) are negligible at decode and left out."""
     nbytes = batch * seq_len * n_kv * head_dim * 2 * kv_bytes          # K and V
     flops = 2.0 * batch * n_q * seq_len * head_dim * 2                 # QK^T and PV
     return flops, nbytes

@@ -1,4 +1,4 @@
-"""Elementwise / norm / quant (seed 002 section 4): pure streaming."""
+"""Elementwise / norm / quant (docs/method.md section 2): pure streaming."""
 from __future__ import annotations
 
 import math

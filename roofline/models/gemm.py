@@ -1,4 +1,4 @@
-"""Dense GEMM [M,K] x [K,N] (seed 002 section 4)."""
+"""Dense GEMM [M,K] x [K,N] (docs/method.md section 2)."""
 from __future__ import annotations
 
 from roofline.models import Candidate, ModelResult, wider

@@ -1,4 +1,4 @@
-"""MoE / grouped expert GEMM (seed 002 section 4). At decode the question is how many expert
+"""MoE / grouped expert GEMM (docs/method.md section 2). At decode the question is how many expert
 weights are streamed: the expected number of distinct experts hit, or all E."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from roofline.models import attention as _model
 from roofline.opclasses.aten import distinct_elems, dtype_of
 from roofline.opclasses.base import OpClass, register
-from roofline.opclasses.stage_a import cfg, fill
+from roofline.opclasses.stage_a import cfg, fill, workload
 
 # Attention ops: op -> (layout of q/k/v, index of is_causal in Concrete Inputs or None)
 # bhsd: [batch, heads, seq, head_dim]; bshd: [batch, seq, heads, head_dim] (3-D: varlen, [tokens, h, d])
@@ -83,7 +83,6 @@ def trace_shape(sig):
 
 
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
-    conc, isl, osl = wl["conc"], wl["isl"], wl["osl"]
     heads = cfg(config, "num_attention_heads", "n_head")
     fill(s, "n_q_heads", heads, "config.json", assumed)
     fill(s, "n_kv_heads", cfg(config, "num_key_value_heads", "num_kv_heads") or heads, "config.json", assumed)
@@ -92,8 +91,12 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
         hd = int(cfg(config, "hidden_size")) // int(heads)
     fill(s, "head_dim", hd, "config.json", assumed)
     if regime == "decode":
-        fill(s, "batch", int(conc), "decode batch = workload.conc", assumed)
+        if "batch" not in s:
+            fill(s, "batch", int(workload(wl, "conc", "the batch of a decode attention without a captured shape")),
+                 "decode batch = workload.conc", assumed)
         if "seq_len" not in s:
+            what = "the context of a decode attention without a captured shape"
+            isl, osl = workload(wl, "isl", what), workload(wl, "osl", what)
             # NB: seq_len is the CURRENT average context; mid-run that is isl + osl/2. The
             # full context isl + osl is only the upper end of the displayed range.
             s["seq_len_candidates"] = [("mean_context", isl + osl / 2), ("max_context", isl + osl)]
@@ -102,7 +105,9 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
                            f"upper candidate isl + osl = {isl + osl:g}) - a real source of error")
     else:
         fill(s, "batch", 1, "prefill: one sequence per launch", assumed)
-        fill(s, "seq_len", int(isl), "prefill seq_len = workload.isl", assumed)
+        if "seq_len" not in s:
+            fill(s, "seq_len", int(workload(wl, "isl", "the context of a prefill attention without a captured shape")),
+                 "prefill seq_len = workload.isl", assumed)
     s["regime"] = regime
     return ("batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim")
 

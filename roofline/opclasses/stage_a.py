@@ -2,6 +2,20 @@
 assumption so that `notes` can say what was assumed."""
 from __future__ import annotations
 
+from roofline.errors import EntryError
+
+_FLAG = {"isl": ("--isl N", "input tokens per request"), "osl": ("--osl N", "output tokens per request"),
+         "conc": ("--conc N", "concurrent requests")}
+
+
+def workload(wl: dict, key: str, what: str):
+    """workload[key], or EntryError (this entry degrades alone) naming the field, what needs it and
+    how to give it, when the env report leaves it out."""
+    if key not in wl:
+        raise EntryError(f"workload.{key} is not in the env report, and {what} needs it: give it with "
+                         f"`roofline topn TRACE {_FLAG[key][0]}` ({_FLAG[key][1]}) or in the env report (docs/env_report.md)")
+    return wl[key]
+
 
 def cfg(config: dict | None, *keys):
     """The first of ``keys`` config.json gives, or None."""
@@ -20,7 +34,11 @@ def fill(shape: dict, key: str, value, why: str, assumed: list[str]) -> None:
 
 def fill_m(s: dict, wl: dict, regime: str, assumed: list[str]) -> None:
     """A GEMM's M at stage A: the decode batch, or one prefill sequence."""
+    if "M" in s:
+        return
     if regime == "decode":
-        fill(s, "M", int(wl["conc"]), "decode M = workload.conc", assumed)
+        fill(s, "M", int(workload(wl, "conc", "a decode M without a captured shape")), "decode M = workload.conc",
+             assumed)
     else:
-        fill(s, "M", int(wl["isl"]), "prefill M = one sequence of workload.isl tokens per step", assumed)
+        fill(s, "M", int(workload(wl, "isl", "a prefill M without a captured shape")),
+             "prefill M = one sequence of workload.isl tokens per step", assumed)

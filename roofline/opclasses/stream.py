@@ -13,7 +13,7 @@ from roofline.errors import EntryError
 from roofline.models import elementwise as _model
 from roofline.opclasses.aten import dtype_of, tensor_elems, tensor_list, tensors
 from roofline.opclasses.base import OpClass, register
-from roofline.opclasses.stage_a import cfg
+from roofline.opclasses.stage_a import cfg, workload
 
 # Gathers: op -> (index of the table, index of the indices). Rows are along dim 0 (embedding; and
 # index_select as LLMs use it, dim=0).
@@ -156,8 +156,9 @@ def fill_per_token(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ..
     over the hidden state: its stage-A size, low confidence, display only)."""
     if "elems_in" not in s and "shape" not in s:
         hidden = cfg(config, "hidden_size")
-        tokens = wl["conc"] if regime == "decode" else wl["isl"]
         if hidden:
+            tokens = (workload(wl, "conc", f"the size of a decode {op_class} without a shape") if regime == "decode"
+                      else workload(wl, "isl", f"the size of a prefill {op_class} without a shape"))
             s["elems_in"] = int(tokens * hidden)
             assumed.append(f"elems_in={tokens * hidden:g} ({'conc' if regime == 'decode' else 'isl'} tokens x "
                            f"hidden_size: a {op_class} works per token over the hidden state)")

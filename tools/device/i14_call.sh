@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 device call (repo root on the H200): install the project as a user would, then
+# The third ladder round's device call (repo root on the H200): install the project as a user would, then
 #   STEP=check  the full check suite (200 random shapes + tails, K=1, NaN/Inf, poisoned output) on
 #               $CHECK (default: every level and variant of the registry); then the serving bench
 #               (prefill gate set, decode gate set, ragged) of the levels and variants beside cuBLAS

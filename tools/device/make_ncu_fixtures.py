@@ -31,7 +31,7 @@ import sys
 import time
 
 # Hopper metric names, each checked against `ncu --query-metrics --chip gh100`
-# (shared/reference/gh100_metrics.txt.gz); suffixes .sum/.avg/.peak_sustained/.per_second are
+# (`ncu --query-metrics --chip gh100`); suffixes .sum/.avg/.peak_sustained/.per_second are
 # ncu's standard roll-ups.
 METRICS = [
     "gpu__time_duration.sum",

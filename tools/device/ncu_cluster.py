@@ -1,4 +1,4 @@
-"""One launch each of the warp-specialized builds at one shape, for ncu (issue 14, level 8's 2x):
+"""One launch each of the warp-specialized builds at one shape, for ncu (the third ladder round, level 8's 2x):
     ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy \
         --section WarpStateStats --section MemoryWorkloadAnalysis -k regex:gemm_ \
         python3 tools/device/ncu_cluster.py 4096 4096 4096 7 8 l09_coop_cluster 9

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One `roofline peaks measure` run on this machine start (issue 11 item 1), then a short table.
+# One `roofline peaks measure` run on this machine start (the compute-roof envelopes, fixtures/peaks/README.md), then a short table.
 #   usage (device machine, repo root):  bash tools/device/peaks_run.sh h200_run2
 # Writes $OUT/<label>.yaml (the one-run envelope) and $OUT/<label>.raw.json (every shape's samples).
 # Back here: copy <label>.raw.json to fixtures/peaks/runs/ and run the rebuild command of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 on the device: re-run every GEMM head of a Top-N built from a real profiled prefill
+# Stage C on the device: re-run every GEMM head of a Top-N built from a real profiled prefill
 # (fixtures/rerun, made from fixtures/traces/prefill.json.gz) through the ladder, with counters.
 # Usage (repo root, device image python3): bash tools/device/rerun_demo.sh  -> results in $OUT
 set -u

@@ -17,7 +17,7 @@
 //            per warpgroup: every warp's part of m64n256k16 reads all of B); the producer reuses the stage for load p = q + D after waiting
 //            on parity ((p / D) - 1) & 1.
 // Prologue: the producer issues loads 0 .. D-1 (no empty wait). Steady state, iteration q:
-// wait full, issue 4 wgmma, commit, wgmma.wait_group LAG (LAG = 1 if D > 1: the MMA of q-1 is
+// wait full, issue four wgmma, commit, wgmma.wait_group LAG (LAG = 1 if D > 1: the MMA of q-1 is
 // complete, the one of q may still run), release stage of r = q - LAG, the producer refills up to
 // load r + D. Drain: the last D loads have no refill; wait_group 0. With D = 1 (LAG = 0) the
 // next load can only start after the MMA of the current tile completes: copy and MMA alternate
