@@ -178,10 +178,46 @@ def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, not
     return Work(dt, [{}], [1.0], [{}], [], None, "measured", [dt], [res], res)
 
 
-def logical_time(e: Entry, reg, out: dict, notes: list[str]) -> tuple[float, int]:
+def moe_layers(config: dict | None) -> int | None:
+    """The MoE layers of a model from config.json: the layer count less the leading dense layers
+    (first_k_dense_replace), or every decoder_sparse_step-th layer; None when it says nothing."""
+    if not config or not isinstance(config.get("num_hidden_layers"), int):
+        return None
+    n = int(config["num_hidden_layers"])
+    dense = config.get("first_k_dense_replace")
+    if isinstance(dense, int) and 0 <= dense < n:
+        return n - dense
+    step = config.get("decoder_sparse_step")
+    if isinstance(step, int) and step > 1:
+        return n // step
+    return n
+
+
+def fused_moe_launches(e: Entry, op_class: str, w: "Work", reg, config: dict | None, notes: list[str]) -> int:
+    """A fused MoE layer model (stage A, no stage in the shape) counts a whole layer's expert work;
+    a fused_moe kernel is launched once per stage (gate/up, then down). Where the Top-N does not say
+    how many launches form one logical op, the launches per step over the MoE layers of config.json
+    say it (2 launches a layer: stage 1 + stage 2), and the notes say so."""
+    if op_class != "moe" or "launches_per_logical_op" in (e.raw or {}) or not w.shapes \
+            or "pairs" in w.shapes[0] or w.shapes[0].get("stage") is not None:
+        return e.launches_per_logical_op
+    layers = moe_layers(config)
+    if not layers:
+        return e.launches_per_logical_op
+    per_layer = reg.launches_per_step / layers
+    if per_layer >= 1.5 and abs(per_layer - round(per_layer)) < 0.05:
+        n = int(round(per_layer))
+        notes.append(f"{reg.launches_per_step:g} launches per step over {layers} MoE layers (config.json) = {n} "
+                     f"launches per layer: one logical op (a layer's expert GEMMs) = {n} launches")
+        return n
+    return e.launches_per_logical_op
+
+
+def logical_time(e: Entry, reg, out: dict, notes: list[str], n_l: int | None = None) -> tuple[float, int]:
     """Per-launch vs per-logical-op: the model counts one logical op; it is compared with the
     summed time of the launches forming it. Returns (t_s of one logical op, launches in it)."""
-    n_l = e.launches_per_logical_op
+    n_l = e.launches_per_logical_op if n_l is None else n_l
+    out["launches_per_logical_op"] = n_l
     t_logical_ms = reg.base_latency_ms * n_l
     out["t_logical_op_ms"] = t_logical_ms
     notes.append(f"unit: one logical op = {n_l} launch(es), {t_logical_ms:.6g} ms"
@@ -462,7 +498,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
         w = model_work(op_class, e, env, config, regime, notes)
     except EntryError as exc:
         w = measured_work(e, env, counters, exc, notes)   # re-raises exc without usable counters
-    t_s, n_l = logical_time(e, reg, out, notes)
+    t_s, n_l = logical_time(e, reg, out, notes, fused_moe_launches(e, op_class, w, reg, config, notes))
     peak_bw, _ = collective.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)

@@ -94,3 +94,30 @@ def test_stage_a_version_has_no_verdict_and_falls_back_to_pct(example_topn, exam
     assert round(moe["roofline_pct"], 2) == 0.88 and moe["provisional_headroom_class"] == "saturated"
     assert "num_experts" not in moe["notes"] and "E=256 (config.json)" in moe["notes"]
     assert a["ranking_by_expected_gain"] == a["ranking_by_pct"]
+
+
+def test_fused_moe_launches_per_layer_come_from_the_layer_count(tmp_path):
+    """Without launches_per_logical_op in the Top-N, the fused MoE kernel's 80 launches per step over
+    the config's 40 MoE layers say 2 launches form one layer's expert work (stage 1 + stage 2): the
+    seed's 88% again, and the notes say how the unit was found. With one launch per layer (a config
+    of 80 layers) the unit stays one launch."""
+    import json
+    import shutil
+
+    d = json.loads(TOPN.read_text())
+    d["entries"][0].pop("launches_per_logical_op")
+    (tmp_path / "profile" / "round_1").mkdir(parents=True)
+    (tmp_path / "profile" / "round_1" / "profile_topN.json").write_text(json.dumps(d))
+    shutil.copy(EXAMPLE / "env_report.json", tmp_path / "env_report.json")
+    cfg = json.loads((EXAMPLE / "config.json").read_text())
+    lm = cfg.get("text_config", cfg)      # a multimodal config keeps the LM under text_config
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    moe = by_name(api.analyze(tmp_path / "profile" / "round_1" / "profile_topN.json"), "fused_moe_kernel")
+    layers = lm["num_hidden_layers"] - (lm.get("first_k_dense_replace") or 0)
+    assert moe["launches_per_logical_op"] == 80 // layers == 2
+    assert round(moe["roofline_pct"], 2) == 0.88
+    assert f"80 launches per step over {layers} MoE layers" in moe["notes"]
+    lm["num_hidden_layers"] = 80 + (lm.get("first_k_dense_replace") or 0)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    moe1 = by_name(api.analyze(tmp_path / "profile" / "round_1" / "profile_topN.json"), "fused_moe_kernel")
+    assert moe1["launches_per_logical_op"] == 1
