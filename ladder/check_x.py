@@ -137,9 +137,8 @@ def check_grouped(level: Level, counts, N: int, K: int, *, layout: str = "enk", 
     lib_rel = None
     if with_lib and gpu.torch_or_none() is not None and R and (fp8 or K % 8 == 0 and N % 8 == 0) and (
             not fp8 or (K % 16 == 0 and N % 16 == 0 and layout == "enk")):
-        lib = cp.empty((R, N), dtype=cp.uint16)
         try:
-            gpu_x.into(lib, gpu_x.torch_scaled_grouped(a, w, offs, sa, sw) if fp8 else gpu_x.torch_grouped(a, w, offs, layout))
+            lib = gpu_x.bits_of(gpu_x.torch_scaled_grouped(a, w, offs, sa, sw) if fp8 else gpu_x.torch_grouped(a, w, offs, layout))
             cp.cuda.runtime.deviceSynchronize()
             lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
         except RuntimeError:   # the library refuses this shape (alignment): no library comparison
@@ -171,9 +170,8 @@ def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: 
     rel, bad, mism, rel_fail = _compare(cp, out, ref, absref, FP8_REL_TOL, FP8_ELEM_ABS)
     lib_rel = None
     if with_lib and gpu.torch_or_none() is not None and k % 16 == 0 and n % 16 == 0:
-        lib = cp.empty((m, n), dtype=cp.uint16)
         try:
-            gpu_x.into(lib, gpu_x.torch_scaled(a, b, sa, sb))
+            lib = gpu_x.bits_of(gpu_x.torch_scaled(a, b, sa, sb))
             cp.cuda.runtime.deviceSynchronize()
             lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
         except RuntimeError:

@@ -218,9 +218,10 @@ def torch_scaled(a, b, sa, sb):
                             scale_b=_t(sb, None).view(1, n), out_dtype=torch.bfloat16, use_fast_accum=True)
 
 
-def into(c, out) -> None:
-    """Copy a torch bf16 result into a uint16 CuPy array."""
-    _t(c, "bf16").copy_(out)
+def bits_of(out):
+    """A torch bf16 result as a zero-copy uint16 CuPy view (bf16 bits)."""
+    torch = gpu.torch_or_none()
+    return gpu.cupy().from_dlpack(out.contiguous().view(torch.int16)).view(gpu.cupy().uint16)
 
 
 # ------------------------------------------------------------------ operands

@@ -156,7 +156,13 @@ def test_the_ladders_python_names_levels_only_through_the_registry():
 
 
 def test_device_suite_lists_exactly_the_registry():
-    from roofline.ladder.registry import LEVELS, VARIANTS
+    # device_suite drives the dense bf16 levels, device_x the grouped and fp8 ones: together the registry
+    from roofline.ladder.device_x import x_targets
+    from roofline.ladder.registry import DENSE_LEVELS as LEVELS, LEVELS as ALL, VARIANTS as ALL_VARIANTS
+
+    VARIANTS = {k: v for k, v in ALL_VARIANTS.items() if v.contract == "gemm-bf16"}
+    assert sorted(x_targets() + [str(lv.id) for lv in LEVELS] + list(VARIANTS)) == sorted(
+        [str(lv.id) for lv in ALL] + list(ALL_VARIANTS))
 
     run = lambda *a: subprocess.run([sys.executable, "-m", "roofline.ladder.device_suite", "levels", *a],  # noqa: E731
                                     capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()

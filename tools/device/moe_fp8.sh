@@ -11,7 +11,7 @@ export LADDER_CUBIN_DIR=${LADDER_CUBIN_DIR:-$PWD/.cubins}
 X="python3 -m roofline.ladder.device_x"
 OUT=${OUT:-/tmp/x_out}; R=$OUT/r; mkdir -p $R
 STAGES=${STAGES:-"dense check san moe fp8"}
-TARGETS=${TARGETS:-11,l11_wkn,l11_tn32,l11_tn8,l11_fp8,12,l12_m128n128,13,l13_nocluster,14}
+TARGETS=${TARGETS:-$($X levels)}   # the registry's grouped and fp8 levels and variants
 BUDGET_S=${BUDGET_S:-280}; T0=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
