@@ -125,8 +125,8 @@ def parse(text: str, file: str = "peaks.md") -> list[dict]:
                 cu = _unit_factor(cell)
                 factor = cu[1] if cu and cu[0] == kind else hf
                 if v is None or not factor or not 0 < v * factor < math.inf:
-                    why = ("not a positive finite number" if (v is None or not 0 < v < math.inf)
-                           else "no unit in the header or the cell" if not factor else "beyond any float")
+                    why = ("not a positive number" if (v is None or v <= 0) else "not a finite number"
+                           if v == math.inf else "no unit in the header or the cell" if not factor else "beyond any float")
                     problems.append(f"row {row['gfx'] or row['name']!s}, column {tbl[0][col]!r}: {cell!r}: {why}")
                     continue
                 if kind == "bytes":
