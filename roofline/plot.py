@@ -108,7 +108,8 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
 
 def axis_limits(info: dict) -> tuple[float, float, float, float]:
     """(x_lo, x_hi, y_lo, y_hi) fitted to the points, their stage arrows and the roofs: every point,
-    every ridge and a stretch of each flat roof past its ridge are inside."""
+    every ridge (with the memory roof below it) and a stretch of each flat roof past its ridge are
+    inside."""
     xs = [p["x"] for p in info["points"]] + [a["from_x"] for a in info["arrows"]] \
         + [a["from_x"] for a in info["stage_arrows"]]
     ys = [p["y"] for p in info["points"]] + [a["from_y"] for a in info["stage_arrows"]] \
@@ -119,7 +120,7 @@ def axis_limits(info: dict) -> tuple[float, float, float, float]:
     if not xs:   # nothing placed: the usual span of LLM kernels, 4 decades of AI around the ridge
         mid = min(ridges) if ridges else 100.0
         return mid / 300, mid * 30, y_top / 1e4, y_top
-    x_lo = min(xs) / 3
+    x_lo = min(xs + ridges) / 3          # the ridge always in view: a roofline without its corner misleads
     x_hi = max(max(xs) * 3, max(ridges) * 6 if ridges else 0)
     y_lo = (min(ys) / 4) if ys else y_top / 1e4
     return x_lo, x_hi, y_lo, y_top

@@ -535,3 +535,19 @@ def test_slow_tests_are_marked_ci_runs_them_and_the_readme_says_the_cost():
     readme = (ROOT / "README.md").read_text()
     assert 'python -m pytest -q -m "not slow"' in readme
     assert re.search(r"full suite[^\n]*\d+ min", readme)
+
+
+def test_points_right_of_the_ridge_keep_the_ridge_in_view(tmp_path):
+    """A compute-bound prefill (every head right of the ridge): the picture still shows the ridge and
+    the memory roof below it, not a flat line alone."""
+    from roofline.plot import plot_artifact
+
+    rd = tmp_path / "profile" / "round_1"
+    _topn(REAL / "prefill_llama.json.gz", rd / "profile_topN.json", "--isl", 4096, "--osl", 1, "--conc", 4)
+    _ok(_run(["analyze", rd]))
+    art = json.loads((rd / "profile_roofline.json").read_text())
+    info = plot_artifact(art, tmp_path / "p.png")
+    x_lo, x_hi, _, _ = info["limits"]
+    ridge = info["ridges"]["bf16"]
+    assert min(p["x"] for p in info["points"]) > ridge             # every point right of it
+    assert x_lo < ridge < x_hi and all(x_lo < p["x"] < x_hi for p in info["points"])
