@@ -35,6 +35,8 @@ def cache_residency(op_class: str, w: "Work", chosen: dict, peaks: Peaks, out: d
     if op_class == "gemm":
         big = []
         for sh, d in zip(w.shapes, w.dts):
+            if not all(k in sh for k in ("M", "N", "K")):
+                continue                      # measured work (counters) has no operands to size
             bt = float(sh.get("batch", 1))
             a = float(sh["M"]) * float(sh["K"]) * d["act_bytes"] * bt
             b = float(sh["K"]) * float(sh["N"]) * d["weight_bytes"] * bt

@@ -27,12 +27,14 @@ TRACES = sorted((FIX / "traces").glob("*.json.gz")) + sorted((FIX / "traces_real
 
 # containers whose keys are data (a dtype, a regime, an event name, a metric), with the page saying so
 MAPS = {
-    "topn": {"source.cuda_graph.launch_events", "wall_time", "entries[].aten_ops", "device_properties[]"},
+    "topn": {"source.cuda_graph.launch_events", "wall_time", "entries[].aten_ops", "device_properties[]",
+             "entries[].launch_neighbours.before", "entries[].launch_neighbours.after", "entries[].counters.extra"},
     "env": {"generated_by.sources"},
     "artifact": {"peaks.flops", "peaks.flops_kind", "peaks.sources",
                  "entries[].counters.tensor_flops_by_dtype",
                  "entries[].counters.extra", "wall_time", "entries[].measured.counters",
-                 "entries[].shape", "entries[].shapes_used[].shape", "entries[].per_shape[].shape"},
+                 "entries[].shape", "entries[].shapes_used[].shape", "entries[].per_shape[].shape",
+                 "entries[].regime_verdicts[].shape", "entries[].regime_verdicts[].shapes_used[].shape"},
 }
 PAGES = {"topn": "topn.md", "env": "env_report.md", "artifact": "artifact.md"}
 

@@ -17,7 +17,7 @@ except ImportError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parent.parent
 # import name -> distribution name, where they differ
-DIST = {"yaml": "pyyaml", "cupy": "cupy-cuda13x", "cuda": "cuda-python", "nsight": "nsight-python",
+DIST = {"yaml": "pyyaml", "pynvml": "nvidia-ml-py", "cupy": "cupy-cuda13x", "cuda": "cuda-python", "nsight": "nsight-python",
         "ncu_report": "ncu-report", "hta": "holistictraceanalysis"}
 
 

@@ -147,13 +147,16 @@ def _ncu_gap(t_ms, shape, lib_ms=None):
     return t_ms / min([roof] + ([lib_ms] if lib_ms else [])) - 1
 
 
-def test_ncu_cublas_4096_is_at_the_roof():
+def test_ncu_cublas_4096_is_just_outside_the_band_of_the_burst_roof():
     # fixtures/ncu/README: cuBLAS 4096^3 per launch 177.632 us (mean of 2), bf16 tensor FLOPs 2MNK
     t_ms = 0.177632
-    assert _ncu_gap(t_ms, (4096, 4096, 4096)) <= BAND
+    # 774 TFLOP/s under ncu: 3.8% under the burst envelope of the H200 table (803.5 TFLOP/s at 1.98
+    # GHz, peaks/h200.yaml), just outside the 3.4% band: the stopping rule does not fire, so the
+    # advice is to go on (it stopped while the table's roof was the sustained 794 TFLOP/s)
+    assert BAND < _ncu_gap(t_ms, (4096, 4096, 4096)) < 0.05
     for src in (NCU_CSV, NCU_REP):
         adv = _advise(str(src), "--level", "6", "--shape", "4096x4096x4096", "--kernel", "256x128_64x4")
-        assert adv["conclusion"]["action"] == "stop"
+        assert adv["conclusion"]["action"] == "advance"
         assert adv["standing"]["t_ms"] == pytest.approx(t_ms, rel=1e-6)
         assert adv["standing"]["counters"]["tensor_pipe_util"] == pytest.approx(0.90, abs=0.01)
         assert adv["standing"]["counters"]["registers_per_thread"] == 168
