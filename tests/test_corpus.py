@@ -97,3 +97,25 @@ def test_expanded_view_copy_counts_distinct_elements(tmp_path):
             and r["dram__bytes_write.sum"] > 1e8]
     measured = sum(r["dram__bytes_read.sum"] + r["dram__bytes_write.sum"] for r in rows) / len(rows)
     assert e["bytes_est"] == pytest.approx(measured, rel=0.15)
+
+
+def test_the_recorded_corpus_reruns_say_what_their_numbers_say():
+    """fixtures/rerun_corpus (H200): the grouped and fp8 heads re-ran on the grouped / fp8 levels
+    beside the library op; the stage-C figures agree with independent counts."""
+    R = ROOT / "fixtures" / "rerun_corpus"
+    moe = json.loads((R / "qwen3moe_grouped_mm" / "profile" / "round_1" / "profile_roofline.json").read_text())
+    dec = next(e for e in moe["entries"] if e["regime"] == "decode" and e["op_class"] == "moe")
+    m = dec["measured"]
+    assert m["library"] == "torch._grouped_mm" and m["ladder_level"] == 12
+    rt = m["routing"][0]
+    E, rows = 128, 64 * 8
+    assert rt["experts_hit_model"] == pytest.approx(E * (1 - (1 - 1 / E) ** rows))
+    assert 0 < rt["experts_hit_drawn"] <= E and str(rows) in rt["rule"]
+    assert m["ladder_vs_library_speedup"] == pytest.approx(m["cublas_t_ms"] / m["ladder_t_ms"], rel=1e-6)
+    fp8 = json.loads((R / "llama_fp8_prefill_decode" / "profile" / "round_1" / "profile_roofline.json").read_text())
+    lm = next(e for e in fp8["entries"] if e.get("bytes_measured"))
+    p = lm["measured"]["counters"]["per_problem"][0]
+    fewest = 2 * (p["M"] * p["K"] + p["K"] * p["N"] + p["M"] * p["N"])          # bf16 A + B + C once
+    assert lm["bytes_measured"] == p["dram_bytes"] and lm["confidence"] == "high"
+    assert lm["bytes_measured"] == pytest.approx(fewest, rel=0.02)
+    assert next(e for e in fp8["entries"] if "qqtst" in e["name"])["measured"]["library"] == "torch._scaled_mm"
