@@ -291,3 +291,17 @@ def test_captured_shapes_of_the_other_regime_are_not_mixed_in():
     assert n["regime"] == "decode"
     # decode shapes only, weighted 30:10 -> 1500 elems in and out, bf16
     assert n["bytes_est"] == pytest.approx((30 * 1000 + 10 * 3000) / 40 * 4)
+
+
+def test_a_regimes_share_is_capped_at_its_own_time_over_the_window():
+    """Launches outside the step ranges are in pct_gpu_time but in no regime: the regime's share is
+    its own time over total_gpu_time_ms (here 1000 steps x 1 launch x t over 100 ms), not the
+    kernel's 30%, and the gain stays under it."""
+    e = gemm_entry("g", 30, 64, 4096, 4096, 0.3)
+    t_ms = e["regimes"]["decode"]["base_latency_ms"]
+    t = topn(e, total_gpu_time_ms=100.0)
+    g = E(api.analyze(t, h200_env()), "g")
+    share = 100.0 * 1000 * t_ms / 100.0
+    assert share < 30
+    assert g["regime_pct_gpu_time"] == pytest.approx(share)
+    assert g["expected_e2e_gain_pct"] == pytest.approx(share * (1 - 1 / g["attainable_speedup"]))

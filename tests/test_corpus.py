@@ -119,3 +119,32 @@ def test_the_recorded_corpus_reruns_say_what_their_numbers_say():
     assert lm["bytes_measured"] == p["dram_bytes"] and lm["confidence"] == "high"
     assert lm["bytes_measured"] == pytest.approx(fewest, rel=0.02)
     assert next(e for e in fp8["entries"] if "qqtst" in e["name"])["measured"]["library"] == "torch._scaled_mm"
+
+
+def test_levers_come_from_the_launch_stream_on_a_real_decode(tmp_path):
+    """decode_b64_cat (a batch-64 decode whose KV cache grows by torch.cat): the cat gets the
+    stop-copying lever, and a fusion lever names only kernels launched next to its head (counted
+    here from the trace's own launch order)."""
+    src = ROOT / "fixtures" / "traces_real" / "decode_b64_cat.json.gz"
+    rd = tmp_path / "profile" / "round_1"
+    r = subprocess.run([sys.executable, "-m", "roofline.cli", "topn", str(src), "-o", str(rd / "profile_topN.json"),
+                        "--isl", "1024", "--osl", "8", "--conc", "64"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "roofline.cli", "analyze", str(rd / "profile_topN.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    art = json.loads((rd / "profile_roofline.json").read_text())
+    cat = next(e for e in art["entries"] if "CatArrayBatchedCopy" in e["name"])
+    assert any(lv.startswith("stop copying the cache") for lv in cat["byte_reduction_levers"] + cat["other_levers"])
+    ev = json.load(gzip.open(src))["traceEvents"]
+    seq = [k["name"] for k in sorted((x for x in ev if x.get("cat") == "kernel"), key=lambda x: x["ts"])]
+    for e in art["entries"]:
+        adj = {b for a, b in zip(seq, seq[1:]) if a == e["name"]} | {a for a, b in zip(seq, seq[1:]) if b == e["name"]}
+        short = {x["short_name"]: x["name"] for x in art["entries"]}
+        for lv in e["byte_reduction_levers"]:
+            if lv.startswith("fuse ") and not lv.startswith("fuse:"):
+                named = lv[len("fuse "):].split(" (")[0]
+                topn = json.loads((rd / "profile_topN.json").read_text())
+                full = next(t["name"] for t in topn["entries"] if t.get("short_name") == named) \
+                    if named not in short else short[named]
+                assert full in adj, (e["short_name"], named)
