@@ -27,6 +27,9 @@ def test_the_sweep_covers_every_numeric_field_of_every_kind():
             "entries[5].shapes[0].shape[1]", "entries[2].shape_launches[0]", "serving.n_decode_steps",
             "total_gpu_time_ms"} <= fields["topn"]
     assert fields["env"] == {"workload.isl", "workload.osl", "workload.conc", "tp"}
+    # every column of the counter fixture that the ncu reader maps, each with its policy rule
+    assert fields["ncu_csv"] == set(P.ncu_columns()) and {"dram__bytes_read.sum", "gpu__time_duration.sum"} \
+        <= fields["ncu_csv"]
     assert {"text_config.hidden_size", "text_config.num_experts", "text_config.vocab_size"} <= fields["config"]
 
 
