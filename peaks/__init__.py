@@ -123,8 +123,10 @@ class Peaks:
             return 0.0
         fig = ((self.raw.get("flops") or {}).get(d) or {}).get(self.flops_kind[d]) or {}
         bests = []
-        for r in fig.get("runs") or []:
-            meds = [v.get("median") for v in (r.get("shapes") or {}).values() if isinstance(v, dict)]
+        runs = fig.get("runs") if isinstance(fig, dict) else None
+        for r in runs if isinstance(runs, list) else []:
+            shapes = r.get("shapes") if isinstance(r, dict) else None
+            meds = [v.get("median") for v in (shapes.values() if isinstance(shapes, dict) else ()) if isinstance(v, dict)]
             meds = [x for x in meds if isinstance(x, (int, float)) and x > 0]
             if meds:
                 bests.append(max(meds))

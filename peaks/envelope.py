@@ -291,6 +291,9 @@ def check_envelope_block(where: str, blk: dict) -> list[str]:
             errs.append(f"{where}.runs[{i}]: every run needs a run label and a date")
             continue
         shapes = rr.get("shapes") if "shapes" in rr else {"-": rr}
+        if shapes is not None and not isinstance(shapes, dict):
+            errs.append(f"{where}.runs[{i}].shapes: expected a mapping of shape -> median, got {type(shapes).__name__}")
+            continue
         for sk, s in (shapes or {}).items():
             if not isinstance(s, dict) or not isinstance(s.get("median"), (int, float)):
                 errs.append(f"{where}.runs[{i}] {sk}: no median")

@@ -15,6 +15,7 @@ and peaks/ is in it; a second base is kept where callers also catch a builtin):
       CounterReadError      a counter file that cannot be read (roofline.counters); a ValueError
       UnitError             a unit the one ncu unit table does not know (roofline.counters.units); a ValueError
       UnsafeInput           a path that is not a regular file or breaks a size limit (roofline.safeio); an OSError
+        CorruptGzip           gzip data that does not decompress or ends early (roofline.safeio)
       TraceError, TopNError, NcuError   the Top-N builders' inputs (roofline/ingest)
       FeedbackError         a measurement or round that cannot be used (roofline.feedback)
       AdviseError, BuildError   the ladder's advice and build (BuildError: a RuntimeError)

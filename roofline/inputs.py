@@ -18,17 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import InputError
-from roofline.topn_entry import (BOOL_KEYS as _BOOL_KEYS, DIM_KEYS, REGIMES, Entry, Regime,  # noqa: F401
-                                 parse_entry, same_names)
-from roofline.values import (MAX_DIM, MAX_LATENCY_MS, MIN_LATENCY_MS, finite, found, is_number,  # noqa: F401
-                             json_constant, json_float, json_int, text_problem)
+from roofline.topn_entry import DIM_KEYS, REGIMES, Entry, Regime, parse_entry, same_names  # noqa: F401 (re-exported)
+from roofline.values import (MAX_DIM, finite, found, is_number, json_constant, json_float, json_int,
+                             text_problem)
 
 PCT_SUM_TOLERANCE = 1.0  # percent points of rounding slack in a Top-N's pct_gpu_time sum
-
-
-def _tname(v: Any) -> str:
-    """The JSON type of a value (what a message says was found)."""
-    return "number" if is_number(v) else found(v)
 
 
 def read_json(path: str | Path) -> Any:

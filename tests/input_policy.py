@@ -200,32 +200,56 @@ CSV_BAD = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf", "null": "", "st
 NON_NUMBER = ("NaN", "null", "string", "bool", "array")        # ncu: "not collected"
 NOT_A_READING = ("Infinity", "-Infinity", "huge", "negative")  # a number no measurement can be
 
-# the Nsight Compute columns the reader maps (roofline/counters/ncu.py) -> (the record's field in the
-# entry's `counters`, whether the analysis reads it, what a zero does): read + write give the DRAM
-# bytes (the total only without them); a zero DRAM read leaves less than the 64x8192x8192 GEMM's
-# operands (L4, rule 4), a zero duration is no measurement (L4, rule 1); a zero peak is no peak
-NCU_COLUMNS = {
-    "dram__bytes_read.sum": ("dram_read_bytes", True, "L4"),
-    "dram__bytes_write.sum": ("dram_write_bytes", True, "ok"),
-    "dram__bytes.sum": (None, False, "ok"),
-    "gpu__time_duration.sum": ("t_ms", True, "L4"),
-    "sm__ops_path_tensor_src_bf16_dst_fp32.sum": ("tensor_flops_by_dtype.bf16", True, "ok"),
-    "lts__t_bytes.sum": ("l2_bytes", True, "ok"),
-    "l1tex__t_bytes.sum": ("l1_bytes", True, "ok"),
-    "dram__bytes.sum.peak_sustained": (None, True, "ok"),
-    "dram__cycles_elapsed.avg.per_second": (None, True, "ok"),
-}
+# the Nsight Compute columns the reader maps (roofline/counters/ncu.py), each with what the policy
+# makes of a bad value in it: "reading" (a count or time the record uses: rule 1 judges it; a cell
+# that is no number is "not collected"), "unused" (read + write give the DRAM bytes, so the total is
+# not read; rates only stand in for absent counts; the measured SM clock only without the maximum),
+# "extra" (corroborating metrics and the report's own tensor peaks: a peak that is no positive
+# finite number is no peak, the table's is used). A zero DRAM read leaves less than the
+# 64x8192x8192 GEMM's operands (L4, rule 4); a zero duration is no measurement (L4, rule 1).
+def ncu_column_rule(col: str) -> tuple[str | None, str, str]:
+    """-> (the record's field in the entry's `counters`, its class, what a zero does)."""
+    from roofline.counters import ncu as N
+
+    cuda_core = {m for d in N.CUDA_CORE.values() for m in d.values()}
+    tensor = {n: d for d, names in N.TENSOR_OPS.items() for n in N._flat(names)}
+    fixed = {N.DRAM_READ: ("dram_read_bytes", "reading", "L4"), N.DRAM_WRITE: ("dram_write_bytes", "reading", "ok"),
+             N.DURATION: ("t_ms", "reading", "L4"), N.L2_BYTES: ("l2_bytes", "reading", "ok"),
+             N.L1_BYTES: ("l1_bytes", "reading", "ok"), N.DRAM_PEAK_PER_CYCLE: (None, "reading", "ok"),
+             N.DRAM_CLOCK: (None, "reading", "ok"), N.SM_CLOCK_MAX_KHZ: (None, "reading", "ok"),
+             N.DRAM_TOTAL: (None, "unused", "ok"), N.SM_CLOCK_MEASURED: (None, "unused", "ok")}
+    if col in fixed:
+        return fixed[col]
+    if col in tensor:
+        return f"tensor_flops_by_dtype.{tensor[col]}", "reading", "ok"
+    if col in cuda_core:
+        return None, "cuda_core", "ok"   # summed per precision: a cell that is no number counts as 0
+    if col.endswith(N.RATE):
+        return None, "unused", "ok"
+    if col in N.EXTRA or col in N.TENSOR_PEAKS_PER_CYCLE.values():
+        return None, "extra", "ok"
+    raise KeyError(f"no policy rule for the ncu column {col!r}")
+
+
+def ncu_columns() -> list[str]:
+    """Every column of the counter fixture that the reader maps."""
+    from roofline.counters import ncu as N
+
+    header = R._csv_rows(R.BASE_NCU_COUNTERS_CSV)[0]
+    return [c for c in header if c in N.WANTED]
+
+
 NCU_KERNEL = R.BASE_TOPN["entries"][0]["name"]   # a head matched by fixtures/ncu/known_raw.csv
 
 
-def counter_outcome(used: bool, bad: str, zero: str) -> str:
-    if not used:
+def counter_outcome(cls: str, bad: str, zero: str) -> str:
+    if cls in ("unused", "extra"):
         return "same"
     if bad in NOT_A_READING:
         return "L4"
     if bad == "zero":
         return "L4" if zero == "L4" else "not_L4"
-    return "counter_absent"
+    return "counter_absent" if cls == "reading" else "not_L4"
 
 
 def _negative(orig: str) -> str:
@@ -247,11 +271,12 @@ def ncu_cases() -> list[PCase]:
     rows = R._csv_rows(R.BASE_NCU_COUNTERS_CSV)
     kname = rows[0].index("Kernel Name")
     out = []
-    for col, (fld, used, zero) in NCU_COLUMNS.items():
+    for col in ncu_columns():
+        fld, cls, zero = ncu_column_rule(col)
         orig = next(r for r in rows[2:] if r[kname] == NCU_KERNEL)[rows[0].index(col)]
         for bad, _, _ in BAD:
             value = _negative(orig) if bad == "negative" else CSV_BAD[bad]
-            out.append(PCase("ncu_csv", col, bad, counter_outcome(used, bad, zero),
+            out.append(PCase("ncu_csv", col, bad, counter_outcome(cls, bad, zero),
                              _csv_with(rows, lambda r, h: r[kname] == NCU_KERNEL, col, value), entry=0,
                              extra={"field": fld}))
     return out
@@ -608,7 +633,8 @@ def _check_counter_absent(case, art, base, err, s) -> list[str]:
     v = [f"implausible: {c['implausible']}"] if c.get("implausible") else []
     fld = case.extra.get("field")
     if fld:
-        val = c.get("tensor_flops_by_dtype", {}).get("bf16") if fld.startswith("tensor") else c.get(fld)
+        val = (c.get("tensor_flops_by_dtype", {}).get(fld.split(".", 1)[1]) if fld.startswith("tensor")
+               else c.get(fld))
         if val is not None:
             v.append(f"absent: counters.{fld} is {val}, expected null (not collected)")
     return v + _others_same(art, base, {e["name"]})

@@ -407,8 +407,6 @@ def _peaks_value_expect(path, new) -> str:
 
 @st.composite
 def peaks_cases(draw):
-    import yaml
-
     c = _special_or(draw, "peaks", None)
     if c is not None:
         return c

@@ -27,6 +27,9 @@ def test_the_sweep_covers_every_numeric_field_of_every_kind():
             "entries[5].shapes[0].shape[1]", "entries[2].shape_launches[0]", "serving.n_decode_steps",
             "total_gpu_time_ms"} <= fields["topn"]
     assert fields["env"] == {"workload.isl", "workload.osl", "workload.conc", "tp"}
+    # every column of the counter fixture that the ncu reader maps, each with its policy rule
+    assert fields["ncu_csv"] == set(P.ncu_columns()) and {"dram__bytes_read.sum", "gpu__time_duration.sum"} \
+        <= fields["ncu_csv"]
     assert {"text_config.hidden_size", "text_config.num_experts", "text_config.vocab_size"} <= fields["config"]
 
 
@@ -161,15 +164,34 @@ def _ncu_with(col_values: dict, kernel: str) -> bytes:
     return R._csv_bytes(rows)
 
 
+def _floor_bytes() -> float:
+    """The 64x8192x8192 bf16 GEMM's operands (A, B, C once) less one L2 of the H200 table."""
+    import yaml
+
+    l2 = yaml.safe_load(R.BASE_PEAKS_TEXT)["l2_bytes"]
+    return (64 * 8192 + 8192 * 8192 + 64 * 8192) * 2 - l2
+
+
+def _own_memory_roof(kernel: str) -> float:
+    """The report's own DRAM peak for `kernel`: peak bytes per cycle x the DRAM clock, launch mean."""
+    rows = R._csv_rows(R.BASE_NCU_COUNTERS_CSV)
+    h = rows[0]
+    vals = [float(r[h.index("dram__bytes.sum.peak_sustained")].replace(",", ""))
+            * float(r[h.index("dram__cycles_elapsed.avg.per_second")].replace(",", ""))
+            for r in rows[2:] if r[h.index("Kernel Name")] == kernel]
+    return sum(vals) / len(vals)
+
+
 @pytest.mark.parametrize("cells,reason", [
     ({"dram__bytes_read.sum": "2", "dram__bytes_write.sum": "0"},
-     "2 DRAM bytes per logical op, below the 7.34e+07 the operands need"),
-    ({"dram__bytes_read.sum": "1e999"}, "dram_bytes is inf: not a count or a time"),
-    ({"dram__bytes_read.sum": "1e14"}, "above the memory roof 4.81e+12 B/s"),
-    ({"sm__ops_path_tensor_src_bf16_dst_fp32.sum": "1e15"}, "of the tensor peak"),
+     lambda k: f"2 DRAM bytes per logical op, below the {_floor_bytes():.3g} the operands need"),
+    ({"dram__bytes_read.sum": "1e999"}, lambda k: "dram_bytes is inf: not a count or a time"),
+    ({"dram__bytes_read.sum": "1e14"}, lambda k: f"above the memory roof {_own_memory_roof(k):.3g} B/s"),
+    ({"sm__ops_path_tensor_src_bf16_dst_fp32.sum": "1e15"}, lambda k: "of the tensor peak"),
 ])
 def test_wrong_accept_implausible_counters_are_l4_never_high(rd, tmp_path, cells, reason):
     name = R.BASE_TOPN["entries"][0]["name"]   # 64x8192x8192 bf16 GEMM, ~37 us, 136 MB of operands
+    reason = reason(name)
     c = tmp_path / "counters.csv"
     c.write_bytes(_ncu_with(cells, name))
     code, err, art, s, hart = _both(rd, "--counters", str(c), counters=str(c))

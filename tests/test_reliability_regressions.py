@@ -313,6 +313,18 @@ def test_a_peak_figure_of_the_wrong_kind_is_refused(rd, tmp_path, mutate, needle
     _one_line_exit_2(["analyze", str(rd / "profile_topN.json"), "--peaks", str(p), "--no-write"], needle)
 
 
+def test_a_peak_run_record_of_the_wrong_kind_is_one_line(rd, tmp_path):
+    # the long campaign (issue 26's round): runs[0].shapes as a string was an AttributeError in
+    # both the analysis (the roof's run-to-run spread) and `peaks validate`
+    p = _peaks_file(tmp_path, lambda d: d["flops"]["bf16"]["measured"]["runs"][0].update(shapes="x"))
+    code, out, err = R.cli(["peaks", "validate", str(p)])
+    assert code == 1 and "internal error" not in err
+    assert f"{p}: flops.bf16.measured.runs[0].shapes: expected a mapping of shape -> median, got str" in out
+    code, out, err = R.cli(["analyze", str(rd / "profile_topN.json"), "--peaks", str(p), "--format", "json",
+                            "--no-write"])
+    assert code == 0 and "internal error" not in err and json.loads(out)["entries"]
+
+
 def test_yaml_with_an_unknown_tag_is_one_line(rd, tmp_path):
     p = tmp_path / "peaks.yaml"
     p.write_text(R.BASE_PEAKS_TEXT + "\nzzz: !!python/object/apply:os.system ['true']\n")

@@ -13,7 +13,9 @@ Metric names are Hopper's (`ncu --query-metrics --chip gh100`); the H200 fixture
 """
 from __future__ import annotations
 
+
 import csv
+import math
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,6 +171,8 @@ def launch_counters(name: str, m: dict[str, float | None], source: str,
         if all(v is None for v in vals.values()):
             continue
         f = 2 * (vals["fma"] or 0.0) + (vals["add"] or 0.0) + (vals["mul"] or 0.0)
+        if any(v is not None and not 0 <= v < math.inf for v in vals.values()):
+            f = math.nan   # a negative or infinite count is no reading: the record is L4 (counters.plausible)
         kc.extra[f"cuda_core_flops_{prec}"] = f
         total = (total or 0.0) + f
     kc.cuda_core_flops = total

@@ -54,11 +54,10 @@ def _g(x: float) -> str:
 def bad_readings(kc: KernelCounters) -> list[str]:
     """Rule 1: the readings that are no measurement."""
     out = [f"{f} is {getattr(kc, f)}" for f in _READINGS if getattr(kc, f) is not None and not _ok(getattr(kc, f))]
-    if kc.t_ms == 0:
-        out.append("t_ms is 0")   # nothing runs in no time
     out += [f"tensor FLOPs ({d}) are {v}" for d, v in (kc.tensor_flops_by_dtype or {}).items()
             if v is not None and not _ok(v)]
-    return [f"{r}: not a count or a time" for r in out]
+    return [f"{r}: not a count or a time" for r in out] + (["t_ms is 0: no kernel runs in no time"]
+                                                            if kc.t_ms == 0 else [])
 
 
 def _tensor_peak(kc: KernelCounters, peaks, dtype: str) -> float | None:
