@@ -430,6 +430,8 @@ def _git_head():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--traces", nargs="*", default=list(TRACES), help="trace names under fixtures/traces_real/")
+    p.add_argument("--corpus", nargs="*", default=None,
+                   help="trace names under fixtures/corpus/ instead (the real-model corpus)")
     p.add_argument("--out", default=os.path.join(ROOT, "fixtures", "peer"), help="output folder")
     p.add_argument("--compare", action="store_true",
                    help="write fixtures/peer/COMPARISON.md from the recorded fixtures (TraceLens not needed)")
@@ -437,10 +439,11 @@ def main(argv=None):
     if a.compare:
         compare(os.path.join(ROOT, "fixtures", "peer", "COMPARISON.md"))
         return 0
-    srcs = {t: os.path.join(ROOT, "fixtures", "traces_real", f"{t}.json.gz") for t in a.traces}
+    folder, names = ("corpus", a.corpus) if a.corpus is not None else ("traces_real", a.traces)
+    srcs = {t: os.path.join(ROOT, "fixtures", folder, f"{t}.json.gz") for t in names}
     for t, src in srcs.items():
         if not os.path.exists(src):
-            _die(f"no trace {src} (--traces names a file under fixtures/traces_real/ without .json.gz)")
+            _die(f"no trace {src} (--traces / --corpus name a file under fixtures/{folder}/ without .json.gz)")
     TraceLens, _, _ = _import_tracelens()
     if not hasattr(TraceLens, "TreePerf"):
         _die("this TraceLens has no TreePerf: not AMD's TraceLens")

@@ -148,3 +148,35 @@ def test_levers_come_from_the_launch_stream_on_a_real_decode(tmp_path):
                 full = next(t["name"] for t in topn["entries"] if t.get("short_name") == named) \
                     if named not in short else short[named]
                 assert full in adj, (e["short_name"], named)
+
+
+def test_beside_the_peer_on_the_corpus(tmp_path):
+    """TraceLens (fixtures/peer/tracelens_corpus_*.csv) beside roofline on the corpus:
+    - aten::_scaled_mm (rowwise fp8): the peer's bytes and FLOPs per op equal roofline's per-shape
+      bytes and FLOPs exactly (both count A and B once at 1 byte, C once at 2 bytes, 2MNK);
+    - aten::_grouped_mm: the peer has no perf model (no bytes); roofline models it, and ncu's DRAM
+      bytes agree with roofline within 15% (test_grouped_mm_head_gets_its_shapes_and_bytes_match_ncu)."""
+    import csv
+
+    peer = list(csv.DictReader(open(ROOT / "fixtures" / "peer" / "tracelens_corpus_llama_fp8_prefill_decode.csv")))
+    _, art = analyse("llama_fp8_prefill_decode", tmp_path)
+    e = next(x for x in art["entries"] if "qqtst" in x["name"])
+    ours = {}
+    for v in e["regime_verdicts"]:
+        for r in v["per_shape"]:
+            sh = r["shape"]
+            ours[(sh["M"], sh["N"], sh["K"])] = (r["bytes_est"], r["flops_est"])
+    seen = 0
+    for r in peer:
+        if r["op"] != "aten::_scaled_mm":
+            continue
+        d = json.loads(r["input_dims"])
+        key = (d[0][0], d[1][1], d[0][1])
+        assert key in ours, key
+        assert float(r["bytes_per_op"]) == ours[key][0] and float(r["flops_per_op"]) == ours[key][1]
+        seen += 1
+    assert seen == len(ours) == 8
+    for case in ("qwen3moe_grouped_mm", "deepseekv3_mla_moe"):
+        rows = [r for r in csv.DictReader(open(ROOT / "fixtures" / "peer" / f"tracelens_corpus_{case}.csv"))
+                if r["op"] == "aten::_grouped_mm"]
+        assert rows and all(r["peer_model"] == "none" and not r["bytes_per_op"] for r in rows)
