@@ -94,7 +94,7 @@ def test_choose_grouped_level():
 
 
 def test_rerun_plan_dispatches_moe_and_fp8_heads():
-    from roofline import rerun_run
+    from roofline.stagec import rerun as rerun_run
 
     tables = rerun_run._tables(None)
     art = {"entries": [
@@ -118,7 +118,7 @@ def test_rerun_plan_dispatches_moe_and_fp8_heads():
 
 def test_l2_mode_counts_all_expert_weights():
     from roofline.opclasses import Problem
-    from roofline.rerun_measure import l2_mode_for
+    from roofline.stagec.timing import l2_mode_for
 
     small = Problem("grouped", 64, 1536, 2048, "bf16", 1.0, E=1)
     big = Problem("grouped", 64, 1536, 2048, "bf16", 1.0, E=128)      # 805 MB of weights

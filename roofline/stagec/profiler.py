@@ -1,7 +1,7 @@
 """Stage C's counters of a re-run: the work mix of one logical op (or one ladder launch) profiled
 in isolation through the `ncu` CLI (read back with the stage-C reader, roofline.counters) or
 nsight-python where it supports the installed ncu. The profiled process runs this module's
-targets (`python -m roofline.rerun_counters --one-launch ...`), never the CLI that called it.
+targets (`python -m roofline.stagec.profiler --one-launch ...`), never the CLI that called it.
 No ncu, or a failed run, is level L4: the analytic result stays."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from roofline.errors import CounterCollectError
-from roofline.rerun import Problem
+from roofline.opclasses import Problem
 
 
 NCU_METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
@@ -82,14 +82,14 @@ def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) ->
 
 
 def _child_env() -> dict:
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])   # the source tree holding roofline/
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
 
 
 def _collect_nsight_python(problem: Problem, level_id: int) -> dict:
     """nsight-python re-runs its script under ncu, so it gets a small script of its own
-    (`python -m roofline.rerun_counters --nsight-target ...`), never the CLI that called it."""
-    cmd = [sys.executable, "-m", "roofline.rerun_counters", "--nsight-target", str(level_id), str(problem.M),
+    (`python -m roofline.stagec.profiler --nsight-target ...`), never the CLI that called it."""
+    cmd = [sys.executable, "-m", "roofline.stagec.profiler", "--nsight-target", str(level_id), str(problem.M),
            str(problem.N), str(problem.K)]
     with tempfile.TemporaryDirectory() as td:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=td, env=_child_env())
@@ -168,7 +168,7 @@ def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "
 
 
 def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str], problem: Problem) -> list:
-    """Run `python -m roofline.rerun_counters TARGET_ARGS` under the ncu CLI with NCU_ARGS, export the
+    """Run `python -m roofline.stagec.profiler TARGET_ARGS` under the ncu CLI with NCU_ARGS, export the
     raw page as CSV (needs nothing beyond ncu itself: the ncu-report module may be absent) and read
     it with the stage-C reader. -> KernelCounters (at least one); raises CounterCollectError."""
     from roofline.counters import CounterReadError, load
@@ -176,7 +176,7 @@ def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str], problem
     with tempfile.TemporaryDirectory() as td:
         rep = Path(td) / "rerun"
         cmd = [ncu, "--clock-control", "none", *ncu_args, "-f", "-o", str(rep),
-               sys.executable, "-m", "roofline.rerun_counters", *target_args]
+               sys.executable, "-m", "roofline.stagec.profiler", *target_args]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_child_env())
         path = rep.with_suffix(".ncu-rep")
         if res.returncode != 0 or not path.exists():
@@ -252,4 +252,4 @@ if __name__ == "__main__":  # pragma: no cover - the targets the ncu / nsight-py
     elif len(sys.argv) == 6 and sys.argv[1] == "--nsight-target":
         _nsight_target(*(int(x) for x in sys.argv[2:]))
     else:
-        sys.exit("usage: python -m roofline.rerun_counters --one-launch|--one-launch-range|--nsight-target ...")
+        sys.exit("usage: python -m roofline.stagec.profiler --one-launch|--one-launch-range|--nsight-target ...")
