@@ -15,6 +15,7 @@ from pathlib import Path
 
 from roofline.errors import CounterCollectError
 from roofline.opclasses import Problem
+from roofline.peaks.gemm import gemm_flops
 
 
 NCU_METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
@@ -103,7 +104,7 @@ def _collect_nsight_python(problem: Problem, level_id: int) -> dict:
     return {"name": f"gemm_l{level_id:02d}", "t_ms": m["gpu__time_duration.sum"] / 1e6 if m.get("gpu__time_duration.sum") else None,
             "dram_bytes": (rd + wr) if rd is not None and wr is not None else None,
             "flops_issued": bf16, "tensor_flops_by_dtype": {"bf16": bf16}, "l2_bytes": m.get("lts__t_bytes.sum"),
-            "source": "nsight-python", "useful_flops": 2.0 * problem.M * problem.N * problem.K}
+            "source": "nsight-python", "useful_flops": gemm_flops(problem.M, problem.N, problem.K)}
 
 
 def _nsight_target(level_id: int, M: int, N: int, K: int) -> None:
@@ -141,7 +142,7 @@ def _collect_ncu_cli(problem: Problem, level_id: int, ncu: str | None = None) ->
                       ["--one-launch", str(level_id), str(problem.M), str(problem.N), str(problem.K)], problem)[0]
     return {"name": k.name, "t_ms": k.t_ms, "dram_bytes": k.dram_bytes, "flops_issued": k.flops_issued,
             "tensor_flops_by_dtype": k.tensor_flops_by_dtype, "l2_bytes": k.l2_bytes, "source": "ncu-cli",
-            "useful_flops": 2.0 * problem.M * problem.N * problem.K}
+            "useful_flops": gemm_flops(problem.M, problem.N, problem.K)}
 
 
 RANGE = "roofline_rerun"
@@ -163,7 +164,7 @@ def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "
     for k in ("t_ms", "dram_bytes", "flops_issued", "l2_bytes"):
         vals = [r.get(k) for r in per]
         mix[k] = sum(p.count * v for p, v in zip(problems, vals)) if all(v is not None for v in vals) else None
-    mix["useful_flops"] = sum(p.count * 2.0 * p.M * p.N * p.K for p in problems)
+    mix["useful_flops"] = sum(p.count * gemm_flops(p.M, p.N, p.K) for p in problems)
     return mix
 
 

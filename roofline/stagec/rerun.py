@@ -45,7 +45,7 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     it = progress(work) if progress else work
     records = []
     for e, probs, lvl, why in it:
-        mode, mode_why = timing.l2_mode_for(probs, l2)
+        mode, mode_why = timing.l2_mode_for(probs, l2, (art.get("peaks") or {}).get("device"))
         kind = _contract(probs[0])
         measure = {"grouped-bf16": timing.measure_grouped, "gemm-fp8": timing.measure_fp8}.get(
             kind, timing.measure_problems)
