@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roofline.peaks.envelope import quantiles as _quantiles
+from roofline.peaks.gemm import gemm_fewest_bytes, gemm_flops  # noqa: F401  (gemm_flops: bench.gemm_flops)
 from roofline.peaks.measure import copy_benchmark
 
 from . import check, gpu
@@ -77,12 +78,9 @@ FORMER_NAMES = {"issue6": "square-and-llama", "issue14": "serving", "issue14-pre
 FLUSH_BYTES = 256 << 20
 
 
-def gemm_flops(m, n, k) -> float:
-    return 2.0 * m * n * k
-
-
 def gemm_min_bytes(m, n, k, elem_bytes=2) -> float:
-    return float(elem_bytes * (m * k + n * k + m * n))
+    """Fewest bytes with A, B and C all at `elem_bytes` (roofline.peaks.gemm)."""
+    return gemm_fewest_bytes(m, n, k, elem_bytes, elem_bytes, elem_bytes)
 
 
 def quantiles(ts_ms):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import time
 
+from roofline.peaks.gemm import gemm_fewest_bytes, gemm_flops
+
 from . import bench, check_x, gpu, gpu_x
 from .registry import Level
 from .routing import experts_hit, topk_counts
@@ -90,7 +92,8 @@ def fp8_shape(timer, shape, levels: list[Level], min_reps: int = 50) -> list[dic
     a, b = gpu_x.random_fp8((m, k), 1), gpu_x.random_fp8((n, k), 2)
     sa, sb = cp.ones(m, dtype=cp.float32), cp.ones(n, dtype=cp.float32)
     c = cp.empty((m, n), dtype=cp.uint16)
-    base = {"m": m, "n": n, "k": k, "dtype": "fp8", "flops": 2.0 * m * n * k, "bytes_min": m * k + n * k + 2 * m * n}
+    base = {"m": m, "n": n, "k": k, "dtype": "fp8", "flops": gemm_flops(m, n, k),
+            "bytes_min": gemm_fewest_bytes(m, n, k, 1, 1, 2)}
     lib = {**base, "level": 0, "name": "torch._scaled_mm", **_timed(timer, lambda: gpu_x.torch_scaled(a, b, sa, sb), min_reps)}
     rows = [lib]
     for lv in levels:

@@ -3,7 +3,7 @@
 Shape classes, the stopping rule of ladder/README.md (a more complex level is the default only where it
 beats every simpler one beyond the isolated noise band), the table built from the ladder's own
 bench results (`python -m roofline.rerun --build-dispatch BENCH.json ...`) and the lookup stage C
-uses (roofline/rerun.py). The runtime table ships as package data:
+uses (roofline/stagec/rerun.py). The runtime table ships as package data:
 roofline/data/ladder_dispatch_sm90a_bf16.json. Nothing here imports the analysis side.
 """
 from __future__ import annotations

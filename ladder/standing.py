@@ -7,6 +7,7 @@ import statistics
 from pathlib import Path
 
 from roofline.errors import RooflineError
+from roofline.peaks.gemm import gemm_fewest_bytes, roofline_bound_s
 
 from .evidence import AdviseError, Obs, library_ms
 from .advise_text import fmt_value
@@ -125,12 +126,12 @@ def standing_from_counters(rec, path: str, level: int, shape, obs: list[Obs]) ->
     # NB: fewest bytes: A and B in the compute dtype, C in bf16 (how cuBLAS runs fp8 GEMMs, and
     # the ladder's contract for bf16)
     eb = 1 if dtype == "fp8" else 2
-    fewest = (m * k + n * k) * eb + m * n * 2
+    fewest = gemm_fewest_bytes(m, n, k, eb, eb, 2)
     if rec.dram_bytes is not None:
         measured.append({"what": "DRAM bytes / fewest bytes", "value": rec.dram_bytes / fewest, "unit": "ratio", "source": path})
     fl, bw, src = _measured_roofs(rec.device_name, dtype)
     if fl and bw:
-        st["roof_ms"] = max(useful / fl, fewest / bw) * 1e3
+        st["roof_ms"] = roofline_bound_s(useful, fewest, fl, bw) * 1e3
         st["roof_source"] = f"peak table, measured roofs: {src}"
     else:
         st["assumed"].append(f"no peak table for {rec.device_name!r}: the roof gap is unknown")

@@ -29,6 +29,7 @@ from typing import Any, Iterable
 
 from roofline.errors import PeaksError
 from roofline.peaks import bf16_fp16_gap
+from roofline.peaks.gemm import gemm_flops
 
 HOW = {"fp8": "torch._scaled_mm e4m3 (cuBLASLt)",
        "tf32": "torch.matmul fp32 inputs, float32_matmul_precision=high (cuBLAS tf32)"}
@@ -104,7 +105,7 @@ def run_from_raw(raw: dict, label: str, source: str = "") -> dict:
             for d, r in per.items():
                 if [int(v) for v in r["shape"]] != [m, n, k]:
                     raise PeaksError(f"{source or label}: gemms_by_shape[{sk!r}].{d} has shape {r['shape']}")
-                gemm.setdefault(d, {})[sk] = _rate_block(r["ms"], 2.0 * m * n * k, r.get("sm_clock_mhz"))
+                gemm.setdefault(d, {})[sk] = _rate_block(r["ms"], gemm_flops(m, n, k), r.get("sm_clock_mhz"))
     else:
         for d, r in raw["gemms"].items():
             work = 2.0 * float(r["shape"][0]) * float(r["shape"][1]) * float(r["shape"][2])

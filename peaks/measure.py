@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from roofline.peaks.gemm import gemm_flops
 from roofline.errors import PeaksError, RooflineError
 from roofline.peaks import envelope as pe, find_table
 from roofline.peaks.envelope import build_envelope, quantiles
@@ -199,7 +200,7 @@ def measure_gemms_burst(torch, dtypes, size, warmup: int, rounds: int, reps_per_
     clock (1.5-1.8 GHz seen for fp8), below what the short GEMM bursts of a real prefill hold
     (~1.98 GHz), so the sustained figure under-reads the roof those kernels run against."""
     m, n, k = (size, size, size) if isinstance(size, int) else size
-    flops = 2.0 * m * n * k
+    flops = gemm_flops(m, n, k)
     fns, res = {}, {}
     clock = BurstClock()
     for d in dtypes:
@@ -238,7 +239,7 @@ def _summarize(dtypes, res, flops, mnk, layout, log, method: str) -> dict[str, d
 def measure_gemms(torch, dtypes, size, warmup: int, rounds: int, reps_per_round: int,
                   log=print, layout: str = "nn") -> dict[str, dict]:
     m, n, k = (size, size, size) if isinstance(size, int) else size
-    flops = 2.0 * m * n * k
+    flops = gemm_flops(m, n, k)
     fns, res = {}, {}
     prev_prec = torch.get_float32_matmul_precision()
     try:

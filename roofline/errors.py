@@ -17,7 +17,7 @@ and peaks/ is in it; a second base is kept where callers also catch a builtin):
       UnsafeInput           a path that is not a regular file or breaks a size limit (roofline.safeio); an OSError
         CorruptGzip           gzip data that does not decompress or ends early (roofline.safeio)
       TraceError, TopNError, NcuError   the Top-N builders' inputs (roofline/ingest)
-      FeedbackError         a measurement or round that cannot be used (roofline.feedback)
+      FeedbackError         a measurement or round that cannot be used (roofline/stagec: feedback, compare)
       AdviseError, BuildError   the ladder's advice and build (BuildError: a RuntimeError)
       NoGPU                 `roofline peaks measure` without a usable GPU; a RuntimeError
 """
@@ -50,6 +50,10 @@ class PeaksError(RooflineError):
 class RerunError(RooflineError, RuntimeError):
     """Stage C's isolated re-run cannot be done here (no GPU, the Top-N behind the artifact is
     gone). One line; `roofline rerun` exits 2 on it, the hook returns it as its error."""
+
+
+class FeedbackError(RooflineError):
+    """A measurement or a round cannot be used (one line: what and where)."""
 
 
 class CounterCollectError(RerunError):

@@ -207,7 +207,7 @@ def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dic
     returns {"rerun": [...], "skipped": {...}, "playbook": path|None, "error": str|None}; on any
     failure (no GPU, no ncu, a broken kernel) the artifact is left as it was."""
     try:
-        from roofline.rerun_run import rerun_artifact
+        from roofline.stagec.rerun import rerun_artifact
 
         res = rerun_artifact(Path(artifact), tuple(entries), counters, None, playbook_dir)
         res["error"] = None
@@ -223,7 +223,7 @@ def feedback(artifact, kernel: str, isolated_speedup: float, e2e_delta_pct: floa
     preferred) and append predicted vs actual to knowledge/backend_playbook.md. Never raises:
     returns {"entry", "feedback", "playbook", "error": None|str}; on error nothing is written."""
     try:
-        from roofline import feedback as _fb
+        from roofline.stagec import feedback as _fb
 
         kw = {k: v for k, v in (("isolated", isolated_band), ("e2e_pct", e2e_band)) if v is not None}
         res = _fb.record_feedback(artifact, kernel, isolated_speedup, e2e_delta_pct, bands=_fb.NoiseBands(**kw),

@@ -25,6 +25,7 @@ from roofline.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_
 from roofline.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms  # noqa: F401  (re-exported)
 from roofline.residency import cache_residency, _flag_rows_over_roof
 from roofline.shapes import work_mix
+from roofline.stagec.merge import apply_stage_c  # noqa: F401  (a step of this procedure: stage C's merge)
 
 DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
 LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
@@ -158,8 +159,8 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
 
 def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, notes: list[str]) -> Work:
     """No byte/FLOP model (`why`: no shapes, ...), but matched counters with DRAM bytes: they are the
-    work (roofline.counters.merge.measured_result); without them the entry degrades with `why`."""
-    from roofline.counters.merge import measured_result
+    work (roofline.stagec.merge.measured_result); without them the entry degrades with `why`."""
+    from roofline.stagec.merge import measured_result
 
     res = measured_result(counters, e.launches_per_logical_op, norm_dtype(env.model_dtype))
     if res is None and counters is not None:
@@ -270,40 +271,6 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
                 notes.append(f"{a['model']} model implies {a['roofline_pct_raw']:.0%} of the roof: infeasible "
                              "(L3 case; stage-C counters decide)")
     return alts, chosen
-
-
-def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
-                  peak_flops: float | None, t_s: float, peak_bw: float, n_l: int, notes: list[str]):
-    """The chosen model's metrics, replaced by the measured ones where stage-C counters match
-    (measured bytes on the memory axis, useful FLOPs on the compute axis).
-    Returns (metrics, bytes on the memory axis, confidence, compute dtype, compute peak)."""
-    from roofline.counters.merge import apply_counters, apply_measured
-
-    m = dict(chosen["_m"])
-    bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
-    confidence = "medium" if shape_source == "captured" else "low"
-    if shape_source not in ("captured", "measured"):
-        notes.append("stage A shapes (estimated): display only, do not rank on it")
-    if counters is not None:
-        from roofline.counters.plausible import counters_block, implausible
-
-        why = implausible(counters, peaks, out["op_kind"], shape_source, bytes_est, t_s / n_l, n_l)
-        if why:  # L4: a reading the hardware or the work rules out is not believed
-            out["counters"] = {**counters_block(counters), "implausible": why}
-            notes.append(f"L4: implausible counters ({'; '.join(why)}): stage A/B analytic result kept, "
-                         "confidence not raised")
-            return m, bytes_est, confidence, cdtype, peak_flops
-        tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
-        if tdt and shape_source != "measured":   # measured work is already on its issued dtype
-            measured_dt = max(tdt, key=tdt.get)
-            if measured_dt != cdtype and peaks.compute_peak(measured_dt):
-                notes.append(f"stage C: the tensor cores ran {measured_dt} (counters), not {cdtype}: the "
-                             f"{measured_dt} compute roof is used")
-                cdtype, peak_flops = measured_dt, peaks.compute_peak(measured_dt)
-        merge = apply_measured if shape_source == "measured" else apply_counters
-        m, bytes_est, confidence = merge(out, counters, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l,
-                                         confidence, notes)
-    return m, bytes_est, confidence, cdtype, peak_flops
 
 
 def cap_confidence(peaks: Peaks, roof_axis: str, cdtype: str, confidence: str, notes: list[str]) -> str:

@@ -10,15 +10,6 @@ EXAMPLE = ROOT / "roofline" / "data" / "example"
 FIXTURES = ROOT / "fixtures"
 
 
-# The device image (where `pytest -m gpu` runs) lacks some CPU-side dependencies (ijson): modules
-# that need them at import time are not collected there, instead of stopping the whole collection.
-collect_ignore = []
-try:
-    import ijson  # noqa: F401
-except ImportError:
-    collect_ignore.append("test_ingest_trace.py")
-
-
 def _gpu_available() -> bool:
     try:
         import cupy  # noqa: F401

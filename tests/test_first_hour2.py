@@ -168,15 +168,22 @@ def test_feedback_compare_and_playbook_share_the_run_root(tmp_path):
         assert "gemm" in out and "proposals only" in out
 
 
-def test_one_run_root_finder():
-    """feedback, compare and rerun take the run root from roofline.playbook.run_root alone."""
-    from roofline import playbook
+def test_one_run_root_finder(tmp_path):
+    """feedback, compare and rerun take the run root from roofline/stagec/runroot.py alone: no other
+    module defines a finder, and the finder places each layout of a run."""
+    import ast
 
-    for f in ("roofline/feedback.py", "roofline/rerun_run.py"):
-        src = (ROOT / f).read_text()
-        assert 'find_upwards(start, "env_report.json")' not in src and "knowledge_dir(" in src, f
-    assert playbook.run_root(Path("/x/run/profile/round_3/profile_roofline.json")) == Path("/x/run")
-    assert playbook.run_root(Path("/x/run/round_3")) == Path("/x/run")
+    from roofline.stagec import runroot
+
+    finders = [p.relative_to(ROOT).as_posix() for p in (ROOT / "roofline").rglob("*.py")
+               if any(isinstance(n, ast.FunctionDef) and n.name in ("run_root", "knowledge_dir")
+                      for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    assert finders == ["roofline/stagec/runroot.py"]
+    assert runroot.run_root(Path("/x/run/profile/round_3/profile_roofline.json")) == Path("/x/run")
+    assert runroot.run_root(Path("/x/run/round_3")) == Path("/x/run")
+    (tmp_path / "r" / "deep").mkdir(parents=True)
+    (tmp_path / "r" / "env_report.json").write_text("{}")
+    assert runroot.knowledge_dir(tmp_path / "r" / "deep") == (tmp_path / "r" / "knowledge").resolve()
 
 
 def test_playbook_of_a_run_without_records_says_so(tmp_path):

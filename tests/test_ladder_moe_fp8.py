@@ -94,7 +94,7 @@ def test_choose_grouped_level():
 
 
 def test_rerun_plan_dispatches_moe_and_fp8_heads():
-    from roofline import rerun_run
+    from roofline.stagec import rerun as rerun_run
 
     tables = rerun_run._tables(None)
     art = {"entries": [
@@ -118,11 +118,25 @@ def test_rerun_plan_dispatches_moe_and_fp8_heads():
 
 def test_l2_mode_counts_all_expert_weights():
     from roofline.opclasses import Problem
-    from roofline.rerun_measure import l2_mode_for
+    from roofline.stagec.timing import l2_mode_for
 
     small = Problem("grouped", 64, 1536, 2048, "bf16", 1.0, E=1)
     big = Problem("grouped", 64, 1536, 2048, "bf16", 1.0, E=128)      # 805 MB of weights
-    assert l2_mode_for([small])[0] == "warm" and l2_mode_for([big])[0] == "cold"
+    assert l2_mode_for([small], device="NVIDIA H200")[0] == "warm" and l2_mode_for([big], device="NVIDIA H200")[0] == "cold"
+    assert l2_mode_for([small])[0] == "cold"      # no device, no L2 size: cold, said
+    # the threshold is half the L2 of the device's peak table: operands of exactly that size stay warm
+    import yaml
+
+    from roofline.peaks import peaks_dir
+
+    half = yaml.safe_load((peaks_dir() / "h200.yaml").read_text())["l2_bytes"] / 2
+    K = 64
+    N = (int(half) // 2 - 64 * K) // (K + 64)     # 2 x (64K + NK + 64N) <= half, the largest N
+    at = Problem("dense", 64, N, K, "bf16", 1.0)
+    over = Problem("dense", 64, N + 1, K, "bf16", 1.0)
+    assert 2 * (64 * K + N * K + 64 * N) <= half < 2 * (64 * K + (N + 1) * K + 64 * (N + 1))
+    assert l2_mode_for([at], device="NVIDIA H200")[0] == "warm"
+    assert l2_mode_for([over], device="NVIDIA H200")[0] == "cold"
 
 
 def test_e4m3_table():

@@ -31,7 +31,7 @@ def test_fp8_level_passes(level_id):
 
 def test_rerun_measures_a_grouped_head_beside_torch():
     from roofline.opclasses import Problem
-    from roofline.rerun_measure import measure_grouped
+    from roofline.stagec.timing import measure_grouped
 
     m = measure_grouped([Problem("grouped", 512, 1536, 2048, "bf16", 1.0, E=128)], level_id=12)
     assert m["check_ok"] and m["ladder_t_ms"] > 0 and m["cublas_t_ms"] > 0

@@ -20,8 +20,7 @@ CLI_LAYER = ("roofline.commands", "roofline.cli")
 # the analysis side: what the ladder must not import (an allow-list below makes this exhaustive)
 ANALYSIS_SIDE = ("roofline.analysis", "roofline.report", "roofline.routing", "roofline.shapes", "roofline.models",
                  "roofline.opclasses",
-                 "roofline.inputs", "roofline.commands", "roofline.cli", "roofline.rerun", "roofline.rerun_run",
-                 "roofline.rerun_measure", "roofline.rerun_counters", "roofline.playbook",
+                 "roofline.inputs", "roofline.commands", "roofline.cli", "roofline.rerun", "roofline.stagec",
                  "roofline.api", "roofline.hook", "roofline.contract", "roofline.devices",
                  "roofline.feedback", "roofline.ingest", "roofline.calc", "roofline.plot", "roofline.defaults")
 # roofline.classify (kernel name -> op class) is neither: the counter readers match names with it
@@ -98,8 +97,8 @@ G = graph()
 
 def test_the_scan_sees_the_tree():
     assert {"roofline.ladder.dispatch", "roofline.ladder.advise", "roofline.peaks", "roofline.peaks.md",
-            "roofline.hook", "roofline.analysis", "roofline.commands.rerun", "roofline.rerun_run"} <= set(G)
-    assert "roofline.ladder.dispatch" in G["roofline.rerun"] and "roofline.rerun_run" in G["roofline.commands.rerun"]
+            "roofline.hook", "roofline.analysis", "roofline.commands.rerun", "roofline.stagec.rerun"} <= set(G)
+    assert "roofline.ladder.dispatch" in G["roofline.rerun"] and "roofline.stagec.rerun" in G["roofline.commands.rerun"]
 
 
 @pytest.mark.parametrize("mod", sorted(m for m in G if _under(m, ("roofline.ladder",))))
@@ -114,7 +113,7 @@ def test_the_peak_tables_import_only_themselves_and_the_errors(mod):
     assert not bad, f"{mod} imports {bad}"
 
 
-@pytest.mark.parametrize("start", ["roofline.hook", "roofline.analysis", "roofline.api", "roofline.rerun_run",
+@pytest.mark.parametrize("start", ["roofline.hook", "roofline.analysis", "roofline.api", "roofline.stagec.rerun",
                                    "roofline.procedure", "roofline.calc"])
 def test_the_pipeline_side_never_reaches_the_cli_layer(start):
     chains = {m: c for m, c in reach(G, start).items() if _under(m, CLI_LAYER)}

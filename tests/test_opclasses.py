@@ -31,7 +31,7 @@ CLASS_MODULES = ("gemm", "moe", "attn", "stream", "unmodelled")
 JOB_SITES = {"roofline/shapes.py": None, "roofline/models/__init__.py": None,
              "roofline/models/gemm.py": None, "roofline/models/moe.py": None, "roofline/models/attention.py": None,
              "roofline/models/elementwise.py": None, "roofline/ingest/topn.py": {"_shapes_of"},
-             "roofline/procedure.py": {"check_modelable", "model_work"}, "roofline/rerun.py": {"gemm_problems"}}
+             "roofline/procedure.py": {"check_modelable", "model_work"}, "roofline/stagec/rerun.py": {"gemm_problems"}}
 
 
 def _sources_outside_the_registry():

@@ -8,7 +8,8 @@ import statistics
 import pytest
 from click.testing import CliRunner
 
-from roofline import hook, playbook, rerun, rerun_counters
+from roofline import hook, rerun
+from roofline.stagec import playbook, profiler as rerun_counters
 from roofline.cli import main
 from roofline.report import to_markdown
 
@@ -97,7 +98,38 @@ def test_dispatch_order_keeps_the_simpler_level_inside_the_band():
     (1.31, 1.3, "real gain, within the prediction", False),   # within the band of the prediction
 ])
 def test_guards(speedup, predicted, verdict, contra):
-    assert rerun.guard_verdict(speedup, predicted) == (verdict, contra)
+    from roofline.stagec.judge import judge_isolated
+
+    j = judge_isolated(speedup, predicted, words="rerun")
+    assert (j["verdict"], j["model_contradicted"]) == (verdict, contra)
+
+
+def test_one_judge_and_its_boundaries():
+    """Exactly 1 + band is inside the band (not a gain), 1 - band too (not a regression); the next
+    float beyond either is real. Every stage-C verdict (re-run, feedback, compare, the playbook's
+    evidence) goes through this one judge, so they agree at the boundary."""
+    from roofline.stagec import judge, playbook
+
+    b = rerun.NOISE_BAND_ISOLATED
+    hi, lo = 1.0 + b, 1.0 - b
+    for words in ("rerun", "like-for-like", "feedback"):
+        assert judge.judge_isolated(hi, None, words=words)["outcome"] == "inside"
+        assert judge.judge_isolated(math.nextafter(hi, 2.0), None, words=words)["outcome"] == "gain"
+        assert judge.judge_isolated(lo, None, words=words)["outcome"] == "inside"
+        assert judge.judge_isolated(math.nextafter(lo, 0.0), None, words=words)["outcome"] == "slower"
+    assert judge.judge_isolated(hi, None)["real"] is False
+    assert judge.contradicts(1.3 * hi, 1.3) is False and judge.contradicts(math.nextafter(1.3 * hi, 9), 1.3)
+    # the playbook counts a speedup of exactly 1 + band as no evidence, like the judge
+    rec = {"measured_isolated_speedup": hi, "roofline_pct": 0.5, "op_class": "gemm"}
+    assert playbook.propose_priors([rec])["gemm"]["evidence"] == 0
+    rec["measured_isolated_speedup"] = math.nextafter(hi, 2.0)
+    assert playbook.propose_priors([rec])["gemm"]["evidence"] == 1
+    # the re-run's write-back: a like-for-like ratio of exactly 1 + band is no real gain
+    e = {"name": "nvjet_x", "t_ms": 1.0, "launches_per_logical_op": 1, "roof_axis": "memory", "bytes_est": 1e6,
+         "attainable_speedup": 2.0, "notes": ""}
+    art = {"entries": [e], "peaks": {"hbm_bw_bytes_s": 4.8e12}}
+    out = rerun.write_back(art, "nvjet_x", {"ladder_t_ms": 1.0, "cublas_t_ms": hi, "check_ok": True})
+    assert out["measured"]["verdict"] == f"no real gain (inside the {b:.1%} isolated noise band)"
 
 
 @pytest.mark.parametrize("fix", ["rerun", "rerun_mixed"])
@@ -129,32 +161,44 @@ def test_write_back_replays_the_recorded_measurements(fix):
         # the in-run kernel is cuBLAS (nvjet): isolation alone costs cublas_isolated / in-run
         assert e["measured"]["isolation_ratio"] == pytest.approx(m["cublas_t_ms"] / current)
         assert e["measured"]["isolation_ratio"] > 1.0    # cold L2 in isolation: slower than in the run
-        # confidence is raised only by the stage-C merge of measured bytes (rerun.restage), never here
+        # confidence is raised only by the stage-C merge of measured bytes (the re-analysis), never here
         assert e["confidence"] == conf_before
     assert base["stage"] == "C"
     md = to_markdown(base)
     assert "## Predicted vs measured (stage C isolated re-runs)" in md and md.count("no real gain") >= 4
 
 
-def test_playbook_append_read_and_summarize(tmp_path, recorded):
+def test_playbook_append_read_and_propose(tmp_path, recorded):
     for e in recorded["entries"]:
         if e.get("measured"):
-            playbook.append_playbook(tmp_path, playbook.playbook_record(recorded, e))
-    recs = playbook.read_playbook(tmp_path)
+            playbook.append_playbook(tmp_path, playbook.rerun_record(recorded, e))
+    recs = playbook.read_records(tmp_path)
     assert len(recs) == 4 and all(r["measured_e2e_delta_pct"] is None for r in recs)
-    summ = playbook.summarize_playbook(recs)["gemm"]
-    reached = sorted(min(1.0, r["roofline_pct"] * r["measured_isolated_speedup"]) for r in recs)
-    ratios = sorted(r["measured_isolated_speedup"] / r["predicted_attainable_speedup"] for r in recs)
-    assert summ["n"] == 4
-    assert summ["proposed_target_eff"] == reached[2] and summ["median_measured_over_predicted"] == ratios[2]
+    assert all(list(r) == list(playbook.RECORD_KEYS) for r in recs)        # the one schema
+    # every recorded re-run was no real gain: none is evidence for a new target_eff
+    assert all(r["measured_isolated_speedup"] <= 1 + rerun.NOISE_BAND_ISOLATED for r in recs)
+    prop = playbook.propose_priors(recs)["gemm"]
+    assert prop["evidence"] == 0 and prop["proposed_target_eff"] is None
     md = (tmp_path / "backend_playbook.md").read_text()
     assert md.count("\n| 20") == 4
     res = CliRunner().invoke(main, ["playbook", str(tmp_path)])
     assert res.exit_code == 0 and "gemm" in res.stdout and "proposals only" in res.stdout
 
 
+def test_old_playbook_records_still_read():
+    """A re-run record written before the one schema (no op_kind, regime, source, ...) reads back
+    with those keys unknown, and counts as evidence by its own fields."""
+    recs = playbook.read_records(FIXTURES / "rerun_real" / "decode" / "knowledge")
+    assert recs and all(set(playbook.RECORD_KEYS) <= set(r) for r in recs)
+    raw = [json.loads(x) for x in (FIXTURES / "rerun_real" / "decode" / "knowledge" / "backend_playbook.jsonl")
+           .read_text().splitlines() if x.strip()]
+    assert all("op_kind" not in r for r in raw)        # they are the old schema
+    assert [r["measured_isolated_speedup"] for r in recs] == [r["measured_isolated_speedup"] for r in raw]
+    assert all(r["op_kind"] is None and r["model_contradicted"] is False for r in recs)
+
+
 def test_recorded_playbook_matches_the_recorded_artifact(recorded):
-    recs = playbook.read_playbook(FIXTURES / "rerun" / "rerun_h200" / "backend_playbook.jsonl")
+    recs = playbook.read_records(FIXTURES / "rerun" / "rerun_h200" / "backend_playbook.jsonl")
     by = {e["name"]: e for e in recorded["entries"]}
     for r in recs:
         assert r["measured_isolated_speedup"] == by[r["kernel"]]["measured_attainable_speedup"]
@@ -167,7 +211,7 @@ def test_cli_rerun_without_gpu_changes_nothing(tmp_path):
     before = p.read_bytes()
     res = CliRunner().invoke(main, ["rerun", str(p)])
     assert res.exit_code == 2
-    from roofline import rerun_measure
+    from roofline.stagec import timing as rerun_measure
 
     assert res.stderr.strip() == f"roofline rerun: {rerun_measure.no_gpu_reason()}: nothing re-run, artifact unchanged"
     assert p.read_bytes() == before

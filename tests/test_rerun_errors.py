@@ -1,6 +1,6 @@
 """Stage C's failures are raised inside and recorded at the edge (issue 15, knot 4): a failed ncu run
-raises CounterCollectError in roofline.rerun_counters; the re-run of an artifact
-(roofline.rerun_run, the hook's and the CLI's) records it as the L4 `measured.counters.error` line
+raises CounterCollectError in roofline.stagec.profiler; the re-run of an artifact
+(roofline.stagec.rerun, the hook's and the CLI's) records it as the L4 `measured.counters.error` line
 and keeps the isolated timing, which is replayed here from the H200 recording
 (fixtures/rerun/rerun_h200)."""
 import json
@@ -10,9 +10,9 @@ import types
 
 import pytest
 
-from roofline import rerun_counters, rerun_measure, rerun_run
+from roofline.stagec import profiler as rerun_counters, rerun as rerun_run, timing as rerun_measure
 from roofline.errors import CounterCollectError, RerunError, RooflineError
-from roofline.rerun import Problem
+from roofline.opclasses import Problem
 
 from conftest import FIXTURES
 

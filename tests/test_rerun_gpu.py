@@ -6,7 +6,7 @@ pytestmark = pytest.mark.gpu
 
 def test_measure_problems_checks_then_times_beside_cublas():
     from roofline.rerun import Problem
-    from roofline.rerun_measure import measure_problems
+    from roofline.stagec.timing import measure_problems
 
     m = measure_problems([Problem("dense", 512, 1024, 1024, "bf16", 2.0)], level_id=3)
     assert m["check_ok"] and m["problems"][0]["check_ok"]
@@ -20,7 +20,7 @@ def test_collect_counters_reads_the_isolated_launch():
     import shutil
 
     from roofline.rerun import Problem
-    from roofline.rerun_counters import collect_counters
+    from roofline.stagec.profiler import collect_counters
 
     if not shutil.which("ncu"):
         pytest.skip("no ncu on PATH")
@@ -36,7 +36,7 @@ def test_nsight_python_path_where_installed():
 
     pytest.importorskip("nsight")
     from roofline.rerun import Problem
-    from roofline.rerun_counters import _collect_ncu_cli, collect_counters, counters_backend
+    from roofline.stagec.profiler import _collect_ncu_cli, collect_counters, counters_backend
 
     if not shutil.which("ncu"):
         pytest.skip("no ncu on PATH")
@@ -59,7 +59,7 @@ def test_rerun_of_an_moe_head_runs_its_expert_gemms(tmp_path):
     import json
 
     from roofline import api, report
-    from roofline.rerun_run import rerun_artifact
+    from roofline.stagec.rerun import rerun_artifact
     from roofline.models.moe import experts_hit
 
     topn = {"serving": {"n_decode_steps": 100, "n_prefill_steps": 1}, "entries": [{

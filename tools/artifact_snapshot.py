@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A digest of every artifact the fixtures produce, to pin behaviour across refactors.
+"""The key figures of every artifact the fixtures produce, to pin behaviour across refactors.
 
-    python tools/artifact_snapshot.py                 # print the digest (JSON) on stdout
+    python tools/artifact_snapshot.py                 # print the snapshot (JSON) on stdout
     python tools/artifact_snapshot.py -o FILE         # write it to FILE
     python tools/artifact_snapshot.py --check FILE    # exit 1 and name what differs from FILE
 
@@ -13,19 +13,16 @@ What runs (in-process, through the click CLI, into a temporary folder, so fixtur
   with the env report and config named in that folder's README (env_<kind>.json / config.json),
   else the starter env report `topn` writes, given the workload of the README.
 
-Normalized before hashing: `generated_at` and other timestamps, and absolute paths (replaced by
-their last component, so a moved peak table or a temporary folder does not count as a change).
-The digest keeps, per run, the sha256 of every normalized file written and the exit codes;
-fixtures/artifact_snapshot.json holds the last one pinned (re-pinned only for a meant change: the
-wall-time fields and the decode-attention prior note of 2026-12-01, every other field unchanged), and
-tests/test_artifact_snapshot.py recomputes it.
+Kept per run: the exit codes and, per artifact written, per entry the figures a reader acts on
+(FIGURES: regime, bytes_est, roofline_pct, headroom_class, attainable_speedup,
+expected_e2e_gain_pct, confidence). fixtures/artifact_snapshot.json holds the last one pinned;
+tests/test_artifact_snapshot.py recomputes it and, on a change, prints which figure of which entry
+moved, from what to what, so a re-pin says what it accepts.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -43,44 +40,25 @@ TRACE_WORKLOAD = {"prefill": ["--isl", "128", "--osl", "1", "--conc", "4"],
                   "decode": ["--isl", "128", "--osl", "8", "--conc", "8"],
                   "mixed": ["--isl", "128", "--osl", "4", "--conc", "4"]}
 
-TS_RX = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:\d{2}|Z)?")
-# an absolute path: starts a string or follows whitespace, a quote, a backtick, a paren or '='
-PATH_RX = re.compile(r"(?:(?<=^)|(?<=[\s\"'`(=\[]))(/[^\s\"'`()\[\],;]+)", re.M)
-TS_KEYS = {"generated_at", "timestamp", "created_at", "written_at"}
+FIGURES = ("regime", "bytes_est", "roofline_pct", "headroom_class", "attainable_speedup", "expected_e2e_gain_pct",
+           "confidence")
+REL_TOL = 1e-9     # a float figure moved when it differs by more than this (relative)
 
 
-def _base(m: re.Match) -> str:
-    return "<abs>/" + m.group(1).rstrip("/").rsplit("/", 1)[-1]
-
-
-def norm_text(s: str) -> str:
-    return PATH_RX.sub(_base, TS_RX.sub("<ts>", s))
-
-
-def norm_json(x):
-    if isinstance(x, dict):
-        return {k: ("<ts>" if k in TS_KEYS else norm_json(v)) for k, v in x.items()}
-    if isinstance(x, list):
-        return [norm_json(v) for v in x]
-    if isinstance(x, str):
-        return norm_text(x)
-    return x
-
-
-def digest_dir(d: Path, skip: set[str]) -> dict[str, str]:
+def figures_dir(d: Path) -> dict[str, dict]:
+    """Per artifact written under `d` (every profile_roofline.json), per entry (by kernel name; a
+    repeated name gets #2, #3), the key FIGURES, plus the artifact's stage and degraded count."""
     out = {}
-    for p in sorted(d.rglob("*")):
-        if not p.is_file() or p.name in skip:
-            continue
-        rel = p.relative_to(d).as_posix()
-        text = p.read_text()
-        if p.suffix == ".json":
-            body = json.dumps(norm_json(json.loads(text)), sort_keys=True, indent=1)
-        elif p.suffix == ".jsonl":
-            body = "\n".join(json.dumps(norm_json(json.loads(l)), sort_keys=True) for l in text.splitlines() if l.strip())
-        else:
-            body = norm_text(text)
-        out[rel] = hashlib.sha256(body.encode()).hexdigest()
+    for p in sorted(d.rglob("profile_roofline.json")):
+        art = json.loads(p.read_text())
+        ents: dict[str, dict] = {}
+        for e in art.get("entries", []):
+            key, n = e.get("name", "?"), 2
+            while key in ents:
+                key, n = f"{e.get('name', '?')}#{n}", n + 1
+            ents[key] = {f: e.get(f) for f in FIGURES}
+        out[p.relative_to(d).as_posix()] = {"stage": art.get("stage"), "degraded": len(art.get("degraded", [])),
+                                           "entries": ents}
     return out
 
 
@@ -120,7 +98,7 @@ def run_all() -> dict:
                 if f is not None:
                     args += [opt, str(f)]
             rc = _invoke(args)
-            runs[key] = {"rc": rc, "files": digest_dir(out, skip=set())}
+            runs[key] = {"rc": rc, "artifacts": figures_dir(out)}
         for i, trace in enumerate(sorted(FIX.glob("traces*/*.json.gz"))):
             key = "topn+analyze:" + trace.relative_to(ROOT).as_posix()
             d = tmp / f"t{i}" / "profile" / "round_1"
@@ -135,24 +113,42 @@ def run_all() -> dict:
             if (trace.parent / "config.json").is_file():
                 args += ["--config", str(trace.parent / "config.json")]
             rc2 = _invoke(args) if rc1 == 0 else None
-            runs[key] = {"rc": [rc1, rc2], "files": digest_dir(d.parent.parent, skip=set())}
-    return {"about": "tools/artifact_snapshot.py: sha256 of each normalized artifact per fixture run",
+            runs[key] = {"rc": [rc1, rc2], "artifacts": figures_dir(d.parent.parent)}
+    return {"about": "tools/artifact_snapshot.py: the key figures of each artifact per entry per fixture run",
             "runs": runs}
 
 
+def _moved(x, y) -> bool:
+    if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+        return abs(x - y) > REL_TOL * max(abs(x), abs(y))
+    return x != y
+
+
 def diff(old: dict, new: dict) -> list[str]:
+    """One line per change: which run, artifact, entry and figure moved, from what to what."""
     lines = []
     for k in sorted(set(old["runs"]) | set(new["runs"])):
         a, b = old["runs"].get(k), new["runs"].get(k)
-        if a != b:
-            if a is None or b is None:
-                lines.append(f"{k}: {'new run' if a is None else 'run missing'}")
+        if a is None or b is None:
+            lines.append(f"{k}: {'new run' if a is None else 'run missing'}")
+            continue
+        if a["rc"] != b["rc"]:
+            lines.append(f"{k}: exit codes {a['rc']} -> {b['rc']}")
+        for f in sorted(set(a["artifacts"]) | set(b["artifacts"])):
+            fa, fb = a["artifacts"].get(f), b["artifacts"].get(f)
+            if fa is None or fb is None:
+                lines.append(f"{k}: {f} {'new' if fa is None else 'no longer written'}")
                 continue
-            if a["rc"] != b["rc"]:
-                lines.append(f"{k}: exit codes {a['rc']} -> {b['rc']}")
-            for f in sorted(set(a["files"]) | set(b["files"])):
-                if a["files"].get(f) != b["files"].get(f):
-                    lines.append(f"{k}: {f} differs")
+            for field in ("stage", "degraded"):
+                if fa[field] != fb[field]:
+                    lines.append(f"{k}: {f}: {field} {fa[field]} -> {fb[field]}")
+            for name in sorted(set(fa["entries"]) | set(fb["entries"])):
+                ea, eb = fa["entries"].get(name), fb["entries"].get(name)
+                if ea is None or eb is None:
+                    lines.append(f"{k}: {f}: entry {name[:60]!r} {'new' if ea is None else 'gone'}")
+                    continue
+                lines += [f"{k}: {f}: {name[:60]!r}: {fig} {ea.get(fig)!r} -> {eb.get(fig)!r}"
+                          for fig in FIGURES if _moved(ea.get(fig), eb.get(fig))]
     return lines
 
 

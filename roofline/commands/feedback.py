@@ -22,7 +22,7 @@ def _bands_opts(f):
 
 
 def _bands(isolated_band, e2e_band):
-    from roofline.feedback import NoiseBands
+    from roofline.stagec.judge import NoiseBands
 
     kw = {}
     if isolated_band is not None:
@@ -54,7 +54,8 @@ def feedback(artifact, kernel, isolated_speedup, e2e_delta_pct, source, playbook
     model_contradicted when it beats the predicted attainable_speedup (the measurement is then
     preferred), written into the artifact, and appended to knowledge/backend_playbook.md as
     predicted vs actual. Exit 0 on success, 2 on unusable input."""
-    from roofline.feedback import FeedbackError, record_feedback
+    from roofline.errors import FeedbackError
+    from roofline.stagec.feedback import record_feedback
 
     try:
         res = record_feedback(artifact, kernel, isolated_speedup, e2e_delta_pct, bands=_bands(isolated_band, e2e_band),
@@ -92,7 +93,8 @@ def compare(round_a, round_b, e2e_delta_pct, kernels, playbook_dir, no_playbook,
     time change per step and what it gave end to end, against the prediction round A made; the
     run's e2e delta against the serving band. Records kernels whose time changed in the playbook
     with measured_e2e_delta_pct filled (and fills it in round A's earlier records)."""
-    from roofline.feedback import FeedbackError, compare as _compare
+    from roofline.errors import FeedbackError
+    from roofline.stagec.compare import compare as _compare
 
     try:
         res = _compare(round_a, round_b, bands=_bands(isolated_band, e2e_band), e2e_delta_pct=e2e_delta_pct,

@@ -19,7 +19,9 @@ def playbook(path, isolated_band):
     median e2e error (measured - predicted, % points) and a proposed target_eff: the median of
     roofline_pct x measured speedup, what the measurements show reachable. Proposals are printed,
     never applied."""
-    from roofline import feedback, playbook as pb
+    from roofline.errors import FeedbackError
+    from roofline.stagec import playbook as pb
+    from roofline.stagec.judge import NoiseBands
 
     if path.is_dir() and not (path / "backend_playbook.jsonl").is_file():
         path = pb.knowledge_dir(path)
@@ -28,12 +30,12 @@ def playbook(path, isolated_band):
                        err=True)
             sys.exit(2)
     try:
-        recs = feedback.read_records(path)
-        bands = feedback.NoiseBands(**({"isolated": isolated_band} if isolated_band is not None else {}))
-    except (OSError, ValueError, feedback.FeedbackError) as exc:
+        recs = pb.read_records(path)
+        bands = NoiseBands(**({"isolated": isolated_band} if isolated_band is not None else {}))
+    except (OSError, ValueError, FeedbackError) as exc:
         click.echo(f"roofline playbook: {path}: cannot read the playbook ({exc})", err=True)
         sys.exit(2)
-    prop = feedback.propose_priors(recs, bands)
+    prop = pb.propose_priors(recs, bands)
     if not prop:
         click.echo("no measured records yet")
         return

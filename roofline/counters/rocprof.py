@@ -85,7 +85,7 @@ def read_rocprof_csv_text(text: str, path: str | Path,
         value = parse_number(row.get("Counter_Value"))
         if value is None:
             # a bad value of one kernel's record is that record's problem, not the file's: kept as NaN,
-            # it makes the record L4 (roofline.counters.plausible) where the analysis would read it
+            # it makes the record L4 (roofline.stagec.plausible) where the analysis would read it
             value = math.nan
         key = tuple(row.get(c) for c in key_cols) if id_col else lineno
         d = dispatches.get(key)

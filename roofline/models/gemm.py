@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 from roofline.models import Candidate, ModelResult, wider
+from roofline.peaks.gemm import gemm_fewest_bytes, gemm_flops
 
 
 def gemm_counts(M: int, N: int, K: int, a_bytes: float, w_bytes: float, out_bytes: float,
                 batch: int = 1) -> tuple[float, float]:
     """(flops, bytes) of C = A·B. NB: fewest bytes: A, B and C each cross HBM once; re-reads that
     L2 does not catch are the kernel's problem, not the model's (stage C measures them)."""
-    flops = 2.0 * M * N * K * batch
-    nbytes = batch * (M * K * a_bytes + K * N * w_bytes + M * N * out_bytes)
-    return flops, nbytes
+    return gemm_flops(M, N, K, batch), gemm_fewest_bytes(M, N, K, a_bytes, w_bytes, out_bytes, batch)
 
 
 def model(shape: dict, dt: dict) -> ModelResult:

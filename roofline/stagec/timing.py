@@ -1,12 +1,12 @@
 """Stage C's timing on the device: the GPU's arch, the L2 state a re-run uses, and the isolated
 check-then-time of a ladder level beside cuBLAS on the GEMM problems of one logical op
-(roofline.rerun.gemm_problems). Needs CuPy and a CUDA device (device_arch says None without)."""
+(roofline.opclasses.gemm_problems). Needs CuPy and a CUDA device (device_arch says None without)."""
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import asdict
 
-from roofline.rerun import Problem
+from roofline.opclasses import Problem
 
 
 def device_arch() -> str | None:
@@ -32,19 +32,25 @@ def no_gpu_reason() -> str:
 
 
 L2_MODES = ("cold", "warm", "auto")
-L2_WARM_MAX_BYTES = 30 << 20     # auto: operands under half the H200's 60 MiB L2 stay warm in a run
+L2_WARM_FRACTION = 0.5   # auto: operands under half the L2 stay warm in a run (the L2 size: the peak table)
 
 
-def l2_mode_for(problems: list[Problem], mode: str = "auto") -> tuple[str, str]:
-    """-> (cold|warm, why). auto: warm when one GEMM's operands fit in half the L2 (in a serving run
-    its neighbours just wrote the activations and small weights stay resident), else cold."""
+def l2_mode_for(problems: list[Problem], mode: str = "auto", device: str | None = None) -> tuple[str, str]:
+    """-> (cold|warm, why). auto: warm when one GEMM's operands fit in half the device's L2 (its
+    peak table's l2_bytes; in a serving run the neighbours just wrote the activations and small
+    weights stay resident), else cold; cold when the table has no L2 size."""
+    from roofline.peaks.gemm import device_l2_bytes, gemm_fewest_bytes
+
     if mode not in L2_MODES:
         raise ValueError(f"l2 mode must be one of {', '.join(L2_MODES)}, got {mode!r}")
     if mode != "auto":
         return mode, f"L2 {mode} (asked)"
+    l2 = device_l2_bytes(device)
+    if l2 is None:
+        return "cold", f"L2 cold: no L2 size for {device!r} in the peak tables"
     # a grouped problem's weights are E x N x K (the experts the drawn routing does not hit stay cold)
-    big = max((p.M * p.K + (p.E or 1) * p.N * p.K + p.M * p.N) * 2 for p in problems)
-    if big <= L2_WARM_MAX_BYTES:
+    big = max(gemm_fewest_bytes(p.M, p.N, p.K, b_copies=p.E or 1) for p in problems)
+    if big <= L2_WARM_FRACTION * l2:
         return "warm", f"L2 warm: the largest GEMM's operands ({big / 2**20:.1f} MiB) fit in half the L2"
     return "cold", f"L2 cold (flushed before each launch): the largest GEMM's operands are {big / 2**20:.0f} MiB"
 

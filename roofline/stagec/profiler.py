@@ -1,7 +1,7 @@
 """Stage C's counters of a re-run: the work mix of one logical op (or one ladder launch) profiled
 in isolation through the `ncu` CLI (read back with the stage-C reader, roofline.counters) or
 nsight-python where it supports the installed ncu. The profiled process runs this module's
-targets (`python -m roofline.rerun_counters --one-launch ...`), never the CLI that called it.
+targets (`python -m roofline.stagec.profiler --one-launch ...`), never the CLI that called it.
 No ncu, or a failed run, is level L4: the analytic result stays."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from roofline.errors import CounterCollectError
-from roofline.rerun import Problem
+from roofline.opclasses import Problem
+from roofline.peaks.gemm import gemm_flops
 
 
 NCU_METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
@@ -82,14 +83,14 @@ def collect_counters(problem: Problem, level_id: int, ncu: str | None = None) ->
 
 
 def _child_env() -> dict:
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])   # the source tree holding roofline/
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
 
 
 def _collect_nsight_python(problem: Problem, level_id: int) -> dict:
     """nsight-python re-runs its script under ncu, so it gets a small script of its own
-    (`python -m roofline.rerun_counters --nsight-target ...`), never the CLI that called it."""
-    cmd = [sys.executable, "-m", "roofline.rerun_counters", "--nsight-target", str(level_id), str(problem.M),
+    (`python -m roofline.stagec.profiler --nsight-target ...`), never the CLI that called it."""
+    cmd = [sys.executable, "-m", "roofline.stagec.profiler", "--nsight-target", str(level_id), str(problem.M),
            str(problem.N), str(problem.K)]
     with tempfile.TemporaryDirectory() as td:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=td, env=_child_env())
@@ -103,7 +104,7 @@ def _collect_nsight_python(problem: Problem, level_id: int) -> dict:
     return {"name": f"gemm_l{level_id:02d}", "t_ms": m["gpu__time_duration.sum"] / 1e6 if m.get("gpu__time_duration.sum") else None,
             "dram_bytes": (rd + wr) if rd is not None and wr is not None else None,
             "flops_issued": bf16, "tensor_flops_by_dtype": {"bf16": bf16}, "l2_bytes": m.get("lts__t_bytes.sum"),
-            "source": "nsight-python", "useful_flops": 2.0 * problem.M * problem.N * problem.K}
+            "source": "nsight-python", "useful_flops": gemm_flops(problem.M, problem.N, problem.K)}
 
 
 def _nsight_target(level_id: int, M: int, N: int, K: int) -> None:
@@ -141,7 +142,7 @@ def _collect_ncu_cli(problem: Problem, level_id: int, ncu: str | None = None) ->
                       ["--one-launch", str(level_id), str(problem.M), str(problem.N), str(problem.K)], problem)[0]
     return {"name": k.name, "t_ms": k.t_ms, "dram_bytes": k.dram_bytes, "flops_issued": k.flops_issued,
             "tensor_flops_by_dtype": k.tensor_flops_by_dtype, "l2_bytes": k.l2_bytes, "source": "ncu-cli",
-            "useful_flops": 2.0 * problem.M * problem.N * problem.K}
+            "useful_flops": gemm_flops(problem.M, problem.N, problem.K)}
 
 
 RANGE = "roofline_rerun"
@@ -163,12 +164,12 @@ def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "
     for k in ("t_ms", "dram_bytes", "flops_issued", "l2_bytes"):
         vals = [r.get(k) for r in per]
         mix[k] = sum(p.count * v for p, v in zip(problems, vals)) if all(v is not None for v in vals) else None
-    mix["useful_flops"] = sum(p.count * 2.0 * p.M * p.N * p.K for p in problems)
+    mix["useful_flops"] = sum(p.count * gemm_flops(p.M, p.N, p.K) for p in problems)
     return mix
 
 
 def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str], problem: Problem) -> list:
-    """Run `python -m roofline.rerun_counters TARGET_ARGS` under the ncu CLI with NCU_ARGS, export the
+    """Run `python -m roofline.stagec.profiler TARGET_ARGS` under the ncu CLI with NCU_ARGS, export the
     raw page as CSV (needs nothing beyond ncu itself: the ncu-report module may be absent) and read
     it with the stage-C reader. -> KernelCounters (at least one); raises CounterCollectError."""
     from roofline.counters import CounterReadError, load
@@ -176,7 +177,7 @@ def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str], problem
     with tempfile.TemporaryDirectory() as td:
         rep = Path(td) / "rerun"
         cmd = [ncu, "--clock-control", "none", *ncu_args, "-f", "-o", str(rep),
-               sys.executable, "-m", "roofline.rerun_counters", *target_args]
+               sys.executable, "-m", "roofline.stagec.profiler", *target_args]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_child_env())
         path = rep.with_suffix(".ncu-rep")
         if res.returncode != 0 or not path.exists():
@@ -252,4 +253,4 @@ if __name__ == "__main__":  # pragma: no cover - the targets the ncu / nsight-py
     elif len(sys.argv) == 6 and sys.argv[1] == "--nsight-target":
         _nsight_target(*(int(x) for x in sys.argv[2:]))
     else:
-        sys.exit("usage: python -m roofline.rerun_counters --one-launch|--one-launch-range|--nsight-target ...")
+        sys.exit("usage: python -m roofline.stagec.profiler --one-launch|--one-launch-range|--nsight-target ...")

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import KernelCounters
+from roofline.counters.base import KernelCounters
 
 _READINGS = ("t_ms", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "cuda_core_flops", "l2_bytes",
              "l1_bytes", "report_peak_hbm_bw_bytes_s", "report_sm_clock_hz")
@@ -100,20 +100,3 @@ def implausible(kc: KernelCounters, peaks, op_kind: str, shape_source: str, mode
             why.append(f"{_g(kc.dram_bytes * n_launches)} DRAM bytes per logical op, below the {_g(floor)} the "
                        f"operands need ({_g(model_bytes)} model bytes - {n_launches} x {_g(l2)} L2 bytes)")
     return why
-
-
-def counters_block(kc: KernelCounters) -> dict:
-    """The entry's `counters` object: the record as read, a value that is no number written as null."""
-    def num(v):
-        return v if v is None or (isinstance(v, (int, float)) and math.isfinite(v)) else None
-
-    out = {"source": kc.source, "launches": kc.launches, "t_ms": num(kc.t_ms), "dram_bytes": num(kc.dram_bytes),
-           "flops_issued": num(kc.flops_issued),
-           "tensor_flops_by_dtype": {d: num(v) for d, v in (kc.tensor_flops_by_dtype or {}).items()},
-           "cuda_core_flops": num(kc.cuda_core_flops), "l2_bytes": num(kc.l2_bytes), "l1_bytes": num(kc.l1_bytes),
-           "unstable": kc.unstable}
-    if kc.extra:
-        out["extra"] = {k: num(v) for k, v in kc.extra.items()}
-    if getattr(kc, "derived_from_rate", None):
-        out["derived_from_rate"] = list(kc.derived_from_rate)
-    return out

@@ -1,5 +1,7 @@
-"""Stage C's merge of one matched counter record into an artifact entry (roofline/procedure.py calls
-it in `apply_stage_c`), in its two cases (docs/method.md, stage C):
+"""Stage C's merge of one matched counter record into an artifact entry: `apply_stage_c`, the step
+of the per-entry procedure (roofline/procedure.py) that every counter source goes through
+(`analyze --counters`, the counters a Top-N carries, a re-run's measured work mix), first the
+plausibility rules (roofline/stagec/plausible.py), then one of two cases (docs/method.md, stage C):
 
 - the entry has a byte/FLOP model (captured or stage-A shapes): MEASURED DRAM bytes replace the
   model's on the memory axis, the model's USEFUL FLOPs stay on the compute axis, the issued FLOPs
@@ -14,18 +16,29 @@ Pure functions: numbers in, fields and notes out. Units: bytes, FLOPs, seconds (
 """
 from __future__ import annotations
 
-from .base import KernelCounters
+import math
+from typing import Any
+
+from roofline.counters.base import KernelCounters
+from roofline.peaks import Peaks
+from roofline.stagec.plausible import implausible
 
 
 def counters_block(kc: KernelCounters) -> dict:
-    """The entry's `counters` field: the record as measured (per launch)."""
-    return {
-        "source": kc.source, "launches": kc.launches, "t_ms": kc.t_ms, "dram_bytes": kc.dram_bytes,
-        "flops_issued": kc.flops_issued, "tensor_flops_by_dtype": dict(kc.tensor_flops_by_dtype),
-        "cuda_core_flops": kc.cuda_core_flops, "l2_bytes": kc.l2_bytes, "l1_bytes": kc.l1_bytes,
-        "unstable": kc.unstable, **({"extra": dict(kc.extra)} if kc.extra else {}),
-        **({"derived_from_rate": list(kc.derived_from_rate)} if kc.derived_from_rate else {}),
-    }
+    """The entry's `counters` object: the record as read, a value that is no number written as null."""
+    def num(v):
+        return v if v is None or (isinstance(v, (int, float)) and math.isfinite(v)) else None
+
+    out = {"source": kc.source, "launches": kc.launches, "t_ms": num(kc.t_ms), "dram_bytes": num(kc.dram_bytes),
+           "flops_issued": num(kc.flops_issued),
+           "tensor_flops_by_dtype": {d: num(v) for d, v in (kc.tensor_flops_by_dtype or {}).items()},
+           "cuda_core_flops": num(kc.cuda_core_flops), "l2_bytes": num(kc.l2_bytes), "l1_bytes": num(kc.l1_bytes),
+           "unstable": kc.unstable}
+    if kc.extra:
+        out["extra"] = {k: num(v) for k, v in kc.extra.items()}
+    if getattr(kc, "derived_from_rate", None):
+        out["derived_from_rate"] = list(kc.derived_from_rate)
+    return out
 
 
 def _usable(kc: KernelCounters | None) -> bool:
@@ -37,7 +50,7 @@ def apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
     Returns (metrics, bytes on the memory axis, confidence)."""
     from roofline.roofmath import _metrics
 
-    from .ncu import rate_notes
+    from roofline.counters.ncu import rate_notes
 
     out["counters"] = counters_block(kc)
     if not _usable(kc):
@@ -90,7 +103,7 @@ def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
     """An entry with no model whose work came from its counters (measured_result): record them and
     say what each axis is. Confidence high on the memory axis (measured bytes and time); medium
     on the compute axis (issued, not useful, FLOPs). Returns (metrics, bytes, confidence)."""
-    from .ncu import rate_notes
+    from roofline.counters.ncu import rate_notes
 
     out["counters"] = counters_block(kc)
     out["bytes_measured"] = bytes_est
@@ -104,3 +117,33 @@ def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
                  + "; useful FLOPs unknown (no shapes: profile with record_shapes=True for the model's count)")
     notes.extend(rate_notes(kc))
     return m, bytes_est, "high" if m["roof_axis"] == "memory" else "medium"
+
+
+def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
+                  peak_flops: float | None, t_s: float, peak_bw: float, n_l: int, notes: list[str]):
+    """The chosen model's metrics, replaced by the measured ones where stage-C counters match
+    (measured bytes on the memory axis, useful FLOPs on the compute axis).
+    Returns (metrics, bytes on the memory axis, confidence, compute dtype, compute peak)."""
+    m = dict(chosen["_m"])
+    bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
+    confidence = "medium" if shape_source == "captured" else "low"
+    if shape_source not in ("captured", "measured"):
+        notes.append("stage A shapes (estimated): display only, do not rank on it")
+    if counters is not None:
+        why = implausible(counters, peaks, out["op_kind"], shape_source, bytes_est, t_s / n_l, n_l)
+        if why:  # L4: a reading the hardware or the work rules out is not believed
+            out["counters"] = {**counters_block(counters), "implausible": why}
+            notes.append(f"L4: implausible counters ({'; '.join(why)}): stage A/B analytic result kept, "
+                         "confidence not raised")
+            return m, bytes_est, confidence, cdtype, peak_flops
+        tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
+        if tdt and shape_source != "measured":   # measured work is already on its issued dtype
+            measured_dt = max(tdt, key=tdt.get)
+            if measured_dt != cdtype and peaks.compute_peak(measured_dt):
+                notes.append(f"stage C: the tensor cores ran {measured_dt} (counters), not {cdtype}: the "
+                             f"{measured_dt} compute roof is used")
+                cdtype, peak_flops = measured_dt, peaks.compute_peak(measured_dt)
+        merge = apply_measured if shape_source == "measured" else apply_counters
+        m, bytes_est, confidence = merge(out, counters, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l,
+                                         confidence, notes)
+    return m, bytes_est, confidence, cdtype, peak_flops

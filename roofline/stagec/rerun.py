@@ -1,8 +1,16 @@
-"""Stage C's whole re-run of an artifact's GEMM heads, outside the CLI layer: the pipeline hook
-(`roofline.hook.rerun`) and the click command (`roofline rerun`, roofline/commands/rerun.py) both
-call `rerun_artifact`. The pieces: problems and write-back in roofline/rerun.py, dispatch in the
-ladder (roofline.ladder.dispatch), timing in roofline/rerun_measure.py, counters in
-roofline/rerun_counters.py, the playbook in roofline/playbook.py."""
+"""Stage C's whole re-run of an artifact's GEMM heads (docs/method.md sections 6 and 9), outside the
+CLI layer: the pipeline hook (`roofline.hook.rerun`) and the click command (`roofline rerun`,
+roofline/commands/rerun.py) both call `rerun_artifact`. In order:
+
+1. plan: the GEMM / MoE heads, their problems (roofline.opclasses.gemm_problems) and the ladder
+   level the dispatch table picks (roofline.ladder.dispatch);
+2. measure each head: check, then time the level beside the library kernel
+   (roofline/stagec/timing.py) and, with counters, profile the work mix
+   (roofline/stagec/profiler.py -> roofline/stagec/measurement.py);
+3. with measured bytes: the Top-N behind the artifact is analysed ONCE with them (the same
+   analysis and stage-C merge as `analyze --counters`, roofline/stagec/merge.py);
+4. each head's timing is written onto that artifact's entry (roofline/stagec/writeback.py) and
+   one playbook record per head appended (roofline/stagec/playbook.py)."""
 from __future__ import annotations
 
 import json
@@ -18,8 +26,9 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     "playbook": path|None}. Raises RerunError (a RooflineError and a RuntimeError) with one line
     when the machine cannot do it; a failed counter run is L4, recorded in the entry.
     With counters, the measured work mix goes back through the stage-C merge of `analyze
-    --counters` (rerun.restage): measured bytes on the memory axis, confidence high only there."""
-    from roofline import rerun, rerun_counters, rerun_measure
+    --counters` (reanalyse): measured bytes on the memory axis, confidence high only there."""
+    from roofline.stagec import measurement, profiler, timing
+    from roofline.stagec.writeback import _is_library_kernel
 
     try:
         art = json.loads(artifact.read_text(encoding="utf-8"))
@@ -28,18 +37,18 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     if not isinstance(art, dict) or not isinstance(art.get("entries"), list):
         raise RerunError(f"{artifact}: $.entries: expected a profile_roofline.json artifact with a list of entries")
     table = _tables(json.loads(dispatch.read_text()) if dispatch else None)
-    arch = rerun_measure.device_arch()
+    arch = timing.device_arch()
     if arch is None:
-        raise RerunError(f"{rerun_measure.no_gpu_reason()}: nothing re-run, artifact unchanged")
+        raise RerunError(f"{timing.no_gpu_reason()}: nothing re-run, artifact unchanged")
     work, skipped = _plan(art, entries, table, arch, level)
-    done = []
+    measured = []
     it = progress(work) if progress else work
     records = []
     for e, probs, lvl, why in it:
-        mode, mode_why = rerun_measure.l2_mode_for(probs, l2)
+        mode, mode_why = timing.l2_mode_for(probs, l2, (art.get("peaks") or {}).get("device"))
         kind = _contract(probs[0])
-        measure = {"grouped-bf16": rerun_measure.measure_grouped, "gemm-fp8": rerun_measure.measure_fp8}.get(
-            kind, rerun_measure.measure_problems)
+        measure = {"grouped-bf16": timing.measure_grouped, "gemm-fp8": timing.measure_fp8}.get(
+            kind, timing.measure_problems)
         meas = measure(probs, lvl, l2=mode)
         meas["dispatch_reason"], meas["l2_mode_reason"] = why, mode_why
         if not meas["check_ok"]:
@@ -50,33 +59,31 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
                                          "launches the dense bf16 levels only)"}
         elif counters:
             # the library kernel is what ran in the run: its counters describe the in-run work
-            target = "cublas" if rerun._is_library_kernel(e) else "ladder"
+            target = "cublas" if _is_library_kernel(e) else "ladder"
             try:
-                meas["counters"] = rerun_counters.collect_mix_counters(probs, lvl, target=target, l2=mode)
+                meas["counters"] = profiler.collect_mix_counters(probs, lvl, target=target, l2=mode)
             except CounterCollectError as exc:   # L4: the re-run stays, the error is recorded in it
                 meas["counters"] = {"error": str(exc)}
-            rec = rerun.counters_record(e, meas["counters"])
+            rec = measurement.counters_record(e, meas["counters"])
             if rec is not None:
                 records.append(rec)
-        rerun.write_back(art, e["name"], meas)
-        done.append(e["name"])
-    pb = _merge_and_write(art, artifact, records, done, playbook_dir)
+        measured.append((e["name"], meas))
+    pb = _merge_and_write(art, artifact, records, measured, playbook_dir)
+    done = [name for name, _ in measured]
     return {"rerun": done, "skipped": skipped, "playbook": str(pb) if pb else None}
 
 
 def _plan(art: dict, entries, table: dict, arch, level: int | None) -> tuple[list, dict]:
     """The GEMM / MoE heads to re-run with their problems and ladder level, and the ones skipped
     (with why)."""
-    from roofline import rerun
-
-    from roofline.opclasses import rerunnable
+    from roofline.opclasses import gemm_problems, rerunnable
 
     heads = [e for e in art["entries"] if e.get("modeled") and rerunnable(e.get("op_class"))
              and (not entries or e["name"] in entries or e.get("short_name") in entries)]
     skipped = {}
     work = []
     for e in heads:
-        probs = rerun.gemm_problems(e)
+        probs = gemm_problems(e)
         if not probs:
             skipped[e["name"]] = "no GEMM shape to re-run (stage A without N/K?)"
             continue
@@ -108,12 +115,11 @@ def _tables(given: dict | None) -> dict:
 
 def _choose(tables: dict, p, arch) -> tuple[int | None, str]:
     """The level for a head's first problem, from its contract's table."""
-    from roofline import rerun
-    from roofline.ladder.dispatch import choose_grouped_level
+    from roofline.ladder.dispatch import choose_grouped_level, choose_level
 
     kind = _contract(p)
     if p.grouped:
-        from roofline.rerun_measure import draw_routing
+        from roofline.stagec.timing import draw_routing
         from roofline.ladder.routing import experts_hit
 
         if kind not in tables:
@@ -122,27 +128,52 @@ def _choose(tables: dict, p, arch) -> tuple[int | None, str]:
         lvl, why = choose_grouped_level(tables[kind], p.M, experts_hit(counts), p.N, p.K, p.dtype, arch)
         return lvl, f"{why}; routing {rule}: {experts_hit(counts)} experts hit (model {p.experts_hit_model:.1f})" \
             if p.experts_hit_model is not None else f"{why}; routing {rule}"
-    return rerun.choose_level(tables.get(kind), p.M, p.N, p.K, p.dtype, arch)
+    return choose_level(tables.get(kind), p.M, p.N, p.K, p.dtype, arch)
 
 
-def _merge_and_write(art: dict, artifact: Path, records: list, done: list, playbook_dir):
-    """Counter records through the stage-C merge, the artifact pair rewritten, one playbook record
-    per re-run entry. Returns the playbook's path (None when nothing was written there)."""
-    from roofline import playbook, report, rerun
+def _merge_and_write(art: dict, artifact: Path, records: list, measured: list, playbook_dir):
+    """The measured bytes through the analysis (once), each head's timing written onto its entry,
+    the artifact pair rewritten, one playbook record per re-run head. Returns the playbook's path
+    (None when nothing was written there)."""
+    from roofline import report
+    from roofline.stagec import playbook, writeback
 
     pb = None
+    note = None
     if records:
         try:
-            art = rerun.restage(art, artifact, records)
+            art = reanalyse(art, artifact, records)
         except RerunError as exc:   # the Top-N behind the artifact is gone: L4
-            for e in art["entries"]:
-                if e["name"] in done:
-                    e["notes"] += f"; L4: counters recorded in measured.counters but not merged ({exc})"
-    if done:
+            note = f"L4: counters recorded in measured.counters but not merged ({exc})"
+    for name, meas in measured:
+        e = writeback.write_back(art, name, meas)
+        if note:
+            e["notes"] += f"; {note}"
+    if measured:
         report.write_artifact(art, artifact.parent)
         if playbook_dir is not False:
             d = playbook_dir or playbook.knowledge_dir(artifact.parent)
-            for name in done:
+            for name, _ in measured:
                 ent = next(x for x in art["entries"] if x["name"] == name)
-                pb, _ = playbook.append_playbook(d, playbook.playbook_record(art, ent))
+                pb, _ = playbook.append_playbook(d, playbook.rerun_record(art, ent))
     return pb
+
+
+def reanalyse(art: dict, artifact_path, records: list) -> dict:
+    """The Top-N behind the artifact analysed once more, with the re-run's measured counter records:
+    the same analysis and stage-C merge `analyze --counters` runs (roofline/stagec/merge.py), with
+    the artifact's own head settings. Raises RerunError when the Top-N behind it cannot be found."""
+    from roofline import api
+    from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+
+    inp = art.get("inputs") or {}
+    here = Path(artifact_path).parent
+    topn = next((Path(p) for p in (inp.get("topn"), here / "profile_topN.json") if p and Path(p).is_file()), None)
+    if topn is None:
+        raise RerunError(f"the Top-N behind {artifact_path} was not found (inputs.topn, or "
+                         "profile_topN.json beside it)")
+    env = inp.get("env") if inp.get("env") and Path(inp["env"]).is_file() else None
+    cfg = inp.get("config") if inp.get("config") and Path(inp["config"]).is_file() else None
+    return api.analyze(topn, env, cfg, stage="C", counters=records,
+                       head_threshold_pct=art.get("head_threshold_pct", HEAD_THRESHOLD_PCT),
+                       head_cap=art.get("head_cap", HEAD_CAP))

@@ -1,0 +1,228 @@
+"""Round-over-round comparison (docs/method.md section 9): two rounds of the same workload, before
+and after a change; per kernel the measured time change per step judged against the isolated band
+(roofline/stagec/judge.py), the run's e2e delta against the serving band, and the playbook records
+of the kernels that changed (roofline/stagec/playbook.py). `roofline compare`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import FeedbackError
+from roofline.stagec import playbook
+from roofline.stagec.feedback import _num
+from roofline.stagec.judge import NoiseBands, judge_e2e, judge_isolated
+
+def _load_round(path: str | Path) -> dict:
+    """A round: {"artifact": dict|None, "topn": dict|None, "where": str}. `path` is a round
+    directory (profile_roofline.json and/or profile_topN.json in it), an artifact or a Top-N."""
+    p = Path(path)
+    out: dict[str, Any] = {"artifact": None, "topn": None, "where": str(p)}
+    files = [p / "profile_roofline.json", p / "profile_topN.json"] if p.is_dir() else [p]
+    if not any(f.is_file() for f in files):
+        raise FeedbackError(f"{p}: no profile_roofline.json or profile_topN.json")
+    for f in files:
+        if not f.is_file():
+            continue
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise FeedbackError(f"{f}: not JSON ({exc.__class__.__name__})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+            raise FeedbackError(f"{f}: neither a Top-N nor an artifact (no entries array)")
+        if doc.get("skill") == "roofline":
+            out["artifact"] = doc
+            src = (doc.get("inputs") or {}).get("topn")
+            if out["topn"] is None and not p.is_dir() and src and Path(src).is_file():
+                try:
+                    out["topn"] = json.loads(Path(src).read_text(encoding="utf-8"))
+                except ValueError:
+                    pass
+        else:
+            out["topn"] = doc
+    return out
+
+
+def _kernel_times(rnd: dict) -> dict[str, dict]:
+    """name -> {regime: (t_ms per launch, launches per step)}, from the Top-N, else the artifact."""
+    out: dict[str, dict] = {}
+    if rnd["topn"] is not None:
+        for t in rnd["topn"]["entries"]:
+            if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+                continue
+            regs = {}
+            for r, v in (t.get("regimes") or {}).items():
+                try:
+                    regs[r] = (float(v["base_latency_ms"]), float(v["launches_per_step"]))
+                except (KeyError, TypeError, ValueError):
+                    continue
+            out.setdefault(t["name"], {"regimes": regs, "pct_gpu_time": t.get("pct_gpu_time"),
+                                       "short_name": t.get("short_name") if isinstance(t.get("short_name"), str)
+                                       else None})
+    elif rnd["artifact"] is not None:
+        for e in rnd["artifact"]["entries"]:
+            if e.get("t_ms") and e.get("launches_per_step") and e.get("regime"):
+                out.setdefault(e["name"], {"regimes": {e["regime"]: (float(e["t_ms"]), float(e["launches_per_step"]))},
+                                           "pct_gpu_time": e.get("pct_gpu_time")})
+    return out
+
+
+def _gpu_ms_per_step(topn: dict | None) -> float | None:
+    if not topn:
+        return None
+    tot, sv = topn.get("total_gpu_time_ms"), topn.get("serving") or {}
+    steps = (sv.get("n_decode_steps") or 0) + (sv.get("n_prefill_steps") or 0)
+    if not isinstance(tot, (int, float)) or tot <= 0:
+        return None
+    return tot / steps if steps else None
+
+
+def compare(round_a, round_b, *, bands: NoiseBands = NoiseBands(), e2e_delta_pct: float | None = None,
+            kernels: tuple[str, ...] = (), playbook_dir: str | Path | None | bool = False) -> dict:
+    """Two rounds of the same workload, before (A) and after (B) a change: per kernel the measured
+    GPU time change per step (in-run speedup, judged against the isolated band) and what it gave
+    end to end (pct_gpu_time in A x (1 - 1/speedup)) against round A's prediction; the run's e2e
+    delta (the pipeline's serving measurement `e2e_delta_pct` when given, else GPU time per step
+    from the two Top-Ns' total_gpu_time_ms), judged against the e2e band. With `playbook_dir`
+    (None = <run root>/knowledge), every kernel of A with a prediction whose time changed beyond
+    the band (or named in `kernels`) gets a playbook record with measured_e2e_delta_pct filled,
+    and earlier records of A's round for that kernel have theirs filled too."""
+    a, b = _load_round(round_a), _load_round(round_b)
+    ta, tb = _kernel_times(a), _kernel_times(b)
+    pred = {e["name"]: e for e in (a["artifact"] or {}).get("entries", [])}
+    e2e, e2e_src = _e2e_delta(a, b, e2e_delta_pct)
+    rows = [_compare_kernel(name, ta.get(name), tb.get(name), pred.get(name, {}), bands)
+            for name in sorted(set(ta) | set(tb), key=lambda n: -float((ta.get(n) or tb.get(n))["pct_gpu_time"] or 0))]
+    e2e_j = judge_e2e(e2e, None, bands)
+    out = {"round_a": a["where"], "round_b": b["where"], "e2e_delta_pct": e2e, "e2e_source": e2e_src,
+           "e2e_real": e2e_j["real"], "e2e_verdict": e2e_j["verdict"], "noise_bands": asdict(bands),
+           "kernels": rows, "warnings": workload_warnings(a, b), "playbook": None, "playbook_records": 0,
+           "playbook_filled": 0}
+    if playbook_dir is not False and a["artifact"] is not None:
+        if out["warnings"]:   # a time change of another workload is no evidence about a kernel's prior
+            out["playbook_skipped"] = "the two rounds ran different workloads: nothing recorded"
+        else:
+            _fill_playbook(out, a, b, rows, pred, e2e, kernels, playbook_dir)
+    return out
+
+
+def _round_env(rnd: dict) -> dict | None:
+    """The env report a round was analysed with (the artifact says), else the one beside it or above."""
+    from roofline.inputs import find_upwards
+
+    cand = ((rnd["artifact"] or {}).get("inputs") or {}).get("env")
+    p = Path(cand) if isinstance(cand, str) and Path(cand).is_file() else None
+    if p is None:
+        w = Path(rnd["where"])
+        p = find_upwards(w if w.is_dir() else w.parent, "env_report.json")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8")) if p else None
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _steps(rnd: dict) -> dict:
+    sv = (rnd["topn"] or {}).get("serving") or {}
+    return {r: sv.get(f"n_{r}_steps") or 0 for r in ("decode", "prefill")}
+
+
+def workload_warnings(a: dict, b: dict) -> list[str]:
+    """What differs between the two rounds' workloads (env reports: isl, osl, conc, device, dtype;
+    Top-Ns: which regimes ran): a change of kernel time then mixes the workload with the fix."""
+    out = []
+    ea, eb = _round_env(a), _round_env(b)
+    if ea is not None and eb is not None:
+        wa, wb = ea.get("workload") or {}, eb.get("workload") or {}
+        diff = [f"{k} {wa.get(k)} -> {wb.get(k)}" for k in ("isl", "osl", "conc") if wa.get(k) != wb.get(k)]
+        diff += [f"{k} {ea.get(k)} -> {eb.get(k)}" for k in ("gpu_name", "gfx", "model_dtype")
+                 if ea.get(k) != eb.get(k)]
+        if diff:
+            out.append(f"the two rounds ran different workloads ({'; '.join(diff)}): a kernel's time change mixes "
+                       "the workload change with the fix")
+    sa, sb = _steps(a), _steps(b)
+    ran_a, ran_b = {r for r, n in sa.items() if n}, {r for r, n in sb.items() if n}
+    if a["topn"] and b["topn"] and ran_a != ran_b:
+        out.append(f"the two rounds profiled different regimes (A: {', '.join(sorted(ran_a)) or 'none'}; B: "
+                   f"{', '.join(sorted(ran_b)) or 'none'}): per-step times are not comparable")
+    return out
+
+
+def _e2e_delta(a: dict, b: dict, e2e_delta_pct) -> tuple[float | None, str | None]:
+    """The run's e2e delta % and where it comes from (given, else GPU time per step)."""
+    if e2e_delta_pct is not None:
+        e2e, e2e_src = _num(e2e_delta_pct, "e2e delta %"), "serving measurement (given)"
+    else:
+        pa, pb_ = _gpu_ms_per_step(a["topn"]), _gpu_ms_per_step(b["topn"])
+        e2e = (pa - pb_) / pa * 100.0 if pa and pb_ else None
+        e2e_src = "GPU time per step (total_gpu_time_ms / steps of the two Top-Ns)" if e2e is not None else None
+    return e2e, e2e_src
+
+
+def _compare_kernel(name: str, ka, kb, pe: dict, bands: NoiseBands) -> dict:
+    """One kernel's row: its time per step in A and B, the in-run speedup judged against the
+    isolated band, and what it gave end to end."""
+    from roofline.classify import short_name
+
+    sn = pe.get("short_name") or (ka or {}).get("short_name") or (kb or {}).get("short_name") or short_name(name)
+    row: dict[str, Any] = {"kernel": name, "short_name": sn, "op_class": pe.get("op_class"),
+                           "pct_gpu_time_a": ka and ka["pct_gpu_time"], "pct_gpu_time_b": kb and kb["pct_gpu_time"],
+                           "predicted_attainable_speedup": pe.get("attainable_speedup"),
+                           "predicted_e2e_gain_pct": pe.get("expected_e2e_gain_pct"), "regime": None,
+                           "t_ms_a": None, "t_ms_b": None, "step_ms_a": None, "step_ms_b": None,
+                           "measured_inrun_speedup": None, "measured_kernel_e2e_gain_pct": None,
+                           "status": "both"}
+    if ka is None or kb is None:
+        row["status"] = "new in B" if ka is None else "gone in B (fused away or no longer launched)"
+    regime = pe.get("regime") or next((r for r in ("decode", "prefill")
+                                       if r in (ka or {}).get("regimes", {}) or r in (kb or {}).get("regimes", {})),
+                                      None)
+    row["regime"] = regime
+    if ka and regime in ka["regimes"]:
+        row["t_ms_a"], la = ka["regimes"][regime]
+        row["step_ms_a"] = row["t_ms_a"] * la
+    if kb and regime in kb["regimes"]:
+        row["t_ms_b"], lb = kb["regimes"][regime]
+        row["step_ms_b"] = row["t_ms_b"] * lb
+    if row["step_ms_a"] and row["step_ms_b"]:
+        s = row["step_ms_a"] / row["step_ms_b"]
+        row["measured_inrun_speedup"] = s
+        iso = judge_isolated(s, row["predicted_attainable_speedup"], bands)
+        row.update(time_change_real=iso["real"], verdict=f"in-run {s:.3f}x per step: {iso['verdict']}",
+                   model_contradicted=iso["model_contradicted"])
+        if isinstance(row["pct_gpu_time_a"], (int, float)):
+            row["measured_kernel_e2e_gain_pct"] = row["pct_gpu_time_a"] * (1 - 1 / s)
+    elif row["step_ms_a"] and kb is None:
+        row.update(time_change_real=True, verdict="gone in B: its whole share is saved", model_contradicted=False)
+        if isinstance(row["pct_gpu_time_a"], (int, float)):
+            row["measured_kernel_e2e_gain_pct"] = float(row["pct_gpu_time_a"])
+    else:
+        row.update(time_change_real=None, verdict=row["status"], model_contradicted=False)
+    return row
+
+
+def _fill_playbook(out: dict, a: dict, b: dict, rows: list[dict], pred: dict, e2e, kernels, playbook_dir) -> None:
+    """Playbook records for the kernels whose time changed beyond the band (or named), and the
+    e2e delta filled into earlier records of A's round."""
+    base = Path(a["where"])
+    d = Path(playbook_dir) if playbook_dir else playbook.knowledge_dir(base)
+    recs = []
+    for row in rows:
+        pe = pred.get(row["kernel"])
+        if pe is None or (not row.get("time_change_real") and row["kernel"] not in kernels
+                          and row.get("short_name") not in kernels):
+            continue
+        recs.append(playbook.record(
+            a["artifact"], pe, measured_inrun_speedup=row["measured_inrun_speedup"], measured_e2e_delta_pct=e2e,
+            measured_kernel_e2e_gain_pct=row["measured_kernel_e2e_gain_pct"],
+            model_contradicted=row["model_contradicted"], verdict=row["verdict"],
+            source=f"compare {a['where']} -> {b['where']}"))
+    if recs or e2e is not None:
+        out["playbook_filled"] = playbook.fill_e2e(d, a["artifact"].get("round"), {r["kernel"] for r in recs} or
+                                          set(pred), e2e) if e2e is not None else 0
+        for r in recs:
+            playbook.append_playbook(d, r)
+        out["playbook"] = str(d / "backend_playbook.md")
+        out["playbook_records"] = len(recs)

@@ -1,0 +1,113 @@
+"""Stage C's write-back of one re-run's timing into its artifact entry (docs/method.md sections 6
+and 9): the like-for-like ratio (ladder level vs library kernel, both isolated under one L2 state),
+its spread, the projected in-run time, the isolation cost, the verdict of the one noise-band judge
+(roofline/stagec/judge.py) and the entry's note. The measured counters do not enter here: they go
+through the stage-C merge of the analysis (roofline/stagec/merge.py) before this runs.
+Pure: dicts in, the entry updated in place.
+"""
+from __future__ import annotations
+
+from roofline.stagec.judge import judge_isolated
+
+
+def _roof_pct(entry: dict, t_ms: float, peaks: dict) -> float | None:
+    t_s = t_ms / 1e3
+    if entry.get("roof_axis") == "compute":
+        pf = (peaks.get("flops") or {}).get(entry.get("compute_dtype"))
+        return entry["flops_est"] / t_s / pf if pf else None
+    return entry["bytes_est"] / t_s / peaks["hbm_bw_bytes_s"] if peaks.get("hbm_bw_bytes_s") else None
+
+
+def write_back(art: dict, name: str, meas: dict) -> dict:
+    """Merge one re-run into entry `name`. `meas`: {"problems": [...], "ladder_level", "ladder_t_ms"
+    (+p20/p80), "cublas_t_ms" (+p20/p80), "check_ok", "l2_mode", "counters": {...}|None,
+    "dispatch_reason"}, times summed over the problems of one logical op. Returns the entry.
+
+    The verdict compares like with like: the best ladder level against the library kernel, both
+    isolated under the same L2 state, and projects that ratio onto the in-run time. In-run vs
+    isolated is kept only as `isolation_ratio` (what isolation itself costs the library kernel)."""
+    e = next(x for x in art["entries"] if x["name"] == name)
+    peaks = art["peaks"]
+    current = e.get("t_logical_op_ms") or e["t_ms"] * e.get("launches_per_logical_op", 1)
+    lad, lib = meas.get("ladder_t_ms"), meas.get("cublas_t_ms")
+    library_in_run = _is_library_kernel(e)
+    m = {
+        "isolated": True, "l2_mode": meas.get("l2_mode"), "l2_mode_reason": meas.get("l2_mode_reason"),
+        "problems": meas.get("problems"), "dispatch_reason": meas.get("dispatch_reason"),
+        "ladder_level": meas.get("ladder_level"), "ladder_t_ms": lad,
+        "ladder_t_ms_p20": meas.get("ladder_t_ms_p20"), "ladder_t_ms_p80": meas.get("ladder_t_ms_p80"),
+        "cublas_t_ms": lib, "cublas_t_ms_p20": meas.get("cublas_t_ms_p20"),
+        "cublas_t_ms_p80": meas.get("cublas_t_ms_p80"), "check_ok": meas.get("check_ok"),
+        "ladder_roofline_pct": _roof_pct(e, lad, peaks) if lad else None,
+        "cublas_roofline_pct": _roof_pct(e, lib, peaks) if lib else None,
+        "current_t_ms": current, "predicted_attainable_speedup": e.get("attainable_speedup"),
+        "device": meas.get("device"), "time_utc": meas.get("time_utc"),
+        "library": meas.get("library", "cuBLAS (torch.mm)"),
+    }
+    grouped = [q for q in (meas.get("problems") or []) if q.get("routing")]
+    if grouped:   # the drawn routing and the experts it hit, beside the model's expectation
+        m["routing"] = [{"label": q.get("label"), "rule": q["routing"], "experts_hit_drawn": q.get("experts_hit_drawn"),
+                         "experts_hit_model": q.get("experts_hit_model")} for q in grouped]
+    speedup, basis = _measured_speedup(m, meas, current, lad, lib, library_in_run)
+    m["speedup_basis"] = basis
+    m["best"] = "ladder" if (lad and (not lib or lad < lib)) else "cublas"
+    j = judge_isolated(speedup, e.get("attainable_speedup"),
+                       words="like-for-like" if basis.startswith("ladder vs library") else "rerun")
+    verdict, contradiction = j["verdict"], j["model_contradicted"]
+    m.update(measured_attainable_speedup=speedup, verdict=verdict, model_contradicted=contradiction)
+    if meas.get("counters"):
+        m["counters"] = meas["counters"]
+    e["measured"] = m
+    e["measured_attainable_speedup"] = speedup
+    if contradiction:
+        e["suspect_model"] = True
+    e["model_contradicted"] = bool(e.get("model_contradicted")) or contradiction   # the artifact-level flag
+    note = _rerun_note(m, lad, lib, speedup, basis, verdict, current)
+    e["notes"] = (e.get("notes", "") + "; " + note).lstrip("; ")
+    art["stage"] = "C"
+    return e
+
+
+def _measured_speedup(m: dict, meas: dict, current: float, lad, lib, library_in_run: bool) -> tuple[float, str]:
+    """The measured speedup and its basis; writes the like-for-like ratio, its spread and the
+    projected in-run time into m."""
+    if lad and lib:
+        m["isolation_ratio"] = lib / current
+        ratio = lib / lad
+        m["ladder_vs_library_speedup"] = ratio
+        lo_hi = [meas.get("cublas_t_ms_p20"), meas.get("cublas_t_ms_p80"),
+                 meas.get("ladder_t_ms_p20"), meas.get("ladder_t_ms_p80")]
+        if all(lo_hi):
+            m["ladder_vs_library_speedup_range"] = [lo_hi[0] / lo_hi[3], lo_hi[1] / lo_hi[2]]
+        if library_in_run:
+            # like for like: both isolated, same L2 state; projected onto the in-run time
+            speedup, basis = ratio, "ladder vs library, both isolated"
+        else:
+            speedup, basis = current / min(lad, lib), "in-run kernel (not a library one) vs the best isolated"
+        m["projected_in_run_t_ms"] = current / max(speedup, 1e-12)
+    else:
+        cands = {k: v for k, v in (("ladder", lad), ("cublas", lib)) if v}
+        speedup, basis = current / min(cands.values()), "in-run vs isolated (no like-for-like pair)"
+    return speedup, basis
+
+
+def _rerun_note(m: dict, lad, lib, speedup: float, basis: str, verdict: str, current: float) -> str:
+    """The entry's note on one re-run: times, basis, spread, verdict, projection, isolation cost."""
+    rng = m.get("ladder_vs_library_speedup_range")
+    note = (f"stage C re-run ({m['l2_mode'] or 'cold'} L2): ladder L{m['ladder_level']} {lad:.4g} ms vs library "
+            f"{lib:.4g} ms isolated -> {speedup:.3f}x {basis}" if (lad and lib) else
+            f"stage C re-run: {speedup:.3f}x {basis}")
+    if rng:
+        note += f" (p20-p80 spread {rng[0]:.3f}-{rng[1]:.3f}x)"
+    note += f"; {verdict}"
+    if "projected_in_run_t_ms" in m:
+        note += f"; projected in-run {m['projected_in_run_t_ms']:.4g} ms (now {current:.4g} ms)"
+    if "isolation_ratio" in m:
+        note += f"; isolation costs the library {m['isolation_ratio']:.2f}x its in-run time (kept apart)"
+    return note
+
+
+def _is_library_kernel(e: dict) -> bool:
+    from roofline.classify import is_library_kernel
+
+    return e.get("editable") is False or is_library_kernel(e.get("name", ""))
