@@ -55,7 +55,7 @@ def test_the_pattern_finds_what_it_must_and_spares_what_it_must():
                 "the seed's order", "Seed section 2", "issue 14", "Issue 7", "see shared/spec/INPUTS.md",
                 "the issue-6 call", "DESIGN.md"):
         assert OUTSIDE.search(bad), bad
-    for fine in ("--seed 2914461522", "h200_bench_issue6.json", '"issue6": "square-and-llama"', "seed_reader.py",
+    for fine in ("--seed 2914461522", "h200_bench_square_llama.json", '"issue6": "square-and-llama"', "seed_reader.py",
                  "issue four wgmma", "docs/method.md section 8", "SEED_ROUTE"):
         assert not OUTSIDE.search(fine), fine
 
@@ -93,7 +93,7 @@ def test_cli_output_cites_only_the_repository(tmp_path):
     advise, and the bundled example's artifact (notes and reasons included)."""
     runs = [["calc", "--device", "h200", "--dtype", "bf16", "--size", "4096"], ["peaks", "show", "h200"],
             ["peaks", "show", "mi355x"], ["playbook", str(ROOT / "fixtures" / "rerun_real" / "decode" / "knowledge")],
-            ["ladder", "advise", str(ROOT / "fixtures" / "ladder" / "h200_bench_issue6.json"), "--level", "3",
+            ["ladder", "advise", str(ROOT / "fixtures" / "ladder" / "h200_bench_square_llama.json"), "--level", "3",
              "--shape", "4096x4096x4096"],
             ["analyze", "--format", "md"], ["analyze", "--format", "json"]]
     outs = []
