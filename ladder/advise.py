@@ -13,8 +13,8 @@ plus the level the user says it is at. Output: five outputs, as data
 5. risks, fallback and the stopping rule as applied.
 
 The evidence base (ladder/evidence.py) is the project's own ladder measurements
-(fixtures/ladder/*.json, every bench row of a registry level: what each level bought on the H200
-per shape and shape class). The level list is read from registry.LEVELS; a level the registry does
+(the recorded H200 benches shipped as roofline/data/ladder_evidence_h200.json, every bench row of a
+registry level: what each level bought on the H200 per shape and shape class). The level list is read from registry.LEVELS; a level the registry does
 not have yet is named from the book's nine-level route the ladder follows (ladder/route.py, SEED_ROUTE) and reported
 as "not built".
 

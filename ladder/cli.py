@@ -157,7 +157,7 @@ def render_cmd(results, peaks, pivot):
               show_default=True, help="Picture to write (.png or .svg).")
 def plot_cmd(results, out):
     """Draw the TFLOP/s of every level beside cuBLAS and the roof, from a bench JSON
-    (`roofline ladder bench --out`), e.g. fixtures/ladder/h200_bench_issue6.json. No GPU needed."""
+    (`roofline ladder bench --out`), e.g. fixtures/ladder/h200_bench_square_llama.json. No GPU needed."""
     from .plot import plot_ladder
 
     res = _bench_result(results, "plot")
@@ -193,7 +193,8 @@ def _advise_shape(text: str | None):
 @click.option("--shape", default=None, help="MxNxK of the GEMM (needed for a counter report, or a bench with several shapes)")
 @click.option("--kernel", default=None, help="counter report: substring of the GEMM kernel's name (when it has several)")
 @click.option("--evidence", "evidence", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="bench results to use as the evidence base (repeatable); default: the repository's fixtures/ladder/*.json")
+              help="bench results to use as the evidence base (repeatable); default: the recorded H200 benches "
+                   "shipped with the package (roofline/data/ladder_evidence_h200.json)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def advise_cmd(source, level, shape, kernel, evidence, fmt):
     """My GEMM is at level N: what next? SOURCE is a ladder bench result (`roofline ladder bench
@@ -211,11 +212,11 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
 
     shp = _advise_shape(shape)
     try:
-        ev_files = list(evidence) if evidence else ev.default_evidence_files()
-        if not ev_files:
-            click.echo(f"roofline ladder advise: warning: no recorded ladder benches in {ev.RESULTS_DIR} (an "
-                       "install from a wheel has none): advising without that evidence; give --evidence BENCH.json",
-                       err=True)
+        ev_files = list(evidence)
+        base = [] if evidence else ev.default_evidence()
+        if not evidence and not base:
+            click.echo(f"roofline ladder advise: warning: no shipped ladder evidence (roofline/data/{ev.EVIDENCE_FILE}"
+                       "): advising without it; give --evidence BENCH.json", err=True)
         raw = None
         try:
             raw = json.loads(source.read_text(encoding="utf-8"))
@@ -231,7 +232,7 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
                     _advise_fail(f"{source}: give --shape MxNxK (level {level} shapes here: "
                           f"{', '.join('x'.join(map(str, s)) for s in shapes) or 'none'})")
                 shp = shapes[0]
-            obs = ev.load_evidence([source, *ev_files])
+            obs = ev.load_evidence([source, *ev_files], base)
             standing = stn.standing_from_bench(data, str(source), level, shp)
         else:
             from roofline.counters import CounterReadError, load
@@ -243,7 +244,7 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
             except CounterReadError as exc:
                 _advise_fail(str(exc))
             rec = stn.pick_kernel(recs, kernel, str(source))
-            obs = ev.load_evidence(ev_files)
+            obs = ev.load_evidence(ev_files, base)
             standing = stn.standing_from_counters(rec, str(source), level, shp, obs)
         result = advise(standing, level, shp, obs, str(source))
     except RooflineError as exc:

@@ -90,7 +90,7 @@ def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16")
 
 
 def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[dict]:
-    """Seed 000's stopping rule applied to one class's levels: a more complex (higher) level is
+    """The ladder's stopping rule (ladder/README.md) applied to one class's levels: a more complex (higher) level is
     the default only where it beats every simpler level by more than the isolated noise band.
     The first row is the LOWEST level whose median is within `band` of the best median; the
     rest follow by median. Every row says whether it is inside the band of the best."""

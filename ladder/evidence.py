@@ -1,6 +1,7 @@
-"""The evidence base of `roofline ladder advise`: the project's recorded ladder benches
-(fixtures/ladder/*.json), read into timed rows of registry levels, and what one level bought over
-another per shape, shape class or over every recorded shape (BAND = the isolated noise band)."""
+"""The evidence base of `roofline ladder advise`: the project's recorded ladder benches (shipped as
+package data, roofline/data/ladder_evidence_h200.json), read into timed rows of registry levels,
+and what one level bought over another per shape, shape class or over every recorded shape (BAND =
+the isolated noise band)."""
 from __future__ import annotations
 
 import json
@@ -15,18 +16,11 @@ from . import registry
 from .dispatch import NOISE_BAND_ISOLATED as BAND
 from .dispatch import shape_class
 
-# Evidence is not runtime data: the recorded benches live in the repository's fixtures/ladder/ (a
-# source checkout or an editable install finds them beside this folder; a wheel has none, and
-# `roofline ladder advise --results` names them).
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "ladder"
-# Result files whose rows carry a registry level name but time an older version of its code.
-SUPERSEDED = {
-    "h200_bench_v1_serial_copy.json": "levels 2-3 with the first (serial-copy) loads, replaced by v2 (notes/l03.md)",
-}
-
-# Runs in sub-folders that time the shipped builds of every level (the older third-round starts timed
-# a level 9 without its cluster and stay out).
-CURRENT_RUNS = ("i14_run3/start6_final/bench_all.json",)
+# The evidence `advise` uses by default ships as package data (roofline/data/, built from the
+# repository's recorded benches by tools/build_ladder_evidence.py, which says which runs go in): the
+# timed rows only, per run, so that an install from a wheel advises on the same evidence.
+EVIDENCE_FILE = "ladder_evidence_h200.json"
+ROW_KEYS = ("level", "name", "m", "n", "k", "t_ms_median", "pct_cublas")
 
 # The book's nine-level route the ladder follows (ladder/README.md): names and what each level must add. The
 # BUILT levels and their numbers come from registry.LEVELS; this only names levels not built.
@@ -47,20 +41,23 @@ class Obs:
     pct_cublas: float | None
 
 
-def default_evidence_files() -> list[Path]:
-    """The recorded bench results (files with timed rows; check logs and superseded runs left out)."""
-    out = []
-    for p in sorted(RESULTS_DIR.glob("*.json")) + [RESULTS_DIR / rel for rel in CURRENT_RUNS]:
-        if p.name in SUPERSEDED:
-            continue
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(d, dict) and isinstance(d.get("rows"), list) and any(
-                isinstance(r, dict) and "t_ms_median" in r for r in d["rows"]):
-            out.append(p)
-    return out
+def evidence_bundle() -> dict | None:
+    """The shipped evidence ({"about", "runs": [{"run", "source", "rows"}]}), or None."""
+    from importlib import resources
+
+    p = resources.files("roofline") / "data" / EVIDENCE_FILE
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+
+
+def bundle_rows(data: dict) -> list[dict]:
+    """A bench result's timed rows, each cut to what the evidence reads (ROW_KEYS)."""
+    return [{k: r.get(k) for k in ROW_KEYS} for r in data["rows"] if r.get("t_ms_median") is not None]
+
+
+def default_evidence() -> list[Obs]:
+    """The timed rows of the shipped evidence (empty when the package data is absent)."""
+    b = evidence_bundle() or {"runs": []}
+    return [o for run in b["runs"] for o in observations({"rows": run["rows"]}, run["run"])]
 
 
 def read_bench(path: Path) -> dict:
@@ -96,17 +93,28 @@ def observations(data: dict, run: str) -> list[Obs]:
     return out
 
 
-def load_evidence(paths) -> list[Obs]:
+def load_evidence(paths, base: list[Obs] = ()) -> list[Obs]:
+    """The timed rows of the bench results `paths` (a file once), then those of `base` (the shipped
+    evidence) whose run is not one of those files again (same timed rows)."""
     obs: list[Obs] = []
-    seen = set()
+    seen, given = set(), set()
     for p in paths:
         p = Path(p)
         key = p.resolve()
         if key in seen:
             continue
         seen.add(key)
-        obs += observations(read_bench(p), p.name)
-    return obs
+        got = observations(read_bench(p), p.name)
+        given.add(_fingerprint(got))
+        obs += got
+    runs: dict[str, list[Obs]] = {}
+    for o in base:
+        runs.setdefault(o.run, []).append(o)
+    return obs + [o for rows in runs.values() if _fingerprint(rows) not in given for o in rows]
+
+
+def _fingerprint(obs: list[Obs]) -> frozenset:
+    return frozenset((o.level, o.m, o.n, o.k, o.t_ms) for o in obs)
 
 
 def _gains(obs: list[Obs], a: int, b: int) -> dict[tuple[int, int, int], list[tuple[str, float]]]:

@@ -149,7 +149,7 @@ def _after_entries(art: dict, topn: TopN) -> None:
 
 
 # Counters are matched to entries by kernel name. An isolated counter run of the same work times
-# within 0.986-1.106x of the trace on the H200 (fixtures/rerun_real, fixtures/ladder/i14_run3:
+# within 0.986-1.106x of the trace on the H200 (fixtures/rerun_real, fixtures/ladder/levels7_10_h200:
 # clocks, cold L2); a larger gap says the counters measured other work (another run, other shapes).
 COUNTER_TIME_BAND = 0.25
 

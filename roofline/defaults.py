@@ -1,7 +1,7 @@
 """The defaults of a run, defined once: the hook, the CLI (`roofline analyze`), the API
 (`roofline.analyze`), the analysis and the stage-C re-analysis all read them from here.
 
-Seed 002: the head is every Top-N entry with pct_gpu_time >= HEAD_THRESHOLD_PCT (percent of GPU
+The head (docs/method.md) is every Top-N entry with pct_gpu_time >= HEAD_THRESHOLD_PCT (percent of GPU
 time), at most HEAD_CAP entries, biggest first; artifacts say which skill and version wrote them.
 """
 from __future__ import annotations

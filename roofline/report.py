@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import secrets
 import shutil
@@ -14,33 +13,13 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from roofline.schema import clean as _clean   # the artifact as JSON holds it (no NaN, no lone surrogate)
+
 ARTIFACT_JSON = "profile_roofline.json"
 ARTIFACT_MD = "profile_roofline.md"
 STAGE_PREFIX = ".profile_roofline.stage-"   # a pair being written (incomplete: discarded on recovery)
 COMMIT_DIR = ".profile_roofline.commit"     # a complete new pair being swapped in (rolled forward)
 LOCK_TIMEOUT_S = 60.0
-
-
-def _clean(o):
-    """JSON has no NaN/inf: write them as null (the schema allows null where a value can be absent).
-    A string that is no text (a lone surrogate an input carried) is written escaped (\\ud800)."""
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, str):
-        return _text(o)
-    if isinstance(o, dict):
-        return {_text(k) if isinstance(k, str) else k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
-
-
-def _text(s: str) -> str:
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def to_json(art: dict) -> str:

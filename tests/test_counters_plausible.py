@@ -1,4 +1,4 @@
-"""Stage C's plausibility rules (roofline/counters/plausible.py, docs/input_policy.md "Counters"),
+"""Stage C's plausibility rules (roofline/stagec/plausible.py, docs/input_policy.md "Counters"),
 each on the H200 peak table's own figures: a record at a limit is believed, one past it is L4."""
 import math
 

@@ -20,7 +20,7 @@ from roofline.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures"
 TRACES = FIX / "traces"
-BENCH = ROOT / "fixtures" / "ladder" / "h200_bench_issue6.json"
+BENCH = ROOT / "fixtures" / "ladder" / "h200_bench_square_llama.json"
 
 
 def _run(args):

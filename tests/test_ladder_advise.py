@@ -17,7 +17,7 @@ from roofline.ladder.dispatch import NOISE_BAND_ISOLATED as BAND
 
 REPO = Path(__file__).resolve().parents[1]
 RES = REPO / "fixtures" / "ladder"
-RUN1, RUN2 = RES / "h200_bench_issue6.json", RES / "h200_bench_issue6_run2.json"
+RUN1, RUN2 = RES / "h200_bench_square_llama.json", RES / "h200_bench_square_llama_run2.json"
 NCU_CSV = REPO / "fixtures" / "ncu" / "known_raw.csv"
 NCU_REP = REPO / "fixtures" / "ncu" / "known.ncu-rep.gz"
 H200 = yaml.safe_load((REPO / "peaks" / "h200.yaml").read_text())

@@ -9,7 +9,7 @@ from roofline.ladder.plot import ladder_plot_data
 
 from conftest import ROOT
 
-RES = ROOT / "fixtures" / "ladder" / "h200_bench_issue6.json"
+RES = ROOT / "fixtures" / "ladder" / "h200_bench_square_llama.json"
 
 
 def test_plot_data_matches_the_bench_rows():

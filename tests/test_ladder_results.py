@@ -71,7 +71,7 @@ def test_cli_render():
 
 
 # ---------------------------------------------------------------- issue 6 (levels 4-6)
-ISSUE6 = ["h200_bench_issue6.json", "h200_bench_issue6_run2.json"]
+ISSUE6 = ["h200_bench_square_llama.json", "h200_bench_square_llama_run2.json"]
 
 
 @pytest.mark.parametrize("name", ISSUE6)
@@ -133,7 +133,7 @@ def test_sanitizer_summaries_clean():
 
 def test_readme_has_issue6_table():
     readme = (RESULTS.parent.parent / "ladder" / "README.md").read_text()
-    res = _load("h200_bench_issue6.json")
+    res = _load("h200_bench_square_llama.json")
     assert bench.render_table(res).splitlines()[2] in readme
     assert res["meta"]["shape_set"] == "issue6" and bench.FORMER_NAMES["issue6"] == "square-and-llama"
     assert "--shapes square-and-llama" in readme

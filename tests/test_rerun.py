@@ -18,7 +18,7 @@ from conftest import FIXTURES, ROOT, _gpu_available
 RECORDED = FIXTURES / "rerun" / "rerun_h200" / "profile_roofline.json"
 STAGE_B = FIXTURES / "rerun" / "profile" / "round_1" / "profile_roofline.json"
 # issue 14: every level 1-10 and cuBLAS in one H200 run (the dispatch table is built from it alone)
-BENCHES = [ROOT / "fixtures" / "ladder" / "i14_run3" / s / "bench_all.json" for s in ("start4_final", "start6_final")]
+BENCHES = [ROOT / "fixtures" / "ladder" / "levels7_10_h200" / s / "bench_all.json" for s in ("start4_levels1_10_bench_sanitize", "start6_levels1_10_bench")]
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ roofline.peaks in the three ways the project is installed (pyproject.toml's pack
 
 - wheel: `pip wheel . --no-deps`; its file list must hold every level's kernel
   (roofline/ladder/kernels/sm90/*.cu, *.cuh), every peak table (roofline/peaks/*.yaml), the
-  runtime dispatch table, and no evidence (fixtures/, bench results) and no tests.
+  runtime dispatch table and the ladder evidence `advise` reads, and no other evidence (fixtures/, bench results) and no tests.
 - editable / install: a throwaway venv (--system-site-packages, for click/pyyaml/numpy), then
   `pip install -e . --no-deps` or `pip install . --no-deps`, and a probe run from another folder
   that imports roofline, roofline.ladder and roofline.peaks from the install (not from this
   checkout, not from another editable install), finds every registry level's .cu file, resolves the
-  H200 peaks from the tables, loads the dispatch table and runs `roofline analyze` on the bundled
-  example.
+  H200 peaks from the tables, loads the dispatch table, runs `roofline analyze` on the bundled
+  example and `roofline ladder advise` on its shipped evidence (roofline/data/).
 Prints one line per mode and exits 1 on the first failed mode.
 """
 from __future__ import annotations
@@ -83,7 +83,8 @@ def check_wheel(tmp: Path) -> str:
     want = {f"roofline/ladder/kernels/sm90/{p.name}" for p in (ROOT / "ladder" / "kernels" / "sm90").iterdir()
             if p.suffix in (".cu", ".cuh")}
     want |= {f"roofline/peaks/{p.name}" for p in (ROOT / "peaks").glob("*.yaml")}
-    want |= {"roofline/data/ladder_dispatch_sm90a_bf16.json", "roofline/ladder/dispatch.py",
+    want |= {"roofline/data/ladder_dispatch_sm90a_bf16.json", "roofline/data/ladder_evidence_h200.json",
+             "roofline/ladder/dispatch.py",
              "roofline/peaks/__init__.py", "roofline/peaks/envelope.py", "roofline/peaks/md.py",
              "roofline/peaks/catalogue/datasheet_catalogue.yaml"}
     want |= {f"roofline/ladder/kernels/sm90/{lv.file}" for lv in registry.LEVELS}
@@ -133,11 +134,23 @@ def check_venv(tmp: Path, editable: bool) -> str:
                         text=True, env={"PATH": str(env_dir / "bin"), "HOME": str(tmp)})
     if r2.returncode != 0 or not json.loads(r2.stdout or "{}").get("entries"):
         problems.append(f"`roofline analyze` (bundled example) failed: {r2.stderr.strip()[-300:]}")
+    # `ladder advise` on its shipped evidence (package data, not fixtures/): a bench result given
+    # as SOURCE from outside the checkout, the recorded runs found beside the package
+    bench = away / "my_bench.json"
+    bench.write_text((ROOT / "fixtures" / "ladder" / "h200_bench_square_llama.json").read_text())
+    r3 = subprocess.run([str(py), "-m", "roofline.cli", "ladder", "advise", str(bench), "--level", "3", "--shape",
+                         "4096x4096x4096", "--format", "json"], cwd=away, capture_output=True, text=True,
+                        env={"PATH": str(env_dir / "bin"), "HOME": str(tmp)})
+    runs = {r for row in (json.loads(r3.stdout or "{}").get("evidence") or {}).get("transition", {}).get("rows", [])
+            for r in row["runs"]}
+    if r3.returncode != 0 or "no shipped ladder evidence" in r3.stderr or len(runs) < 2:
+        problems.append(f"`roofline ladder advise` without its shipped evidence (runs {sorted(runs)}): "
+                        f"{r3.stderr.strip()[-300:]}")
     if problems:
         raise AssertionError(f"{'editable' if editable else 'install'}: " + "; ".join(problems))
     return (f"{'editable' if editable else 'install'}: ok (roofline.ladder from {Path(f['roofline.ladder']).parent}, "
             f"{d['n_levels']} levels with kernels, {len(d['tables'])} peak tables, H200 HBM "
-            f"{d['h200_hbm_bw_bytes_s'] / 1e12:.2f} TB/s, dispatch table loaded, `roofline analyze` of the example ran)")
+            f"{d['h200_hbm_bw_bytes_s'] / 1e12:.2f} TB/s, dispatch table loaded, `roofline analyze` of the example and `ladder advise` ran)")
 
 
 def main(argv=None) -> int:

@@ -172,7 +172,7 @@ def launch_counters(name: str, m: dict[str, float | None], source: str,
             continue
         f = 2 * (vals["fma"] or 0.0) + (vals["add"] or 0.0) + (vals["mul"] or 0.0)
         if any(v is not None and not 0 <= v < math.inf for v in vals.values()):
-            f = math.nan   # a negative or infinite count is no reading: the record is L4 (stagec/plausible.py)
+            f = math.nan   # a negative or infinite count is no reading: the record is L4 (roofline/stagec/plausible.py)
         kc.extra[f"cuda_core_flops_{prec}"] = f
         total = (total or 0.0) + f
     kc.cuda_core_flops = total

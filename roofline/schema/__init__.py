@@ -1,4 +1,6 @@
-"""The JSON Schema of profile_roofline.json, and a validator.
+"""The JSON Schema of profile_roofline.json, a validator, and the artifact as JSON holds it
+(`clean`: no NaN, no lone surrogate; roofline/report.py writes what it returns). Imports nothing
+of the package (report imports it, not the reverse).
 
 Speed (a cold `roofline analyze` pays all of it): jsonschema is imported only when an artifact is
 validated; the validator is built once per process WITHOUT re-checking the schema itself (that
@@ -11,10 +13,33 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from importlib import resources
 
 _VALID_SEEN: dict[str, None] = {}   # digests of artifact texts found valid (insertion-ordered, bounded)
 _SEEN_MAX = 16
+
+
+def clean(o):
+    """JSON has no NaN/inf: write them as null (the schema allows null where a value can be absent).
+    A string that is no text (a lone surrogate an input carried) is written escaped (\\ud800)."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, str):
+        return _text(o)
+    if isinstance(o, dict):
+        return {_text(k) if isinstance(k, str) else k: clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [clean(v) for v in o]
+    return o
+
+
+def _text(s: str) -> str:
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def artifact_schema() -> dict:
@@ -41,18 +66,16 @@ def _validator():
 
 def validate_artifact(art: dict) -> None:
     """Raise jsonschema.ValidationError if `art` (as written, NaN-free) breaks the schema."""
-    from roofline.report import _clean
-
     # the digest of the content as given (NaN spelled NaN: deterministic), before any cleaning
     digest = hashlib.blake2b(json.dumps(art, sort_keys=True, default=repr).encode(), digest_size=16).hexdigest()
     if digest in _VALID_SEEN:
         return
-    clean = _clean(art)
+    clean_art = clean(art)
     v = _validator()
-    if not v.is_valid(clean):
+    if not v.is_valid(clean_art):
         import jsonschema
 
-        raise jsonschema.exceptions.best_match(v.iter_errors(clean))
+        raise jsonschema.exceptions.best_match(v.iter_errors(clean_art))
     _VALID_SEEN[digest] = None
     while len(_VALID_SEEN) > _SEEN_MAX:
         del _VALID_SEEN[next(iter(_VALID_SEEN))]

@@ -1,5 +1,5 @@
-"""CPU-only: issue 14's levels 7-10 (registry, split-K plan, sources) and their stored H200 results
-(numbers from the two device calls of 2026-12-01, `ladder/device_i14.sh`, now `ladder/device.sh`)."""
+"""CPU-only: levels 7-10 (registry, split-K plan, sources) and their stored H200 results
+(numbers from the two device calls of 2026-12-01, `ladder/device.sh`)."""
 import json
 import math
 from pathlib import Path
@@ -12,7 +12,7 @@ from roofline.ladder.build import level_source
 from roofline.ladder.registry import LEVELS, VARIANTS, get_level
 
 RESULTS = Path(__file__).resolve().parent.parent / "fixtures" / "ladder"
-RUN1, RUN2 = RESULTS / "i14_run1", RESULTS / "i14_run2"
+RUN1, RUN2 = RESULTS / "levels7_10_h200_call1", RESULTS / "levels7_10_h200_call2"
 
 
 def _load(p):
@@ -72,7 +72,7 @@ def test_ws_check_shapes_include_decode_and_tails():
 # ------------------------------------------------------------------ stored device results
 @pytest.mark.parametrize("run", [RUN1, RUN2], ids=["call1", "call2"])
 def test_every_new_build_passes_the_full_check(run):
-    chk = _load(run / "check_i14.json")
+    chk = _load(run / "check.json")
     assert chk["n_random"] == 200
     targets = {t["target"]: t for t in chk["targets"]}
     assert {"7", "8", "9", "10"} <= set(targets)
@@ -122,7 +122,7 @@ def test_8192_ratio_runs_are_what_the_notes_say():
         rows = _load(p)["rows"]
         r9 = next(r for r in rows if r["level"] == 9 and r["m"] == r["n"] == r["k"] == 8192)
         ratios.append(r9["pct_cublas"] / 100)
-    var = _load(RUN2 / "variants_i14.json")[0]["rows"]
+    var = _load(RUN2 / "variants.json")[0]["rows"]
     c = next(r for r in var if r["level"] == 0 and r["m"] == 8192)
     r9 = next(r for r in var if r["name"] == "multi_consumer" and r["m"] == 8192)
     ratios.append(c["t_ms_median"] / r9["t_ms_median"])
@@ -133,7 +133,7 @@ def test_8192_ratio_runs_are_what_the_notes_say():
 
 
 def test_call2_bench_picked_level_10_for_decode_and_9_for_prefill():
-    # the table of the second call (superseded: test_ladder_i14_run3 pins the shipped one)
+    # the table of the second call (superseded: test_ladder_levels7_10_h200 pins the shipped one)
     table = rerun.build_dispatch_table(_load(RUN2 / "bench_all.json"))
     assert rerun.choose_level(table, 64, 4096, 4096, "bf16")[0] == 10
     assert rerun.choose_level(table, 8192, 8192, 8192, "bf16")[0] == 9

@@ -11,7 +11,7 @@ export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -2
-OUT=${OUT:-/tmp/i14}; mkdir -p $OUT
+OUT=${OUT:-/tmp/levels7_10}; mkdir -p $OUT
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv | tee $OUT/gpu.txt
 nvidia-smi dmon -s pc -d 1 > $OUT/dmon.txt 2>&1 & DMON=$!
 S="python3 -m roofline.ladder.device_suite"

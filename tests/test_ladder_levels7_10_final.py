@@ -1,10 +1,10 @@
-"""Issue 14, third round of device runs (fixtures/ladder/i14_run3, seven machine starts on
+"""Issue 14, third round of device runs (fixtures/ladder/levels7_10_h200, seven machine starts on
 2026-12-01; README there). Every number below is computed from the stored device JSON/logs.
 
 - start1_variants: check + serving bench of the stream-K and balanced-grid variants
 - start2_ncu: ncu of levels 7, 8 and level 9 with/without the cluster (the fenced remote arrive)
 - start3_cluster_fix: the cluster with plain remote arrivals beside the fenced one
-- start4_final, start6_final, start7_final: the shipped level 9 (cluster + balanced grid):
+- start4_levels1_10_bench_sanitize, start6_levels1_10_bench, start7_square8192_l6_l9: the shipped level 9 (cluster + balanced grid):
   8192^3 gate runs, the serving bench of every level, sanitizers, the recorded heads re-run
 - start5_counters: topn -> analyze -> rerun --counters of the real prefill / decode profiles
 """
@@ -22,8 +22,8 @@ from roofline.ladder import bench
 from roofline.ladder.dispatch import shape_class
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN3 = ROOT / "fixtures" / "ladder" / "i14_run3"
-FINAL = ("start4_final", "start6_final", "start7_final")
+RUN3 = ROOT / "fixtures" / "ladder" / "levels7_10_h200"
+FINAL = ("start4_levels1_10_bench_sanitize", "start6_levels1_10_bench", "start7_square8192_l6_l9")
 
 
 def _load(p):
@@ -61,7 +61,7 @@ def test_the_new_builds_pass_the_full_check():
 def test_sanitizers_clean_on_the_shipped_builds():
     for tool, clean in (("memcheck", "ERROR SUMMARY: 0 errors"), ("racecheck", "0 hazards displayed"),
                         ("synccheck", "ERROR SUMMARY: 0 errors")):
-        log = (RUN3 / "start4_final" / f"{tool}.log").read_text()
+        log = (RUN3 / "start4_levels1_10_bench_sanitize" / f"{tool}.log").read_text()
         assert clean in log and "FAIL" not in log
         for lid in range(1, 11):
             assert f"sanitize-mode L{lid} " in log
@@ -85,9 +85,9 @@ def test_the_fenced_remote_arrive_was_the_cluster_loss():
 
 def test_level9_8192_at_least_cublas_on_three_machine_starts():
     per_start = {
-        "start4_final": [RUN3 / "start4_final" / f for f in ("bench_all.json", "bench_rep2.json", "bench_rep3.json")],
-        "start6_final": [RUN3 / "start6_final" / f for f in ("gate1.json", "gate2.json", "bench_all.json")],
-        "start7_final": [RUN3 / "start7_final" / f for f in ("gate1.json", "gate2.json")],
+        "start4_levels1_10_bench_sanitize": [RUN3 / "start4_levels1_10_bench_sanitize" / f for f in ("bench_all.json", "bench_rep2.json", "bench_rep3.json")],
+        "start6_levels1_10_bench": [RUN3 / "start6_levels1_10_bench" / f for f in ("gate1.json", "gate2.json", "bench_all.json")],
+        "start7_square8192_l6_l9": [RUN3 / "start7_square8192_l6_l9" / f for f in ("gate1.json", "gate2.json")],
     }
     allr = []
     for start, paths in per_start.items():
@@ -101,7 +101,7 @@ def test_level9_8192_at_least_cublas_on_three_machine_starts():
 
 
 def test_gates_and_dispatch_from_the_final_serving_bench():
-    rows = _rows(RUN3 / "start6_final" / "bench_all.json")
+    rows = _rows(RUN3 / "start6_levels1_10_bench" / "bench_all.json")
     by = {(r["level"], r["m"], r["n"], r["k"]): r["pct_cublas"] for r in rows if r["level"]}
     cub = {(r["m"], r["n"], r["k"]): r for r in rows if r["level"] == 0}
     assert _gm([by[(9, *s)] for s in bench.SERVING_PREFILL]) >= 90.0
@@ -111,14 +111,14 @@ def test_gates_and_dispatch_from_the_final_serving_bench():
     picked = [by[(rerun.choose_level(table, *s, "bf16")[0], *s)] for s in bench.SERVING_DECODE]
     assert _gm(picked) >= 90.0
     # bandwidth view of the decode rows: fewest bytes / median time, below the HBM copy ceiling
-    hbm = _load(RUN3 / "start6_final" / "bench_all.json")["ceilings"]["hbm_copy"]["bytes_s"]
+    hbm = _load(RUN3 / "start6_levels1_10_bench" / "bench_all.json")["ceilings"]["hbm_copy"]["bytes_s"]
     for s in bench.SERVING_DECODE:
         bw = bench.gemm_min_bytes(*s) / (cub[s]["t_ms_median"] * 1e-3)
         assert 0.2 * hbm < bw < hbm
 
 
 def test_shipped_dispatch_table_is_the_final_benches():
-    benches = [_load(RUN3 / s / "bench_all.json") for s in ("start4_final", "start6_final")]
+    benches = [_load(RUN3 / s / "bench_all.json") for s in ("start4_levels1_10_bench_sanitize", "start6_levels1_10_bench")]
     table = rerun.build_dispatch_table(rerun.merge_benches(benches))
     assert table == rerun.default_dispatch_table()
     pick = {c: rows[0]["level"] for c, rows in table["classes"].items()}
@@ -132,7 +132,7 @@ def test_warm_rerun_times_the_kernel_not_the_host(name, level):
     """start4 timed warm-L2 re-runs with the start event on an idle GPU: the host's launch work
     was counted (cuBLAS 4.7-24.7x its in-run time); start6, with the spin before each launch
     (bench.Timer), reads cuBLAS within 2x of the same kernel's in-run time."""
-    for start, lo, hi in (("start4_final", 3.0, 100.0), ("start6_final", 0.5, 2.0)):
+    for start, lo, hi in (("start4_levels1_10_bench_sanitize", 3.0, 100.0), ("start6_levels1_10_bench", 0.5, 2.0)):
         art = _load(RUN3 / start / name / "profile_roofline.json")
         meas = [e["measured"] for e in art["entries"] if e.get("measured")]
         assert meas
@@ -163,7 +163,7 @@ def test_final_tree_reruns_agree_with_the_first(run, level):
     def meas(start):
         art = _load(RUN3 / start / run / "profile" / "round_1" / "profile_roofline.json")
         return {e["name"]: (e, e["measured"]) for e in art["entries"] if e.get("measured")}
-    a, b = meas("start5_counters"), meas("start8_final_tree")
+    a, b = meas("start5_counters"), meas("start8_rerun_counters_final_tree")
     assert set(a) == set(b) and a
     for name, (e, m) in b.items():
         assert m["ladder_level"] == level and e["confidence"] == "high"
