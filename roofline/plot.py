@@ -277,7 +277,8 @@ def _draw_points(ax, pts: list[dict]) -> list[dict]:
     """One marker per kernel (area = % GPU time, X = suspect); -> what was drawn, read back."""
     drawn = []
     for p in pts:
-        size = 40 + 22 * p["pct_gpu_time"]  # area grows with the share of GPU time
+        # area grows with the share of GPU time (a share is 0..100: an impossible one is drawn at the end)
+        size = 40 + 22 * min(max(float(p["pct_gpu_time"]), 0.0), 100.0)
         art_ = ax.scatter([p["x"]], [p["y"]], s=size, color=p["color"], edgecolors="black", linewidths=0.6,
                           alpha=0.8, zorder=4, marker="X" if p["suspect"] else "o")
         (dx, dy), = art_.get_offsets().tolist()  # read back what was drawn, for callers' checks

@@ -134,7 +134,8 @@ def _topn_type_expect(path, new) -> str:
     if not p:
         return "refuse"                            # the top level is not an object
     if tuple(path) == ("entries",):
-        return "refuse"                            # no entries array
+        # no entries array; an array of other things is one (each element that is no object degrades)
+        return "any" if isinstance(new, list) else "refuse"
     if len(p) == 1 and p[0] in _TOPN_TOP_NUM:
         return "refuse"
     if p[:1] == ["serving"] and len(p) == 1:
