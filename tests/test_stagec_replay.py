@@ -209,3 +209,35 @@ def test_analyze_counters_against_the_csv(tmp_path, n_l):
             s = shp[0]
             assert e["flops_useful"] == pytest.approx(2 * s["M"] * s["N"] * s["K"], rel=1e-12)
         assert e["confidence"] in ("high", "medium")
+
+
+def test_an_earlier_rerun_of_a_head_not_rerun_now_is_kept(tmp_path, monkeypatch):
+    """A second re-run of ONE head (with counters: the artifact is analysed afresh) keeps the
+    `measured` block an earlier re-run wrote on another head."""
+    import json as _json
+    import shutil
+
+    from roofline.stagec import rerun as R
+
+    src = FIXTURES / "rerun_real" / "prefill" / "profile" / "round_1"
+    if not (src / "profile_roofline.json").is_file():
+        pytest.skip("no recorded stage-C artifact")
+    d = tmp_path / "profile" / "round_1"
+    shutil.copytree(src, d)
+    art = _json.loads((d / "profile_roofline.json").read_text())
+    heads = [e for e in art["entries"] if e.get("measured")]
+    if len(heads) < 2:
+        pytest.skip("needs two re-run heads")
+    other = heads[1]
+    before = other["measured"]
+    rec = {"name": heads[0]["name"], "source": "replay", "launches": 1, "t_ms": heads[0]["t_ms"],
+           "dram_bytes": heads[0].get("bytes_measured") or heads[0]["bytes_est"]}
+    monkeypatch.setattr(R, "reanalyse", lambda a, p, r: _json.loads(_json.dumps(
+        {**a, "entries": [{k: v for k, v in e.items() if k not in ("measured", "measured_attainable_speedup")}
+                                       for e in a["entries"]]})))
+    monkeypatch.setattr("roofline.stagec.writeback.write_back",
+                        lambda a, name, meas: next(e for e in a["entries"] if e["name"] == name))
+    R._merge_and_write(art, d / "profile_roofline.json", [rec], [(heads[0]["name"], {})], False)
+    out = _json.loads((d / "profile_roofline.json").read_text())
+    kept = next(e for e in out["entries"] if e["name"] == other["name"])
+    assert kept["measured"] == before and "from an earlier re-run" in kept["notes"]

@@ -131,6 +131,10 @@ def _choose(tables: dict, p, arch) -> tuple[int | None, str]:
     return choose_level(tables.get(kind), p.M, p.N, p.K, p.dtype, arch)
 
 
+# what a re-run writes onto its entry (writeback.write_back), kept for heads a later re-run skips
+CARRIED = ("measured", "measured_attainable_speedup", "suspect_model", "model_contradicted")
+
+
 def _merge_and_write(art: dict, artifact: Path, records: list, measured: list, playbook_dir):
     """The measured bytes through the analysis (once), each head's timing written onto its entry,
     the artifact pair rewritten, one playbook record per re-run head. Returns the playbook's path
@@ -141,10 +145,18 @@ def _merge_and_write(art: dict, artifact: Path, records: list, measured: list, p
     pb = None
     note = None
     if records:
+        # an earlier re-run of a head not re-run now stays: the fresh analysis would drop it
+        done = {name for name, _ in measured}
+        kept = {e["name"]: {k: e[k] for k in CARRIED if k in e} for e in art["entries"]
+                if e.get("measured") and e["name"] not in done}
         try:
             art = reanalyse(art, artifact, records)
         except RerunError as exc:   # the Top-N behind the artifact is gone: L4
             note = f"L4: counters recorded in measured.counters but not merged ({exc})"
+        for e in art["entries"]:
+            if e["name"] in kept:
+                e.update(kept[e["name"]])
+                e["notes"] = (e.get("notes", "") + "; measured: from an earlier re-run (not repeated by this one)")
     for name, meas in measured:
         e = writeback.write_back(art, name, meas)
         if note:
