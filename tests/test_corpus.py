@@ -180,3 +180,18 @@ def test_beside_the_peer_on_the_corpus(tmp_path):
         rows = [r for r in csv.DictReader(open(ROOT / "fixtures" / "peer" / f"tracelens_corpus_{case}.csv"))
                 if r["op"] == "aten::_grouped_mm"]
         assert rows and all(r["peer_model"] == "none" and not r["bytes_per_op"] for r in rows)
+
+
+def test_a_grouped_head_reruns_its_launch_weighted_mix():
+    """The Qwen3-MoE grouped-GEMM head runs gate_up and down under one kernel name: the stage-C
+    re-run times both, weighted by their launches as the analysis weighs them (not the first only)."""
+    from roofline.opclasses import gemm_problems
+
+    R = ROOT / "fixtures" / "rerun_corpus" / "qwen3moe_grouped_mm" / "profile" / "round_1"
+    art = json.loads((R / "stage_b_roofline.json").read_text())
+    e = next(x for x in art["entries"] if x["op_class"] == "moe" and x["regime"] == "decode")
+    probs = gemm_problems(e)
+    assert [(p.M, p.N, p.K) for p in probs] == [(u["shape"]["pairs"], u["shape"]["N"], u["shape"]["K"])
+                                                for u in e["shapes_used"]]
+    assert [p.count for p in probs] == [u["weight"] for u in e["shapes_used"]] and sum(p.count for p in probs) == 1.0
+    assert all(p.E == 128 and p.grouped for p in probs)

@@ -76,9 +76,13 @@ def gemm_problems(entry: dict) -> list[Problem]:
     sh = entry.get("shape") or {}
     dt = (entry.get("dtypes") or {}).get("act", "bf16")
     if all(k in sh for k in ("pairs", "E", "N", "K")):
-        p, E = int(sh["pairs"]), int(sh["E"])
-        return [Problem("grouped", p, int(sh["N"]), int(sh["K"]), dt, 1.0, E=E,
-                        experts_hit_model=_model.experts_hit(E, p))]
+        # the launch-weighted mix of the captured grouped shapes (gate_up and down run under one
+        # kernel name), as the analysis weighs them (roofline.shapes.work_mix)
+        mix = [(u["shape"], float(u["weight"])) for u in entry.get("shapes_used") or []
+               if all(k in (u.get("shape") or {}) for k in ("pairs", "E", "N", "K"))] or [(sh, 1.0)]
+        return [Problem(f"grouped {s.get('projection') or ''}".strip(), int(s["pairs"]), int(s["N"]), int(s["K"]), dt,
+                        w, E=int(s["E"]), experts_hit_model=_model.experts_hit(int(s["E"]), int(s["pairs"])))
+                for s, w in mix]
     if not all(k in sh for k in ("M", "E", "top_k", "hidden", "inter")):
         return []
     M, E, k = int(sh["M"]), int(sh["E"]), int(sh["top_k"])
