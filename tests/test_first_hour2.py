@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from roofline.cli import LAZY_COMMANDS, main
+from test_first_hour import _files, _one_line_exit2, _run  # noqa: F401  (the CLI helpers, one copy)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures"
@@ -29,28 +29,10 @@ REAL = FIX / "traces_real"
 META = json.loads((REAL / "fixtures_meta.json").read_text())["traces"]
 
 
-def _run(args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
 def _ok(r):
     assert r.exit_code == 0, r.output
     assert "Traceback" not in r.output and r.exception is None
     return r
-
-
-def _one_line_exit2(r, *needles) -> str:
-    assert r.exit_code == 2, (r.exit_code, r.output)
-    assert "Traceback" not in r.output
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, lines
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
-
-
-def _files(d: Path) -> set[str]:
-    return {str(p.relative_to(d)) for p in d.rglob("*")} if d.exists() else set()
 
 
 def _topn(trace, out, *flags):

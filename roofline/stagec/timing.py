@@ -127,12 +127,9 @@ def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: s
         if chk.ok:
             a, w, offs = check_x.grouped_operands(counts, p.N, p.K, p.w_layout, seed + 1)
             c = cp.empty((p.M, p.N), dtype=cp.uint16)
-            for key, fn in (("ladder", lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout)),
-                            ("cublas", lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout))):
-                med, p20, p80 = bench.quantiles(timer.time(fn))
-                row[f"{key}_t_ms"], row[f"{key}_t_ms_p20"], row[f"{key}_t_ms_p80"] = med, p20, p80
-                for i, v in enumerate((med, p20, p80)):
-                    tot[key][i] += p.count * v
+            _time_pair(timer, row, tot, p.count,
+                       ladder=lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
+                       cublas=lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout))
             del a, w, c
         else:
             row["check_reason"] = chk.reason
@@ -158,17 +155,26 @@ def measure_fp8(problems: list[Problem], level_id: int, seed: int = 0, l2: str =
             a, b = gpu_x.random_fp8((p.M, p.K), seed + 1), gpu_x.random_fp8((p.N, p.K), seed + 2)
             sa, sb = cp.ones(p.M, dtype=cp.float32), cp.ones(p.N, dtype=cp.float32)
             c = cp.empty((p.M, p.N), dtype=cp.uint16)
-            for key, fn in (("ladder", lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K)),
-                            ("cublas", lambda: gpu_x.torch_scaled(a, b, sa, sb))):
-                med, p20, p80 = bench.quantiles(timer.time(fn))
-                row[f"{key}_t_ms"], row[f"{key}_t_ms_p20"], row[f"{key}_t_ms_p80"] = med, p20, p80
-                for i, v in enumerate((med, p20, p80)):
-                    tot[key][i] += p.count * v
+            _time_pair(timer, row, tot, p.count,
+                       ladder=lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K),
+                       cublas=lambda: gpu_x.torch_scaled(a, b, sa, sb))
             del a, b, c
         else:
             row["check_reason"] = chk.reason
         per.append(row)
     return _summed(per, level_id, ok, l2, tot, "torch._scaled_mm")
+
+
+def _time_pair(timer, row: dict, tot: dict, count: float, **fns) -> None:
+    """Time the ladder level and the library op of one problem (median, p20, p80 ms) into its row,
+    and add them, weighted by the problem's share of the logical op, into the totals."""
+    from roofline.ladder import bench
+
+    for key, fn in fns.items():
+        med, p20, p80 = bench.quantiles(timer.time(fn))
+        row[f"{key}_t_ms"], row[f"{key}_t_ms_p20"], row[f"{key}_t_ms_p80"] = med, p20, p80
+        for i, v in enumerate((med, p20, p80)):
+            tot[key][i] += count * v
 
 
 def _summed(per, level_id, ok, l2, tot, library: str) -> dict:
