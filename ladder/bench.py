@@ -60,6 +60,12 @@ SERVING_DECODE = tuple((m, n, k) for m in (16, 64, 128, 256) for n, k in DECODE_
 RAGGED = ((3000, 5000, 1000), (777, 1531, 263))
 SERVING = SERVING_PREFILL + SERVING_DECODE + RAGGED
 SINGLE_TILE = ((128, 128, 64), (128, 128, 8192))   # levels 1-2 run only these
+# Mid-size M (200-1000 rows: batched decode, chunked prefill), where one 128x256 tile per CTA leaves
+# most SMs idle in the last wave: four named shapes, then held-out ones of the same kind (other
+# M, N, K, none of them a multiple of the others) that a tile/schedule choice must also hold on.
+MID_NAMED = ((200, 6144, 4096), (1000, 3000, 7000), (512, 4096, 4096), (777, 1531, 263))
+MID_HELD_OUT = ((320, 8192, 4096), (640, 5120, 5120), (384, 11008, 4096), (896, 2048, 8192), (450, 3584, 3584))
+MID = MID_NAMED + MID_HELD_OUT
 
 SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
     "default": DEFAULT_SHAPES,
@@ -70,6 +76,7 @@ SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
     # every level in one run (levels 1-2 only run the single-tile shapes): the README table
     "serving-all-levels": SINGLE_TILE + SERVING,
     "square-8192": ((8192, 8192, 8192),),
+    "mid": MID,
 }
 # The names the recorded results (fixtures/ladder/, meta.shape_set) were made under.
 FORMER_NAMES = {"issue6": "square-and-llama", "issue14": "serving", "issue14-prefill": "serving-prefill",

@@ -181,7 +181,7 @@ def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: 
 
 def grouped_cases(level: Level, n_random: int, seed: int) -> list[tuple]:
     """(counts, N, K, layout, name): the edge routings and shapes, then random ones."""
-    layouts = ("enk", "ekn") if level.kind == "grouped" and level.contract == "grouped-bf16" else ("enk",)
+    layouts = (gpu_x.grouped_layout(level),)   # each build reads one layout (l11_wkn: [E, K, N])
     big = level.kind != "grouped"
     out = []
     for name, counts in edge_routings(big=big):

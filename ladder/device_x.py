@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import bench, bench_x, check_x, gpu
+from . import bench, bench_x, check_x, gpu, gpu_x
 from .registry import VARIANTS, get_level
 
 from .registry import LEVELS
@@ -91,9 +91,8 @@ def do_sanitize(targets) -> bool:
     for name in targets:
         lv = _target(name)
         if lv.contract.startswith("grouped"):
-            cases = [([0, 1, 0, 3, 17, 0, 40, 2], 200, 72, "enk"), ([5, 0, 130], 64, 256, "enk")]
-            if name == "l11_wkn":
-                cases = [(c, n, k, "ekn") for c, n, k, _ in cases]
+            lay = gpu_x.grouped_layout(lv)
+            cases = [([0, 1, 0, 3, 17, 0, 40, 2], 200, 72, lay), ([5, 0, 130], 64, 256, lay)]
             res = [check_x.check_grouped(lv, c, n, k, layout=lay, seed=9, with_lib=False) for c, n, k, lay in cases]
         else:
             res = [check_x.check_fp8(lv, *s, seed=9, with_lib=False) for s in ((128, 256, 128), (100, 37, 40), (64, 512, 2048))]
@@ -103,14 +102,16 @@ def do_sanitize(targets) -> bool:
     return ok
 
 
-def do_probe(targets) -> bool:
-    """In this process (no fork), each grouped edge case alone, printed before and after its launch,
-    so a faulting case is named (level 11's bf16 builds stopped with an illegal instruction inside
-    a forked check child and passed their sanitize cases: notes/l11.md)."""
+def do_probe(targets, only: int | None = None) -> bool:
+    """In this process (no fork), each grouped edge case alone (or only case `only`), printed before
+    and after its launch, so a faulting case is named (level 11's bf16 builds stopped with an
+    illegal instruction inside a forked check child and passed their sanitize cases: notes/l11.md)."""
     ok = True
     for name in targets:
         lv = _target(name)
         for i, (counts, n, k, lay, case) in enumerate(check_x.grouped_cases(lv, 0, 0)):
+            if only is not None and i != only:
+                continue
             print(f"probe {name} {case}: launching", flush=True)
             r = check_x.check_grouped(lv, counts, n, k, layout=lay, seed=i, with_lib=False, case=case)
             print(f"probe {name} {case}: {'ok' if r.ok else 'FAIL ' + r.reason}", flush=True)
@@ -179,6 +180,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default="all")
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--min-reps", type=int, default=50)
+    ap.add_argument("--case", type=int, default=None, help="probe: only this edge case (its index)")
     ap.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     args = ap.parse_args(argv)
     targets = [t for t in (args.targets.split(",") if args.targets else x_targets()) if t]
@@ -193,7 +195,7 @@ def main(argv=None) -> int:
     if not gpu.gpu_available():
         print("no GPU / cupy: nothing to do", file=sys.stderr)
         return 2
-    ok = {"sanitize": lambda: do_sanitize(targets), "probe": lambda: do_probe(targets),
+    ok = {"sanitize": lambda: do_sanitize(targets), "probe": lambda: do_probe(targets, args.case),
           "bench-moe": lambda: do_bench_moe(targets, args.cases, args.out, args.min_reps),
           "bench-fp8": lambda: do_bench_fp8(targets, args.shapes, args.out, args.min_reps)}[args.what]()
     print("SUITE", "OK" if ok else "FAILED")

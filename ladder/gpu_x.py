@@ -75,17 +75,28 @@ def _null():
 
 
 # ------------------------------------------------------------------ grouped (levels 11, 12)
+LAYOUT_TEXT = {"enk": "[E, N, K] (K contiguous)", "ekn": "[E, K, N] (N contiguous)"}
+
+
+def grouped_layout(level: Level) -> str:
+    """The one weight layout a grouped build reads: "ekn" (W [E, K, N], a 3-D map) for the
+    L11_WKN=1 build, "enk" (W [E, N, K], a 2-D map over E*N rows) for every other."""
+    return "ekn" if "L11_WKN=1" in level.defines else "enk"
+
+
 def launch_grouped(level: Level, a, w, offs, c, E: int, N: int, K: int, layout: str = "enk", sa=None, sw=None) -> None:
     """C[R,N] = A_e . W_e^T per expert. a [R,K], w [E,N,K] (layout enk) or [E,K,N] (ekn), offs [E]
     int32, c [R,N] uint16; fp8 levels: a, w uint8 and sa [R], sw [E,N] float32."""
+    if layout != grouped_layout(level):
+        # a 3-D weight map handed to a 2-D TMA build (or the reverse) faults as an illegal
+        # instruction on the device: refused here, before any launch
+        raise ValueError(f"{level.name} reads W {LAYOUT_TEXT[grouped_layout(level)]}, not {LAYOUT_TEXT.get(layout, layout)}")
     cp = gpu.cupy()
     R = a.shape[0]
     fp8 = level.contract == "grouped-fp8"
     eb = 1 if fp8 else 2
     if R == 0:
         return
-    if layout == "ekn" and (level.kind != "grouped" or fp8):
-        raise ValueError(f"{level.name} takes W [E, N, K] only (K contiguous)")
     if E > (MAX_E_DECODE if level.kind == "grouped" else MAX_E_PREFILL):
         raise ValueError(f"{level.name}: at most {MAX_E_DECODE if level.kind == 'grouped' else MAX_E_PREFILL} experts")
     keep = []

@@ -149,3 +149,23 @@ def test_prebuilt_cubin_names_follow_the_source():
     from roofline.ladder.build import source_key
     assert source_key(get_level(11)) != source_key(VARIANTS["l11_fp8"])
     assert source_key(get_level(11)).startswith("gemm_l11_")
+
+
+def test_each_grouped_build_is_checked_and_launched_with_its_own_weight_layout():
+    """Level 11's bf16 builds once 'failed' every check with an illegal instruction: the check handed
+    the W [E, K, N] cases (a 3-D tensor map) to the 2-D builds and W [E, N, K] to l11_wkn. Each build
+    now reads one layout; its cases use only that one, and the launcher refuses the other before
+    touching the GPU."""
+    from roofline.ladder import check_x, gpu_x
+
+    grouped = [lv for lv in (*LEVELS, *VARIANTS.values()) if lv.contract.startswith("grouped")]
+    assert {gpu_x.grouped_layout(lv) for lv in grouped} == {"enk", "ekn"}
+    for lv in grouped:
+        want = "ekn" if "L11_WKN=1" in lv.defines else "enk"
+        assert {c[3] for c in check_x.grouped_cases(lv, 6, 0)} == {want}, lv.name
+        other = "enk" if want == "ekn" else "ekn"
+
+        class _A:   # never reached: the layout is refused before the operands are looked at
+            shape = (1, 1)
+        with pytest.raises(ValueError, match="reads W"):
+            gpu_x.launch_grouped(lv, _A(), None, None, None, 1, 1, 1, other)

@@ -1,0 +1,179 @@
+"""Where the time goes: one launch each of a ladder level and the library op it is measured against,
+at the shapes whose targets a level missed (ladder/notes/l11.md .. l14.md), for ncu:
+
+    ncu --profile-from-start off --set full --cache-control all --clock-control none -f -o where \
+        python3 tools/device/ncu_where.py [CASE ...]
+    ncu --import where.ncu-rep --csv --page raw --print-units base > where_raw.csv
+    python3 tools/device/ncu_where.py --summarize where_raw.csv      # on any machine: the table
+
+Every launch is compiled and warmed outside the profiled range (cudaProfilerStart/Stop), then
+launched once inside it, preceded by a one-thread marker kernel `mark_NNN` whose number is the
+launch's index in the printed plan (WHERE_PLAN lines): the kernels between two markers belong to
+that launch (a library op can launch more than one kernel). Operands as the benches build them
+(ladder/bench_x.py: routing topk_counts seed 0; random bf16 / e4m3), ncu flushes the caches
+before each kernel (--cache-control all), as the benches flush L2 before each timed launch."""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+MID = ((200, 6144, 4096), (1000, 3000, 7000), (512, 4096, 4096), (777, 1531, 263))
+
+
+def _plan(cases):
+    """(label, fn) pairs, built lazily on the GPU machine."""
+    import cupy as cp
+
+    from roofline.ladder import bench_x, check_x, gpu, gpu_x
+    from roofline.ladder.registry import VARIANTS, get_level
+    from roofline.ladder.routing import topk_counts
+
+    def lvl(t):
+        return get_level(int(t)) if str(t).isdigit() else VARIANTS[t]
+
+    out = []
+    for case in cases:
+        if case in bench_x.MOE_CASES:
+            E, tokens, top_k, N, K = bench_x.MOE_CASES[case]
+            counts = topk_counts(tokens, E, top_k, seed=0)
+            R = sum(counts)
+            for fp8, levels in ((False, ["12"] + (["l12_m128n128"] if "prefill" in case else [])),
+                                (True, ["l11_fp8"] if "decode" in case else [])):
+                if not levels:
+                    continue
+                a, w, offs = check_x.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8)
+                sa = cp.ones(R, dtype=cp.float32) if fp8 else None
+                sw = cp.ones((E, N), dtype=cp.float32) if fp8 else None
+                c = cp.empty((R, N), dtype=cp.uint16)
+                lib = ((lambda a=a, w=w, o=offs, sa=sa, sw=sw: gpu_x.torch_scaled_grouped(a, w, o, sa, sw)) if fp8
+                       else (lambda a=a, w=w, o=offs: gpu_x.torch_grouped(a, w, o)))
+                tag = f"{case}{'-fp8' if fp8 else ''}"
+                out.append((f"{tag} library", lib))
+                for t in levels:
+                    lv = lvl(t)
+                    out.append((f"{tag} {lv.name}", lambda lv=lv, a=a, w=w, o=offs, c=c, sa=sa, sw=sw, E=E, N=N, K=K:
+                                gpu_x.launch_grouped(lv, a, w, o, c, E, N, K, "enk", sa, sw)))
+        elif case.startswith("fp8-"):
+            m, n, k = (int(x) for x in case[4:].split("x"))
+            a, b = gpu_x.random_fp8((m, k), 1), gpu_x.random_fp8((n, k), 2)
+            sa, sb = cp.ones(m, dtype=cp.float32), cp.ones(n, dtype=cp.float32)
+            c = cp.empty((m, n), dtype=cp.uint16)
+            out.append((f"{case} library", lambda a=a, b=b, sa=sa, sb=sb: gpu_x.torch_scaled(a, b, sa, sb)))
+            for t in ("13",) + (("l13_pingpong",) if "l13_pingpong" in VARIANTS else ()):
+                lv = lvl(t)
+                out.append((f"{case} {lv.name}", lambda lv=lv, a=a, b=b, sa=sa, sb=sb, c=c, m=m, n=n, k=k:
+                            gpu_x.launch_fp8(lv, a, b, sa, sb, c, m, n, k)))
+        elif case.startswith("bf16-"):
+            m, n, k = (int(x) for x in case[5:].split("x"))
+            a, b = gpu.random_bf16((m, k), 1), gpu.random_bf16((n, k), 2)
+            c = cp.empty((m, n), dtype=cp.uint16)
+            out.append((f"{case} cublas", lambda a=a, b=b, c=c: gpu.cublas_tn(a, b, c)))
+            for t in ("9", "10", "l09_streamk", "l10_m128"):
+                lv = lvl(t)
+                out.append((f"{case} {lv.name}", lambda lv=lv, a=a, b=b, c=c, m=m, n=n, k=k:
+                            gpu.launch(lv, a, b, c, m, n, k)))
+        else:
+            raise SystemExit(f"unknown case {case!r}")
+    return out
+
+
+DEFAULT = ["qwen3moe-prefill4096-gate_up", "qwen3moe-prefill4096-down", "qwen3moe-decode64-gate_up",
+           "qwen3moe-decode64-down", "qwen3moe-decode256-gate_up", "mixtral-decode64-gate_up",
+           "fp8-8192x8192x8192"] + [f"bf16-{m}x{n}x{k}" for m, n, k in MID]
+
+
+def run(cases) -> None:
+    import cupy as cp
+
+    marks = cp.RawModule(code="\n".join(f'extern "C" __global__ void mark_{i:03d}() {{}}' for i in range(200)))
+    plan = _plan(cases)
+    for label, fn in plan:        # compile, heuristics, module loads: outside the profiled range
+        fn(); fn()
+    cp.cuda.runtime.deviceSynchronize()
+    for i, (label, _) in enumerate(plan):
+        print(f"WHERE_PLAN {i:03d} {label}", flush=True)
+    cp.cuda.runtime.profilerStart()
+    for i, (label, fn) in enumerate(plan):
+        marks.get_function(f"mark_{i:03d}")((1,), (1,), ())
+        fn()
+        cp.cuda.runtime.deviceSynchronize()
+    cp.cuda.runtime.profilerStop()
+
+
+KEEP = {
+    "t_us": "gpu__time_duration.sum", "dram_read": "dram__bytes_read.sum", "dram_write": "dram__bytes_write.sum",
+    "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l2_hit": "lts__t_sector_hit_rate.pct", "grid": "launch__grid_size", "regs": "launch__registers_per_thread",
+    "waves": "launch__waves_per_multiprocessor",
+}
+STALLS = "smsp__average_warps_issue_stalled_"
+
+
+def summarize(path: str, plan_log: str | None = None) -> list[dict]:
+    """Rows of the raw CSV grouped by the markers: per launch, its kernels' summed time and DRAM
+    bytes, the heaviest kernel's throughputs and its top warp-stall reasons (per issued instruction)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rows = [r for r in rows if r.get("Kernel Name") and not r["Kernel Name"].startswith("(")]
+    labels = {}
+    if plan_log:
+        for ln in open(plan_log):
+            if ln.startswith("WHERE_PLAN "):
+                _, i, label = ln.rstrip("\n").split(" ", 2)
+                labels[int(i)] = label
+    out, cur = [], None
+
+    def num(r, k):
+        try:
+            return float(str(r.get(k, "")).replace(",", ""))
+        except ValueError:
+            return None
+    for r in rows:
+        name = r["Kernel Name"]
+        if name.startswith("mark_"):
+            i = int(name[5:8])
+            cur = {"launch": i, "label": labels.get(i, str(i)), "kernels": []}
+            out.append(cur)
+            continue
+        if cur is None:
+            continue
+        stalls = {k[len(STALLS):].replace("_per_issue_active.ratio", "").replace("_per_warp_active.ratio", ""): num(r, k)
+                  for k in r if k.startswith(STALLS) and k.endswith("_per_issue_active.ratio")}
+        tens = [k for k in r if "pipe_tensor" in k and "pct_of_peak_sustained_active" in k and num(r, k) is not None]
+        cur["kernels"].append({"name": name[:80], **{k: num(r, v) for k, v in KEEP.items()},
+                               "tensor_pct": max((num(r, k) for k in tens), default=None),
+                               "tensor_ops": num(r, "sm__ops_path_tensor_src_bf16_dst_fp32.sum") or num(r, "sm__ops_path_tensor_src_fp8.sum"),
+                               "stalls_top": sorted(((v, k) for k, v in stalls.items() if v), reverse=True)[:4]})
+    for o in out:
+        ks = o["kernels"]
+        o["t_us"] = sum(k["t_us"] or 0 for k in ks) / 1e3   # gpu__time_duration.sum is in ns (base units)
+        o["dram_bytes"] = sum((k["dram_read"] or 0) + (k["dram_write"] or 0) for k in ks)
+    return out
+
+
+def render(out: list[dict]) -> str:
+    lines = ["| launch | us | DRAM MB | TB/s | heaviest kernel: DRAM %, SM %, tensor %, grid, regs, waves | top stalls (warps per issue) |",
+             "|---|---|---|---|---|---|"]
+    for o in out:
+        if not o["kernels"]:
+            continue
+        k = max(o["kernels"], key=lambda x: x["t_us"] or 0)
+        st = ", ".join(f"{n} {v:.2f}" for v, n in k["stalls_top"])
+        f = lambda v, p=0: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+        lines.append(f"| {o['label']} | {o['t_us']:.1f} | {o['dram_bytes'] / 1e6:.1f} | "
+                     f"{o['dram_bytes'] / (o['t_us'] * 1e-6) / 1e12 if o['t_us'] else 0:.2f} | "
+                     f"{k['name'][:40]}: {f(k['dram_pct'])}, {f(k['sm_pct'])}, {f(k['tensor_pct'])}, {f(k['grid'])}, "
+                     f"{f(k['regs'])}, {f(k['waves'], 2)} | {st} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - a device tool
+    if len(sys.argv) >= 3 and sys.argv[1] == "--summarize":
+        res = summarize(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+        print(render(res))
+        if len(sys.argv) > 4:
+            open(sys.argv[4], "w").write(json.dumps(res, indent=1))
+    else:
+        run(sys.argv[1:] or DEFAULT)
