@@ -69,7 +69,7 @@ def _plan(cases):
             a, b = gpu.random_bf16((m, k), 1), gpu.random_bf16((n, k), 2)
             c = cp.empty((m, n), dtype=cp.uint16)
             out.append((f"{case} cublas", lambda a=a, b=b, c=c: gpu.cublas_tn(a, b, c)))
-            for t in ("9", "10", "l09_streamk", "l10_m128"):
+            for t in ("9", "l09_streamk", "10", "l10_n256"):
                 lv = lvl(t)
                 out.append((f"{case} {lv.name}", lambda lv=lv, a=a, b=b, c=c, m=m, n=n, k=k:
                             gpu.launch(lv, a, b, c, m, n, k)))
