@@ -122,6 +122,7 @@ class Timer:
         self.flush_l2 = flush_l2
         self.flush = cp.empty(FLUSH_BYTES // 4 if flush_l2 else 1, dtype=cp.uint32)
         self.spin = cp.RawKernel(_SPIN_SRC, "roofline_spin")
+        self.host_over_spin = 0   # launches of the last timing whose host time exceeded the spin
 
     def time(self, fn, *, warmup=3, reps=None, budget_ms=400.0, max_reps=100, min_reps=10):
         cp = self.cp
@@ -136,14 +137,19 @@ class Timer:
     def _once(self, fn, reps):
         cp = self.cp
         evs = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
+        host = []
         for i, (e0, e1) in enumerate(evs):
             if self.flush_l2:
                 self.flush.fill(i + 1)
             self.spin((1,), (1,), (cp.uint64(SPIN_NS),))
             e0.record()
+            h0 = time.perf_counter()
             fn()
+            host.append(time.perf_counter() - h0)
             e1.record()
         evs[-1][1].synchronize()
+        # the host time of each launch: above the spin, the events count part of it (a row says so)
+        self.host_over_spin = sum(h * 1e9 > SPIN_NS for h in host)
         return [cp.cuda.get_elapsed_time(e0, e1) for e0, e1 in evs]
 
 
@@ -262,7 +268,8 @@ def run_bench(levels=DENSE_LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0,
         ts = timer.time(fn, min_reps=min_reps, max_reps=max(100, min_reps))
         med, p20, p80 = quantiles(ts)
         row.update({"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "reps": len(ts),
-                    "tflops": gemm_flops(m, n, k) / (med * 1e-3) / 1e12})
+                    "tflops": gemm_flops(m, n, k) / (med * 1e-3) / 1e12,
+                    "host_over_spin": timer.host_over_spin})
         if lv is None:
             cublas_ms[(m, n, k)] = med
         if (m, n, k) in cublas_ms:

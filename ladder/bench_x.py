@@ -43,7 +43,7 @@ def _ratio(row: dict, lib: dict) -> dict:
 
 def _timed(timer, fn, min_reps: int) -> dict:
     med, p20, p80 = bench.quantiles(timer.time(fn, min_reps=min_reps, max_reps=max(100, min_reps)))
-    return {"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
+    return {"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "host_over_spin": timer.host_over_spin}
 
 
 def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str = "enk", fp8: bool = False,

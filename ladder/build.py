@@ -71,7 +71,20 @@ def _cubin_module(path: str):
 def get_kernel(level: Level):
     """The cupy.RawKernel of a level (compiled once per process; CuPy also caches on disk). With
     LADDER_CUBIN_DIR set, a cubin built ahead by `python -m roofline.ladder.prebuild DIR` for this
-    exact source is loaded instead (no NVRTC time on the device)."""
+    exact source is loaded instead (no NVRTC time on the device). Looked up once per level and
+    process: reading and hashing the sources on every launch cost 0.25-0.6 ms of host time, more
+    than the timer's 0.3 ms GPU spin hides (the mid-shape bench of the H200 run read 44 us kernels
+    as 250-600 us; ncu's durations were right)."""
+    kern = _KERNELS.get(level)
+    if kern is None:
+        kern = _KERNELS[level] = _find_kernel(level)
+    return kern
+
+
+_KERNELS: dict = {}
+
+
+def _find_kernel(level: Level):
     import os
 
     try:

@@ -169,3 +169,18 @@ def test_each_grouped_build_is_checked_and_launched_with_its_own_weight_layout()
             shape = (1, 1)
         with pytest.raises(ValueError, match="reads W"):
             gpu_x.launch_grouped(lv, _A(), None, None, None, 1, 1, 1, other)
+
+
+def test_a_level_kernel_is_looked_up_once_per_process(monkeypatch):
+    """Every launch used to re-read and hash the kernel sources (build.source_key) before finding
+    its kernel: host time the event timer counted once it exceeded the 0.3 ms GPU spin."""
+    from roofline.ladder import build
+
+    calls = []
+    monkeypatch.setattr(build, "_KERNELS", {})
+    monkeypatch.setattr(build, "_find_kernel", lambda lv: calls.append(lv.name) or object())
+    lv = get_level(12)
+    k1, k2 = build.get_kernel(lv), build.get_kernel(lv)
+    assert k1 is k2 and calls == [lv.name]
+    build.get_kernel(VARIANTS["l11_fp8"])
+    assert calls == [lv.name, "grouped_decode_fp8"]
