@@ -127,8 +127,28 @@ __device__ __forceinline__ void body(const TmaMap* tmA, const TmaMap* tmW, bf16_
   } else {
     float acc[CH][G::NACC];
     int q = 0;
+    const int wi = tid_wg >> 5, l = tid_wg & 31;
     for (int i = 0; i < mine; ++i) {
       const Unit w = unit_of(cid + i * grid, pre, endr, E, NB, G::RG, TN);
+      // fp8: this thread's scales are loaded before the K loop, so their latency runs under the
+      // MMA instead of serialising the epilogue (ncu on the H200: the consumer, not HBM, bounded
+      // the short K = 768 units). sw: its two weight rows; sa: its 4 tokens per 8-column group.
+      float swr[2] = {1.0f, 1.0f}, sar[CH][G::NACC / 2];
+      if constexpr (FP8) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int n = w.nb * G::BW + 16 * wi + (l >> 2) + 8 * h;
+          swr[h] = n < N ? __ldg(sw + static_cast<size_t>(w.e) * N + n) : 0.0f;
+        }
+#pragma unroll
+        for (int ch = 0; ch < CH; ++ch)
+#pragma unroll
+          for (int j = 0; j < G::NACC / 2; ++j) {   // accumulator pairs i = 2j, 2j+1 share (i >> 2)
+            const int i2 = (j >> 1) * 4 + (j & 1);  // i2 & 1 picks the token parity, i2 >> 2 the group
+            const int r = w.r0 + ch * TN + 8 * (i2 >> 2) + 2 * (l & 3) + (i2 & 1);
+            sar[ch][j] = r < w.r1 ? __ldg(sa + r) : 0.0f;
+          }
+      }
       for (int kt = 0; kt < nkt; ++kt, ++q) {
         const int s = q % D;
         mbar_wait(&full[s], (q / D) & 1);
@@ -152,7 +172,6 @@ __device__ __forceinline__ void body(const TmaMap* tmA, const TmaMap* tmW, bf16_
       if ((tid & 31) == 0) mbar_arrive(&empty[(q - 1) % D]);
       __syncwarp();
       // acc[ch][i]: weight row 16*warp + lane/4 + 8*((i>>1)&1), token 8*(i>>2) + 2*(lane&3) + (i&1)
-      const int wi = tid_wg >> 5, l = tid_wg & 31;
 #pragma unroll
       for (int ch = 0; ch < CH; ++ch) {
         if (ch >= w.nch) break;
@@ -162,7 +181,7 @@ __device__ __forceinline__ void body(const TmaMap* tmA, const TmaMap* tmW, bf16_
           const int r = w.r0 + ch * TN + 8 * (i >> 2) + 2 * (l & 3) + (i & 1);
           if (r < w.r1 && n < N) {
             float v = acc[ch][i];
-            if constexpr (FP8) v *= sa[r] * sw[static_cast<size_t>(w.e) * N + n];
+            if constexpr (FP8) v *= sar[ch][(i >> 2) * 2 + (i & 1)] * swr[(i >> 1) & 1];
             C[static_cast<size_t>(r) * N + n] = static_cast<bf16_t>(pack_bf16x2(v, 0.0f) & 0xFFFFu);
           }
         }
