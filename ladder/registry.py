@@ -173,11 +173,11 @@ LEVELS = LEVELS + (
 _L11_STAGE = 64 * 128 + 2 * 16 * 128
 LEVELS = LEVELS + (
     Level(11, "grouped_decode", "l11_grouped_decode.cu", "gemm_l11",
-          "MoE decode as weight streaming: swap-AB (64 weight rows as wgmma M, the expert's tokens as N = 16 x 2 chunks), "
+          "MoE decode as weight streaming: swap-AB (64 weight rows as wgmma M, the expert's tokens as N = one chunk of 32), "
           "units (expert, token group, 64 weight rows) for hit experts only, listed on the device from the offsets, 16 stages",
           "grouped GEMM (torch._grouped_mm contract), swap-AB weight streaming, device-side unit list",
           (64, 32, 64), 256, 4368, 64, True, kind="grouped", contract="grouped-bf16",
-          dyn_smem_bytes=16 * _L11_STAGE + 1024),
+          defines=("L11_TN=32", "L11_CH=1"), dyn_smem_bytes=16 * _L11_STAGE + 1024),
     Level(12, "grouped_prefill", "l12_grouped_prefill.cu", "gemm_l12",
           "MoE prefill: level 9's engine (two cooperative consumers, 128x256, 4 stages, TMA-store epilogue) over the "
           "grouped tile list (m-tiles fastest per expert), row-masked stores at expert ends; no cluster",
@@ -326,12 +326,19 @@ VARIANTS: dict[str, Level] = {
     "l11_wkn": Level(
         11, "grouped_decode_wkn", "l11_grouped_decode.cu", "gemm_l11",
         "level 11 with W [E, K, N] (N contiguous): a 3-D map, MN-major weight tiles (wgmma trans-a)", "-",
-        (64, 32, 64), 256, 4368, 64, True, kind="grouped", contract="grouped-bf16", defines=("L11_WKN=1",),
+        (64, 32, 64), 256, 4368, 64, True, kind="grouped", contract="grouped-bf16", defines=("L11_WKN=1", "L11_TN=32", "L11_CH=1"),
         dyn_smem_bytes=16 * _L11_STAGE + 1024),
-    "l11_tn32": Level(
-        11, "grouped_decode_tn32", "l11_grouped_decode.cu", "gemm_l11",
-        "level 11 with one token chunk of 32 (wgmma m64n32)", "-", (64, 32, 64), 256, 4368, 64, True,
-        kind="grouped", contract="grouped-bf16", defines=("L11_TN=32", "L11_CH=1"), dyn_smem_bytes=16 * _L11_STAGE + 1024),
+    # the first default build (two token chunks of 16); one chunk of 32 beat it on all six decode
+    # cases of the H200 run (start3_where: 1.20-1.42x torch vs 1.07-1.31x) and is level 11 now
+    "l11_tn16": Level(
+        11, "grouped_decode_tn16", "l11_grouped_decode.cu", "gemm_l11",
+        "level 11 with two token chunks of 16 (wgmma m64n16), its first default", "-", (64, 32, 64), 256, 4368, 64, True,
+        kind="grouped", contract="grouped-bf16", defines=("L11_TN=16", "L11_CH=2"), dyn_smem_bytes=16 * _L11_STAGE + 1024),
+    "l11_fp8_tn32": Level(
+        11, "grouped_decode_fp8_tn32", "l11_grouped_decode.cu", "gemm_l11",
+        "l11_fp8 with one token chunk of 32 (QGMMA m64n32k32)", "-",
+        (64, 32, 128), 256, 4368, 72, True, kind="grouped", contract="grouped-fp8",
+        defines=("L11_FP8=1", "L11_TN=32", "L11_CH=1"), dyn_smem_bytes=16 * _L11_STAGE + 1024),
     "l11_tn8": Level(
         11, "grouped_decode_tn8", "l11_grouped_decode.cu", "gemm_l11",
         "level 11 with four token chunks of 8 (wgmma m64n8)", "-", (64, 32, 64), 256, 4368, 64, True,

@@ -1,0 +1,128 @@
+"""The targets of levels 11-14 and the mid shapes, read from stored bench results (the table in
+ladder/README.md is this module's output; tests/test_ladder_targets.py regenerates and compares):
+
+    python3 -m roofline.ladder.targets BENCH.json [BENCH.json ...]
+
+Inputs: bench_x's grouped rows (bench_moe.json: `case`, `ratio_vs_lib`, `pct_hbm_peak`), its fp8
+rows (bench_fp8_*.json, one file per machine start: `m n k`, `ratio_vs_lib`) and the dense bench's
+mid-shape rows (bench_mid.json: `pct_cublas`). Per case the best CHECKED kernel (level or variant)
+is shown with its p20-p80 range; a target is met only where the stated figure is."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+DECODE_ROOF_PCT = 80.0      # grouped decode, bf16 and fp8: % of the HBM roof (peaks table)
+DECODE_X = 1.25             # grouped bf16 decode: x torch._grouped_mm
+PREFILL_X = 1.15            # grouped prefill: x torch._grouped_mm
+FP8_SQUARE_X = 1.00         # fp8 8192^3: x torch._scaled_mm, every machine start
+FP8_SERVING_GEOMEAN = 0.90  # fp8 serving shapes: geomean of the best level per shape
+MID_X = 0.90                # bf16 mid shapes: x cuBLAS
+MID_NAMED = ((200, 6144, 4096), (1000, 3000, 7000), (512, 4096, 4096), (777, 1531, 263))
+
+
+def _load(paths) -> list[dict]:
+    return [json.loads(Path(p).read_text()) for p in paths]
+
+
+def _best(rows):
+    ok = [r for r in rows if r.get("level") and r.get("check_ok", True) and "ratio_vs_lib" in r]
+    return max(ok, key=lambda r: r["ratio_vs_lib"]) if ok else None
+
+
+def _fmt(r) -> str:
+    lo, hi = r.get("ratio_range", [r["ratio_vs_lib"]] * 2)
+    return f"{r['ratio_vs_lib']:.3f} ({lo:.3f}-{hi:.3f})"
+
+
+def _yes(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def grouped_rows(bench: dict) -> list[str]:
+    out = []
+    cases = dict.fromkeys(r["case"] for r in bench["rows"] if "case" in r)
+    for case in cases:
+        for dtype in ("bf16", "fp8"):
+            rows = [r for r in bench["rows"] if r.get("case") == case and r.get("dtype") == dtype]
+            b = _best(rows)
+            if b is None:
+                continue
+            if "decode" in case:
+                roof = b.get("pct_hbm_peak") or 0.0
+                want = [roof >= DECODE_ROOF_PCT] + ([b["ratio_vs_lib"] >= DECODE_X] if dtype == "bf16" else [])
+                what = (f">= {DECODE_ROOF_PCT:.0f} % of the HBM roof" + (f", >= {DECODE_X}x" if dtype == "bf16" else ""))
+                fig = f"{_fmt(b)}, {roof:.1f} % of the roof"
+            else:
+                want, what, fig = [b["ratio_vs_lib"] >= PREFILL_X], f">= {PREFILL_X}x", f"{_fmt(b)}, {b['tflops']:.0f} TFLOP/s"
+            lib = next(r for r in rows if r.get("level") == 0)
+            out.append(f"| {case} {dtype} | {b['level']} `{b['name']}` | {fig} | {lib['name']} | {what} | {_yes(all(want))} |")
+    return out
+
+
+def fp8_rows(benches: list[dict]) -> list[str]:
+    out, starts = [], []
+    for b in benches:
+        sq = [r for r in b["rows"] if (r.get("m"), r.get("n"), r.get("k")) == (8192, 8192, 8192)]
+        best = _best(sq)
+        if best is not None:
+            starts.append((b.get("meta", {}).get("time_utc", "?"), best))
+    for t, best in sorted(starts, key=lambda x: x[0]):
+        out.append(f"| fp8 8192^3, start {t} | {best['level']} `{best['name']}` | {_fmt(best)} | torch._scaled_mm | "
+                   f">= {FP8_SQUARE_X:.2f}x | {_yes(best['ratio_vs_lib'] >= FP8_SQUARE_X)} |")
+    if starts:
+        n_ok = sum(b["ratio_vs_lib"] >= FP8_SQUARE_X for _, b in starts)
+        out.append(f"| fp8 8192^3, all starts | - | {n_ok} of {len(starts)} starts >= {FP8_SQUARE_X:.2f}x | "
+                   f"torch._scaled_mm | 3 starts | {_yes(n_ok >= 3 and n_ok == len(starts))} |")
+    serving = max(benches, key=lambda b: len(b["rows"]))
+    per = {}
+    for r in serving["rows"]:
+        if r.get("level") and r.get("check_ok", True) and "ratio_vs_lib" in r:
+            k = (r["m"], r["n"], r["k"])
+            per[k] = max(per.get(k, 0.0), r["ratio_vs_lib"])
+    if len(per) > 1:
+        g = math.exp(sum(math.log(v) for v in per.values()) / len(per))
+        out.append(f"| fp8 serving, best level per shape | - | geomean {g:.3f} over {len(per)} shapes | "
+                   f"torch._scaled_mm | >= {FP8_SERVING_GEOMEAN}x | {_yes(g >= FP8_SERVING_GEOMEAN)} |")
+    return out
+
+
+def mid_rows(bench: dict) -> list[str]:
+    out = []
+    shapes = dict.fromkeys((r["m"], r["n"], r["k"]) for r in bench["rows"])
+    for s in shapes:
+        rows = [r for r in bench["rows"] if (r["m"], r["n"], r["k"]) == s and r.get("level")
+                and r.get("check_ok", True) and "pct_cublas" in r]
+        if not rows:
+            continue
+        b = max(rows, key=lambda r: r["pct_cublas"])
+        x = b["pct_cublas"] / 100.0
+        named = s in MID_NAMED
+        tag = "" if named else " (held out)"
+        out.append(f"| bf16 {s[0]}x{s[1]}x{s[2]}{tag} | {b['level']} `{b['name']}` | {x:.3f} | cuBLAS | "
+                   f">= {MID_X}x | {_yes(x >= MID_X) if named else ('holds' if x >= MID_X else 'below')} |")
+    return out
+
+
+def render(paths) -> str:
+    benches = _load(paths)
+    lines = ["| target case | best checked kernel | x library (p20-p80), figure | library | target | |",
+             "|---|---|---|---|---|---|"]
+    moe = [b for b in benches if any("case" in r for r in b.get("rows", []))]
+    fp8 = [b for b in benches if any(r.get("dtype") == "fp8" and "m" in r for r in b.get("rows", []))]
+    mid = [b for b in benches if any("pct_cublas" in r for r in b.get("rows", []))]
+    for b in moe:
+        lines += grouped_rows(b)
+    if fp8:
+        lines += fp8_rows(fp8)
+    for b in mid:
+        lines += mid_rows(b)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - a report
+    if len(sys.argv) < 2:
+        sys.exit("usage: python3 -m roofline.ladder.targets BENCH.json [BENCH.json ...]")
+    print(render(sys.argv[1:]))
