@@ -146,6 +146,9 @@ def ptxas_report(level: Level, nvcc: str | None = None) -> PtxasReport:
         cmd += [f"-D{d}" for d in level.defines]
         if level.dyn_smem_bytes:  # the kernel static_asserts its DYN_SMEM equals the registry's
             cmd.append(f"-DLADDER_EXPECT_DYN_SMEM={level.dyn_smem_bytes}")
+        if level.kind == "ws":  # ws.cuh static_asserts its unit tile and cluster equal the registry's
+            cmd += [f"-DLADDER_EXPECT_TILE_{a}={v}" for a, v in zip("MNK", level.tile_mnk)]
+            cmd.append(f"-DLADDER_EXPECT_CLUSTER={level.cluster}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"nvcc failed for {level.file}:\n{proc.stderr}")

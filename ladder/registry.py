@@ -15,7 +15,8 @@ warp-specialized template kernels/sm90/ws.cuh: tensor maps + a split-K workspace
 grid = min(#work units, #SMs) rounded to the cluster size; `cluster` CTAs per cluster,
 `splitk` -1 = split count chosen per shape by gpu.splitk_plan). For "ws" levels `tile_mnk` is
 the tile of one work unit (one consumer's tile in ping-pong builds), the A box; the B box is
-tile N / cluster rows (the multicast half).
+tile N / cluster rows (the multicast half); the test build passes tile_mnk and `cluster` too and
+ws.cuh static_asserts them against the build's unit tile (UM x UN x KE) and cluster size.
 
 Problem contract, all levels: C[M,N] = A[M,K] . B[N,K]^T, A row-major (K contiguous), B given
 as [N,K] row-major ("TN", K contiguous, the layout of an nn.Linear weight and cuBLAS's fastest
@@ -358,6 +359,29 @@ VARIANTS: dict[str, Level] = {
         "level 12 on 128x128 tiles (two cooperative m64n128 consumers), 6 stages", "-", (128, 128, 64),
         _WS_THREADS_2, 1648, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PP",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    # ping-pong builds of levels 12-13 (ws.cuh PINGPONG = 1; tile_mnk = one consumer's unit tile,
+    # which is also the grouped list's m-tile): notes/l12.md, notes/l13.md say why these tiles
+    "l12_pingpong": Level(
+        12, "grouped_prefill_pingpong", "l12_grouped_prefill.cu", "gemm_l12",
+        "level 12 ping-pong: the consumers alternate whole 64x256 units (m64n256; expert tails pad < 64 rows), 4 stages of 40 KiB",
+        "-", (64, 256, 64), _WS_THREADS_2, 1632, 168, True, kind="ws", contract="grouped-bf16",
+        defines=("L12_PINGPONG",), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
+    "l12_pingpong_m128": Level(
+        12, "grouped_prefill_pingpong_128x128", "l12_grouped_prefill.cu", "gemm_l12",
+        "level 12 ping-pong on 128x128 units (2 x m64n128 per consumer), 6 stages of 32 KiB", "-", (128, 128, 64),
+        _WS_THREADS_2, 1664, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PINGPONG", "L12_PP_M128"),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l13_pingpong": Level(
+        13, "fp8_pingpong", "l13_fp8.cu", "gemm_l13",
+        "level 13 ping-pong: the consumers alternate whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB, 2-CTA cluster",
+        "-", (128, 128, 128), _WS_THREADS_2, 112, 168, True, kind="ws", cluster=2, contract="gemm-fp8",
+        defines=("L13_PINGPONG",), grid_balance=True, dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l13_pingpong_wide": Level(
+        13, "fp8_pingpong_wide", "l13_fp8.cu", "gemm_l13",
+        "level 13 ping-pong on 64x256 units (m64n256k32), 4 stages of 40 KiB, 2-CTA cluster", "-", (64, 256, 128),
+        _WS_THREADS_2, 80, 168, True, kind="ws", cluster=2, contract="gemm-fp8",
+        defines=("L13_PINGPONG", "L13_PP_WIDE"), grid_balance=True,
+        dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
     "l13_nocluster": Level(
         13, "fp8_nocluster", "l13_fp8.cu", "gemm_l13",
         "level 13 without the cluster", "-", (128, 256, 128), _WS_THREADS_2, 64, 168, False, kind="ws",

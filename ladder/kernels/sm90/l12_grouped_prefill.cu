@@ -7,9 +7,16 @@
 // computed and discarded (the 64-row slab that crosses the end is stored from registers with a
 // row mask; whole slabs go through the TMA store). No cluster (a multicast pair would have to
 // stay inside one expert), persistent on the fewest CTAs that keep the rounds.
+// -DL12_PINGPONG: ping-pong consumers (ws.cuh PINGPONG = 1), each on whole 64x256 units (the
+// m-tile of the list is 64 rows: an expert's tail pads < 64 rows), 4 stages of 40 KiB; with
+// -DL12_PP_M128 128x128 units (2 x m64n128), 6 stages of 32 KiB. notes/l12.md.
 #include "common.cuh"
 #include "ws.cuh"
-#ifdef L12_PP
+#if defined(L12_PINGPONG) && defined(L12_PP_M128)
+LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 2, 128, 6, 1, 0, 16, LADDER_EPI, 0, 1)   // ping-pong, 128x128 units, 6 stages
+#elif defined(L12_PINGPONG)
+LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 1, 256, 4, 1, 0, 16, LADDER_EPI, 0, 1)   // ping-pong, 64x256 units, 4 stages
+#elif defined(L12_PP)
 LADDER_WS_KERNEL_X(gemm_l12, 2, 0, 1, 128, 6, 1, 0, 16, LADDER_EPI, 0, 1)   // -DL12_PP: 128x128 tiles, 6 stages
 #else
 LADDER_WS_KERNEL_X(gemm_l12, 2, 0, 1, 256, 4, 1, 0, 16, LADDER_EPI, 0, 1)

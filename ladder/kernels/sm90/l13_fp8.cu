@@ -4,12 +4,21 @@
 // 128x256 tile, 4 stages, 2-CTA cluster (B multicast). Epilogue: C = acc * sa[row] * sb[col]
 // (torch._scaled_mm with rowwise A scales and colwise B scales), bf16 out. One wgmma accumulation
 // in fp32 (Hopper's fp8 tensor-core accumulation, as torch._scaled_mm with use_fast_accum=True).
+// -DL13_PINGPONG: ping-pong consumers (ws.cuh PINGPONG = 1: one consumer's epilogue under the
+// other's main loop), each on whole 128x128 units (2 x m64n128k32, 128 accumulators), 6 stages of
+// 32 KiB; with -DL13_PP_WIDE 64x256 units (m64n256k32), 4 stages of 40 KiB. notes/l13.md.
 #include "common.cuh"
 #include "ws.cuh"
 #ifndef L13_CL
 #define L13_CL 2
 #endif
+#if defined(L13_PINGPONG) && defined(L13_PP_WIDE)
+LADDER_WS_KERNEL_X(gemm_l13, 2, 1, 1, 256, 4, L13_CL, 0, 16 / L13_CL, LADDER_EPI, 1, 0)   // ping-pong 64x256, 4 stages
+#elif defined(L13_PINGPONG)
+LADDER_WS_KERNEL_X(gemm_l13, 2, 1, 2, 128, 6, L13_CL, 0, 16 / L13_CL, LADDER_EPI, 1, 0)   // ping-pong 128x128, 6 stages
+#else
 LADDER_WS_KERNEL_X(gemm_l13, 2, 0, 1, 256, 4, L13_CL, 0, 16 / L13_CL, LADDER_EPI, 1, 0)
+#endif
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l13_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

@@ -57,12 +57,15 @@
 //   128-byte swizzled rows and +32-byte descriptor steps); the kernel takes rowwise sa [M] and
 //   colwise sb [N] scales (WsX) and applies them after any split-K reduction, in the staging of
 //   the TMA store (pair by pair) or before the register stores.
-// Grouped (GROUPED = 1, level 12; CL = 1, cooperative, no split): M = R token rows sorted by
+// Grouped (GROUPED = 1, level 12; CL = 1, no split): M = R token rows sorted by
 //   expert, offs [E] the cumulative row ends (WsX), B a 2-D map over the E*N weight rows of W
 //   [E, N, K]; warp 1 lists the tiles per expert from offs (grouped.cuh), tile t -> (expert, m-tile
 //   within the expert, column block), m-tiles fastest; A rows of a tile past the expert's end are
 //   computed and discarded: the 64-row slab that crosses the end is stored from registers with the
-//   row bound at the expert's end, whole slabs through the TMA store.
+//   row bound at the expert's end, whole slabs through the TMA store. The m-tile is the unit tile
+//   (UM rows): cooperative NC*64*MR, ping-pong 64*MR (each consumer takes whole units, so a 64-row
+//   ping-pong unit pads an expert's tail by < 64 rows, not < 128); the slab test runs per consumer
+//   on the consumer's own rows (row0 = the unit's first row in ping-pong).
 // Epilogue (EPI = 1, N % 8 == 0): each consumer stages 64x128 chunks of its accumulators in its
 //   own 16 KiB of shared memory and one of its threads issues TMA bulk stores, left in flight
 //   (waited for, for reading, before the buffer is rewritten; named barrier 2 + consumer).
@@ -154,8 +157,23 @@ struct WsCfg {
   static_assert(!SPLITK || (CL == 1 && !PINGPONG), "split-K only cooperative, no cluster");
   static_assert(DYN_SMEM + 8 * (2 * D + 2) + 16 <= 227 * 1024, "fits the 227 KiB per-block limit");
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % (1024 * CL) == 0, "1024-aligned swizzle atoms");
-  static_assert(!GROUPED || (CL == 1 && !SPLITK && !PINGPONG), "grouped: cooperative, no cluster, no split");
+  static_assert(!GROUPED || (CL == 1 && !SPLITK), "grouped: no cluster, no split");
+  static constexpr int CLUSTER = CL;
 };
+
+// The registry's promise for a "ws" build (registry.Level.tile_mnk = the unit tile UM x UN x KE,
+// cluster = CL): the CPU build test passes -DLADDER_EXPECT_TILE_M/N/K and -DLADDER_EXPECT_CLUSTER,
+// and each entry point static_asserts them, because the launchers size the A box, the grid and
+// the grouped grid bound from tile_mnk.
+template <class Cfg>
+constexpr bool ws_matches_registry() {
+#ifdef LADDER_EXPECT_TILE_M
+  return Cfg::UM == LADDER_EXPECT_TILE_M && Cfg::UN == LADDER_EXPECT_TILE_N && Cfg::KE == LADDER_EXPECT_TILE_K &&
+         Cfg::CLUSTER == LADDER_EXPECT_CLUSTER;
+#else
+  return true;
+#endif
+}
 
 // What levels 12-14 add to the kernel's arguments: fp8 scales (rowwise sa [M], colwise sb [N]:
 // C = acc * sa[row] * sb[col], applied after any split-K reduction) and the grouped offsets.
@@ -514,6 +532,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 // Levels 12-14: the same body with the fp8 scales / grouped offsets (WsX) as extra arguments.
 #define LADDER_WS_KERNEL_X(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP)                           \
   namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP>; }          \
+  static_assert(ladder::ws_matches_registry<NAME##_cfg>(), "registry tile_mnk / cluster != the build's unit tile"); \
   extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) __cluster_dims__(CL, 1, 1)         \
   NAME(const __grid_constant__ ladder::TmaMap tmA, const __grid_constant__ ladder::TmaMap tmB,            \
        const __grid_constant__ ladder::TmaMap tmC, bf16_t* __restrict__ C, int M, int N, int K, int c_tma, \
@@ -527,6 +546,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 // cluster size, split-K, group rows, TMA-store epilogue (1; 0 = register stores).
 #define LADDER_WS_KERNEL(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI)                                    \
   namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI>; }                 \
+  static_assert(ladder::ws_matches_registry<NAME##_cfg>(), "registry tile_mnk / cluster != the build's unit tile"); \
   extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) __cluster_dims__(CL, 1, 1)         \
   NAME(const __grid_constant__ ladder::TmaMap tmA, const __grid_constant__ ladder::TmaMap tmB,            \
        const __grid_constant__ ladder::TmaMap tmC, bf16_t* __restrict__ C, int M, int N, int K, int c_tma, \
