@@ -157,7 +157,7 @@ def _readings(recorded_dense: dict, rows: dict):
     bf16 tensor ops; torch._grouped_mm also runs its setup kernel. Times: the recorded ones. Whole
     numbers (the CSV prints no decimals)."""
     def read(launch):
-        return [(name, {k: float(round(v)) for k, v in vals.items()}) for name, vals in _read(launch)]
+        return [(name, {k: float(round(v)) for k, v in vals.items() if v is not None}) for name, vals in _read(launch)]
 
     def _read(launch):
         _, target, contract, M, N, K, offs = launch
@@ -320,3 +320,29 @@ def test_a_grouped_counter_run_needs_the_timings_routing():
     p = Problem("grouped", 512, 1536, 2048, "bf16", 1.0, E=128)
     with pytest.raises(CounterCollectError, match="routing"):
         profiler.collect_mix_counters([p], 12, ncu="/fake/bin/ncu", contract="grouped-bf16")
+
+
+def test_each_grouped_problem_runs_on_its_own_routing(monkeypatch):
+    """Two grouped problems with different rows: each counter run gets its own rows per expert, and
+    the mix is the count-weighted sum of the two runs' readings."""
+    from roofline.opclasses import Problem
+    from roofline.ladder.routing import uniform_counts
+
+    dev = Device({})
+    dev.install(monkeypatch)
+    ncu = Ncu(dev, _readings({}, {}))
+    monkeypatch.setattr(profiler.subprocess, "run", ncu)
+    probs = [Problem("grouped gate_up", 96, 256, 512, "bf16", 0.75, E=16),
+             Problem("grouped down", 40, 512, 128, "bf16", 0.25, E=16)]
+    routings = [uniform_counts(96, 16, 3), [0] * 15 + [40]]      # the second: every row on the last expert
+    mix = profiler.collect_mix_counters(probs, 12, target="ladder", ncu="/fake/bin/ncu", contract="grouped-bf16",
+                                        routings=routings)
+    assert [r["launch"][6] for r in ncu.runs] == [tuple(np.cumsum(c)) for c in routings]
+    assert [r["spec"]["problem"]["M"] for r in ncu.runs] == [96, 40]
+    # planted: 1.04 x (hit x N x K x 2 + M x K x 2) read, M x N x 2 written
+    hits = [sum(1 for c in routings[0] if c), 1]
+    want = sum(p.count * (round(1.04 * (h * p.N * p.K * 2 + p.M * p.K * 2)) + 2 * p.M * p.N) for p, h in zip(probs, hits))
+    assert mix["dram_bytes"] == pytest.approx(want, rel=1e-12) and mix["t_ms"] is None
+    fl = sum(p.count * round(2 * p.M * p.N * p.K * 1.01) for p in probs)
+    assert mix["tensor_flops_by_dtype"] == pytest.approx({"bf16": fl, "fp8": 0.0}, rel=1e-12)
+    assert mix["useful_flops"] == sum(p.count * 2 * p.M * p.N * p.K for p in probs)
