@@ -47,9 +47,10 @@ def _install_replay(monkeypatch, recorded: dict) -> None:
     def measure(probs, lvl, seed=0, l2="cold"):
         return {k: copy.deepcopy(by[_key(probs)][k]) for k in TIMES} | {"l2_mode": l2}
 
-    def mix(probs, lvl, target="cublas", l2="cold", ncu=None):
+    def mix(probs, lvl, target="cublas", l2="cold", ncu=None, contract="gemm-bf16", routings=None):
         m = by[_key(probs)]
         assert target == m["counters"]["target"] and l2 == m["counters"]["l2_mode"]   # the same run, replayed
+        assert (contract, routings) == ("gemm-bf16", None)      # dense bf16 heads: no routing
         return copy.deepcopy(m["counters"])
 
     monkeypatch.setattr(timing, "device_arch", lambda: "sm_90a")

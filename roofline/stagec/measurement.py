@@ -27,6 +27,7 @@ class Measurement:
     flops_by_dtype: dict = field(default_factory=dict)   # issued tensor-pipe FLOPs per logical op
     l2_bytes: float | None = None
     work_mix: list = field(default_factory=list)
+    launched: str | None = None      # what ran: "torch._grouped_mm", "ladder level 12", ... (None: say target)
 
     @classmethod
     def from_mix(cls, mix: dict | None) -> "Measurement | None":
@@ -35,9 +36,16 @@ class Measurement:
         if not mix or mix.get("error") or not mix.get("dram_bytes"):
             return None
         fl = mix.get("flops_issued")
+        # the issued tensor FLOPs by source dtype (fp8 levels and torch._scaled_mm issue fp8, not bf16:
+        # the merge's roof and plausibility read the dtype); a mix recorded before they were kept
+        # apart (fixtures/rerun_real: dense bf16 runs only) holds their sum, all bf16
+        by = {d: v for d, v in (mix.get("tensor_flops_by_dtype") or {}).items() if v}
+        if "tensor_flops_by_dtype" not in mix and fl:
+            by = {"bf16": fl}
         return cls(source=mix.get("source", "ncu"), target=mix.get("target"), l2_mode=mix.get("l2_mode"),
-                   t_ms=mix.get("t_ms"), dram_bytes=mix["dram_bytes"], flops_by_dtype={"bf16": fl} if fl else {},
-                   l2_bytes=mix.get("l2_bytes"), work_mix=list(mix.get("per_problem") or []))
+                   t_ms=mix.get("t_ms"), dram_bytes=mix["dram_bytes"], flops_by_dtype=by,
+                   l2_bytes=mix.get("l2_bytes"), work_mix=list(mix.get("per_problem") or []),
+                   launched=mix.get("launched"))
 
     def per_launch(self, name: str, launches_per_logical_op: int | None) -> KernelCounters:
         """The record the merge reads: per LAUNCH (this logical op / its launches), named as the
@@ -45,8 +53,8 @@ class Measurement:
         n_l = launches_per_logical_op or 1
         return KernelCounters(
             name=name, launches=1,
-            source=f"rerun {self.source} ({self.target} isolated, L2 {self.l2_mode}, "
-                   f"{len(self.work_mix)} problem(s) of the work mix)",
+            source=f"rerun {self.source}: {self.launched or self.target} isolated, L2 {self.l2_mode}, "
+                   f"{len(self.work_mix)} problem(s) of the work mix",
             t_ms=self.t_ms / n_l if self.t_ms else None, dram_bytes=self.dram_bytes / n_l,
             tensor_flops_by_dtype={d: v / n_l for d, v in self.flops_by_dtype.items()},
             l2_bytes=self.l2_bytes / n_l if self.l2_bytes else None)

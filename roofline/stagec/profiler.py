@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from roofline.errors import CounterCollectError
@@ -18,8 +19,13 @@ from roofline.opclasses import Problem
 from roofline.peaks.gemm import gemm_flops
 
 
+# tensor-pipe ops per source dtype, both collected for every run (the reader, roofline.counters.ncu
+# TENSOR_OPS, files them by dtype): bf16 (dense and grouped bf16 levels, cuBLAS, torch._grouped_mm)
+# and fp8 (levels 13-14, torch._scaled_mm), the Hopper names the H200 reports (fixtures/ncu/known_raw.csv:
+# an fp8 nvjet GEMM 4096^3 reads sm__ops_path_tensor_src_fp8.sum = 2MNK, its bf16 counter 0)
 NCU_METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
-               "sm__ops_path_tensor_src_bf16_dst_fp32.sum", "dram__bytes.sum.peak_sustained",
+               "sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum",
+               "dram__bytes.sum.peak_sustained",
                "dram__cycles_elapsed.avg.per_second", "lts__t_bytes.sum"]
 
 
@@ -149,21 +155,35 @@ RANGE = "roofline_rerun"
 
 
 def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "cublas", l2: str = "cold",
-                         ncu: str | None = None) -> dict | None:
+                         ncu: str | None = None, contract: str = "gemm-bf16", routings: list | None = None,
+                         seed: int = 0) -> dict | None:
     """Counters of ONE logical op's work mix: each problem launched once inside an NVTX range under
-    the ncu CLI (every kernel in the range counts: a split-K GEMM's reduce included), then
-    sum(count_i x problem_i). ``target``: "cublas" (the library kernel the run used) or "ladder".
+    the ncu CLI (every kernel in the range counts: a split-K GEMM's reduce, torch._grouped_mm's
+    setup kernel included), then sum(count_i x problem_i). ``target``: "cublas" (the library op the
+    run used: cuBLAS, torch._grouped_mm, torch._scaled_mm by ``contract``) or "ladder" (the level).
+    A grouped problem is launched on ``routings[i]``, the rows per expert the timing drew
+    (measure_grouped's routing_counts), and the timing's operands (timing.launchers, ``seed``).
     L2: cold = ncu flushes caches before the launch (--cache-control all), warm = it does not.
     Returns None where there is no ncu (not collected), else the mix; raises CounterCollectError
     (one line) when a run fails (L4: the caller records it, the analytic result stays)."""
+    from roofline.stagec.timing import LIBRARY
+
     ncu = ncu or shutil.which("ncu")
     if not ncu:
         return None
-    per = [_collect_ncu_range(p, level_id, target, l2, ncu) for p in problems]
-    mix: dict = {"target": target, "l2_mode": l2, "source": "ncu-cli", "per_problem": per}
+    if contract == "grouped-bf16" and (routings is None or len(routings) != len(problems)):
+        raise CounterCollectError(f"a grouped counter run needs the timing's routing of each of the "
+                                  f"{len(problems)} problem(s), got {None if routings is None else len(routings)}")
+    per = [_collect_ncu_range(p, level_id, target, l2, ncu, contract, routings[i] if routings else None, seed)
+           for i, p in enumerate(problems)]
+    launched = LIBRARY.get(contract, contract) if target == "cublas" else f"ladder level {level_id}"
+    mix: dict = {"target": target, "launched": launched, "l2_mode": l2, "source": "ncu-cli", "per_problem": per}
     for k in ("t_ms", "dram_bytes", "flops_issued", "l2_bytes"):
         vals = [r.get(k) for r in per]
         mix[k] = sum(p.count * v for p, v in zip(problems, vals)) if all(v is not None for v in vals) else None
+    dtypes = set().union(*(r["tensor_flops_by_dtype"] for r in per))
+    mix["tensor_flops_by_dtype"] = {d: sum(p.count * r["tensor_flops_by_dtype"][d] for p, r in zip(problems, per))
+                                    for d in sorted(dtypes) if all(d in r["tensor_flops_by_dtype"] for r in per)}
     mix["useful_flops"] = sum(p.count * gemm_flops(p.M, p.N, p.K) for p in problems)
     return mix
 
@@ -197,23 +217,38 @@ def _ncu_counters(ncu: str, ncu_args: list[str], target_args: list[str], problem
     return kcs
 
 
-def _collect_ncu_range(problem: Problem, level_id: int, target: str, l2: str, ncu: str) -> dict:
-    kcs = _ncu_counters(ncu, ["--cache-control", "none" if l2 == "warm" else "all", "--nvtx", "--nvtx-include",
-                              f"{RANGE}/", "--metrics", ",".join(NCU_METRICS)],
-                        ["--one-launch-range", target, str(level_id), str(problem.M), str(problem.N), str(problem.K)],
-                        problem)
+def _collect_ncu_range(problem: Problem, level_id: int, target: str, l2: str, ncu: str,
+                       contract: str = "gemm-bf16", counts=None, seed: int = 0) -> dict:
+    """One problem of the mix under ncu: the dense bf16 target by its arguments, a grouped or fp8 one
+    by a small JSON spec (the problem, the drawn routing, the operand seed) the target reads."""
+    ncu_args = ["--cache-control", "none" if l2 == "warm" else "all", "--nvtx", "--nvtx-include", f"{RANGE}/",
+                "--metrics", ",".join(NCU_METRICS)]
+    with tempfile.TemporaryDirectory() as td:
+        if contract == "gemm-bf16":
+            target_args = ["--one-launch-range", target, str(level_id), str(problem.M), str(problem.N), str(problem.K)]
+        else:
+            spec = Path(td) / "launch.json"
+            spec.write_text(json.dumps({"contract": contract, "target": target, "level": level_id,
+                                        "problem": asdict(problem), "counts": counts, "seed": seed}))
+            target_args = ["--one-launch-spec", str(spec)]
+        kcs = _ncu_counters(ncu, ncu_args, target_args, problem)
 
     def total(attr):
         vals = [getattr(k, attr) for k in kcs]
         return sum(v * k.launches for v, k in zip(vals, kcs)) if all(v is not None for v in vals) else None
+    by_dtype = {}
+    for d in set().union(*(k.tensor_flops_by_dtype for k in kcs)):
+        vals = [k.tensor_flops_by_dtype.get(d) for k in kcs]
+        if all(v is not None for v in vals):
+            by_dtype[d] = sum(v * k.launches for v, k in zip(vals, kcs))
     return {"M": problem.M, "N": problem.N, "K": problem.K, "kernels": [k.name for k in kcs],
             "t_ms": total("t_ms"), "dram_bytes": total("dram_bytes"), "flops_issued": total("flops_issued"),
-            "l2_bytes": total("l2_bytes")}
+            "tensor_flops_by_dtype": by_dtype, "l2_bytes": total("l2_bytes")}
 
 
 def _one_launch_range(target: str, level_id: int, M: int, N: int, K: int) -> None:
-    """Target of collect_mix_counters' ncu run: one warm-up outside the range (handles, cuBLAS
-    heuristics, module load), then one launch inside the NVTX range."""
+    """Target of collect_mix_counters' ncu run (dense bf16): one warm-up outside the range (handles,
+    cuBLAS heuristics, module load), then one launch inside the NVTX range."""
     from roofline.ladder import gpu
     from roofline.ladder.registry import get_level
 
@@ -225,6 +260,25 @@ def _one_launch_range(target: str, level_id: int, M: int, N: int, K: int) -> Non
     else:
         lv = get_level(level_id)
         fn = lambda: gpu.launch(lv, a, b, c, M, N, K)  # noqa: E731
+    _warm_then_range(fn)
+
+
+def _one_launch_spec(path: str) -> None:
+    """Target of collect_mix_counters' ncu run (grouped, fp8): the problem of the JSON spec at `path`
+    on the timing's operands and routing (timing.launchers), warmed up, then once in the range."""
+    from roofline.ladder.registry import get_level
+    from roofline.stagec.timing import launchers
+
+    spec = json.loads(Path(path).read_text())
+    p = Problem(**spec["problem"])
+    fns = launchers(spec["contract"], get_level(spec["level"]), p, spec["seed"], spec.get("counts"))
+    _warm_then_range(fns[spec["target"]])
+
+
+def _warm_then_range(fn) -> None:
+    from roofline.ladder import gpu
+
+    cp = gpu.cupy()
     fn()
     cp.cuda.runtime.deviceSynchronize()
     cp.cuda.nvtx.RangePush(RANGE)
@@ -250,7 +304,9 @@ if __name__ == "__main__":  # pragma: no cover - the targets the ncu / nsight-py
         _one_launch(*(int(x) for x in sys.argv[2:]))
     elif len(sys.argv) == 7 and sys.argv[1] == "--one-launch-range":
         _one_launch_range(sys.argv[2], *(int(x) for x in sys.argv[3:]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--one-launch-spec":
+        _one_launch_spec(sys.argv[2])
     elif len(sys.argv) == 6 and sys.argv[1] == "--nsight-target":
         _nsight_target(*(int(x) for x in sys.argv[2:]))
     else:
-        sys.exit("usage: python -m roofline.stagec.profiler --one-launch|--one-launch-range|--nsight-target ...")
+        sys.exit("usage: python -m roofline.stagec.profiler --one-launch|--one-launch-range|--one-launch-spec|--nsight-target ...")

@@ -5,8 +5,9 @@ roofline/commands/rerun.py) both call `rerun_artifact`. In order:
 1. plan: the GEMM / MoE heads, their problems (roofline.opclasses.gemm_problems) and the ladder
    level the dispatch table picks (roofline.ladder.dispatch);
 2. measure each head: check, then time the level beside the library kernel
-   (roofline/stagec/timing.py) and, with counters, profile the work mix
-   (roofline/stagec/profiler.py -> roofline/stagec/measurement.py);
+   (roofline/stagec/timing.py) and, with counters, profile the work mix, the same problems on
+   the same operands (a grouped head on the routing its timing drew), dense bf16, grouped bf16 and
+   fp8 alike (roofline/stagec/profiler.py -> roofline/stagec/measurement.py);
 3. with measured bytes: the Top-N behind the artifact is analysed ONCE with them (the same
    analysis and stage-C merge as `analyze --counters`, roofline/stagec/merge.py);
 4. each head's timing is written onto that artifact's entry (roofline/stagec/writeback.py) and
@@ -54,14 +55,14 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
         if not meas["check_ok"]:
             skipped[e["name"]] = f"level {lvl} failed the correctness check; not timed"
             continue
-        if counters and kind != "gemm-bf16":   # L4: the counter runs launch the dense levels only
-            meas["counters"] = {"error": f"counters of {kind} re-runs are not collected (the ncu work-mix run "
-                                         "launches the dense bf16 levels only)"}
-        elif counters:
-            # the library kernel is what ran in the run: its counters describe the in-run work
+        if counters:
+            # the library kernel is what ran in the run: its counters describe the in-run work; a
+            # grouped problem runs again on the routing its timing drew (one draw, measure_grouped's)
             target = "cublas" if _is_library_kernel(e) else "ladder"
+            routings = [q.get("routing_counts") for q in meas["problems"]] if kind == "grouped-bf16" else None
             try:
-                meas["counters"] = profiler.collect_mix_counters(probs, lvl, target=target, l2=mode)
+                meas["counters"] = profiler.collect_mix_counters(probs, lvl, target=target, l2=mode, contract=kind,
+                                                                 routings=routings)
             except CounterCollectError as exc:   # L4: the re-run stays, the error is recorded in it
                 meas["counters"] = {"error": str(exc)}
             rec = measurement.counters_record(e, meas["counters"])

@@ -106,14 +106,42 @@ def draw_routing(p: Problem, seed: int = 0) -> tuple[list[int], str]:
     return uniform_counts(p.M, p.E, seed), f"uniform_counts(rows={p.M}, E={p.E}, seed={seed})"
 
 
+# the library op each contract's level is timed (and profiled) beside
+LIBRARY = {"gemm-bf16": "cuBLAS (torch.mm)", "grouped-bf16": "torch._grouped_mm", "gemm-fp8": "torch._scaled_mm"}
+
+
+def launchers(contract: str, lv, p: Problem, seed: int = 0, counts=None) -> dict:
+    """The two launches a re-run puts side by side on one problem, on the same operands:
+    {"ladder": the level, "cublas": the library op}. grouped-bf16: `counts` rows per expert (the
+    drawn routing), A and W from check_x.grouped_operands(seed + 1), beside torch._grouped_mm;
+    gemm-fp8: e4m3 A (seed + 1) and B (seed + 2), unit rowwise scales, beside torch._scaled_mm.
+    One builder for the timing here and the counter run (roofline/stagec/profiler.py), so both
+    launch the same problem on the same data. The closures hold the operands."""
+    from roofline.ladder import check_x, gpu, gpu_x
+
+    cp = gpu.cupy()
+    if contract == "grouped-bf16":
+        a, w, offs = check_x.grouped_operands(counts, p.N, p.K, p.w_layout, seed + 1)
+        c = cp.empty((p.M, p.N), dtype=cp.uint16)
+        return {"ladder": lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
+                "cublas": lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout)}
+    if contract == "gemm-fp8":
+        a, b = gpu_x.random_fp8((p.M, p.K), seed + 1), gpu_x.random_fp8((p.N, p.K), seed + 2)
+        sa, sb = cp.ones(p.M, dtype=cp.float32), cp.ones(p.N, dtype=cp.float32)
+        c = cp.empty((p.M, p.N), dtype=cp.uint16)
+        return {"ladder": lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K),
+                "cublas": lambda: gpu_x.torch_scaled(a, b, sa, sb)}
+    raise ValueError(f"no side-by-side launchers for contract {contract!r}")
+
+
 def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
     """Check, then time a grouped level and torch._grouped_mm on each grouped problem with a drawn
-    routing, same operands, same L2 state; the routing and the experts it hit go with the result."""
-    from roofline.ladder import bench, check_x, gpu, gpu_x
+    routing, same operands, same L2 state; the routing (its rule, its rows per expert
+    `routing_counts`, which the counter run launches again) and the experts it hit go with the result."""
+    from roofline.ladder import bench, check_x
     from roofline.ladder.registry import get_level
     from roofline.ladder.routing import experts_hit
 
-    cp = gpu.cupy()
     lv = get_level(level_id)
     timer = bench.Timer(flush_l2=(l2 != "warm"))
     tot = {"ladder": [0.0, 0.0, 0.0], "cublas": [0.0, 0.0, 0.0]}
@@ -122,27 +150,21 @@ def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: s
         counts, rule = draw_routing(p, seed)
         chk = check_x.check_grouped(lv, counts, p.N, p.K, layout=p.w_layout, seed=seed + 7)
         ok = ok and chk.ok
-        row = {**asdict(p), "routing": rule, "experts_hit_drawn": experts_hit(counts), "check_ok": chk.ok,
-               "check_rel_err": chk.rel_err_ref}
+        row = {**asdict(p), "routing": rule, "routing_counts": list(counts), "experts_hit_drawn": experts_hit(counts),
+               "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
         if chk.ok:
-            a, w, offs = check_x.grouped_operands(counts, p.N, p.K, p.w_layout, seed + 1)
-            c = cp.empty((p.M, p.N), dtype=cp.uint16)
-            _time_pair(timer, row, tot, p.count,
-                       ladder=lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
-                       cublas=lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout))
-            del a, w, c
+            _time_pair(timer, row, tot, p.count, **launchers("grouped-bf16", lv, p, seed, counts))
         else:
             row["check_reason"] = chk.reason
         per.append(row)
-    return _summed(per, level_id, ok, l2, tot, "torch._grouped_mm")
+    return _summed(per, level_id, ok, l2, tot, LIBRARY["grouped-bf16"])
 
 
 def measure_fp8(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
     """Check, then time an fp8 level and torch._scaled_mm (rowwise scales) on each problem."""
-    from roofline.ladder import bench, check_x, gpu, gpu_x
+    from roofline.ladder import bench, check_x
     from roofline.ladder.registry import get_level
 
-    cp = gpu.cupy()
     lv = get_level(level_id)
     timer = bench.Timer(flush_l2=(l2 != "warm"))
     tot = {"ladder": [0.0, 0.0, 0.0], "cublas": [0.0, 0.0, 0.0]}
@@ -152,17 +174,11 @@ def measure_fp8(problems: list[Problem], level_id: int, seed: int = 0, l2: str =
         ok = ok and chk.ok
         row = {**asdict(p), "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
         if chk.ok:
-            a, b = gpu_x.random_fp8((p.M, p.K), seed + 1), gpu_x.random_fp8((p.N, p.K), seed + 2)
-            sa, sb = cp.ones(p.M, dtype=cp.float32), cp.ones(p.N, dtype=cp.float32)
-            c = cp.empty((p.M, p.N), dtype=cp.uint16)
-            _time_pair(timer, row, tot, p.count,
-                       ladder=lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K),
-                       cublas=lambda: gpu_x.torch_scaled(a, b, sa, sb))
-            del a, b, c
+            _time_pair(timer, row, tot, p.count, **launchers("gemm-fp8", lv, p, seed))
         else:
             row["check_reason"] = chk.reason
         per.append(row)
-    return _summed(per, level_id, ok, l2, tot, "torch._scaled_mm")
+    return _summed(per, level_id, ok, l2, tot, LIBRARY["gemm-fp8"])
 
 
 def _time_pair(timer, row: dict, tot: dict, count: float, **fns) -> None:

@@ -46,8 +46,9 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     }
     grouped = [q for q in (meas.get("problems") or []) if q.get("routing")]
     if grouped:   # the drawn routing and the experts it hit, beside the model's expectation
-        m["routing"] = [{"label": q.get("label"), "rule": q["routing"], "experts_hit_drawn": q.get("experts_hit_drawn"),
-                         "experts_hit_model": q.get("experts_hit_model")} for q in grouped]
+        mix = meas.get("counters") or {}
+        merged = e.get("bytes_measured") if mix.get("dram_bytes") and not mix.get("error") else None
+        m["routing"], m["routing_bytes"] = routing_bytes(e, grouped, merged)
     speedup, basis = _measured_speedup(m, meas, current, lad, lib, library_in_run)
     m["speedup_basis"] = basis
     m["best"] = "ladder" if (lad and (not lib or lad < lib)) else "cublas"
@@ -63,6 +64,7 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
         e["suspect_model"] = True
     e["model_contradicted"] = bool(e.get("model_contradicted")) or contradiction   # the artifact-level flag
     note = _rerun_note(m, lad, lib, speedup, basis, verdict, current)
+    note += _routing_note(m)
     e["notes"] = (e.get("notes", "") + "; " + note).lstrip("; ")
     art["stage"] = "C"
     return e
@@ -105,6 +107,51 @@ def _rerun_note(m: dict, lad, lib, speedup: float, basis: str, verdict: str, cur
     if "isolation_ratio" in m:
         note += f"; isolation costs the library {m['isolation_ratio']:.2f}x its in-run time (kept apart)"
     return note
+
+
+def routing_bytes(e: dict, grouped: list[dict], bytes_measured: float | None) -> tuple[list[dict], dict]:
+    """A grouped head's drawn routing per problem (its rule and the experts it hit, beside the
+    model's expected experts_hit) and the model's bytes at each (models.moe.grouped_model), per
+    logical op (sum of count x problem, the work mix the counters measured), beside the measured
+    bytes (the entry's, from this re-run's counters through the merge; None without). NB: the model's bytes are linear in the experts hit (one
+    expert's N x K weights each), so at the drawn routing they are the model's figure moved by
+    (drawn - expected) x one expert's weight bytes."""
+    from roofline.models.moe import grouped_model
+    from roofline.peaks import DTYPE_BYTES, norm_dtype
+
+    dts = e.get("dtypes") or {}
+    dt = {}
+    for k in ("act", "weight", "out"):
+        dt[k] = norm_dtype(dts.get(k)) or norm_dtype(dts.get("act")) or "bf16"
+        dt[f"{k}_bytes"] = DTYPE_BYTES[dt[k]]
+    rows, tot = [], {"bytes_model_expected_hit": 0.0, "bytes_model_drawn_hit": 0.0}
+    for q in grouped:
+        res = grouped_model({"pairs": q["M"], "E": q["E"], "N": q["N"], "K": q["K"]}, dt)
+        expected = res.candidates[0].bytes_est
+        drawn = expected + (q["experts_hit_drawn"] - res.info["experts_hit"]) * res.info["expert_weight_bytes"]
+        rows.append({"label": q.get("label"), "rule": q["routing"], "experts_hit_drawn": q.get("experts_hit_drawn"),
+                     "experts_hit_model": q.get("experts_hit_model"), "bytes_model_expected_hit": expected,
+                     "bytes_model_drawn_hit": drawn})
+        tot["bytes_model_expected_hit"] += q["count"] * expected
+        tot["bytes_model_drawn_hit"] += q["count"] * drawn
+    tot["bytes_measured"] = bytes_measured
+    if bytes_measured:
+        tot["measured_over_model_drawn"] = bytes_measured / tot["bytes_model_drawn_hit"]
+        tot["measured_over_model_expected"] = bytes_measured / tot["bytes_model_expected_hit"]
+    return rows, tot
+
+
+def _routing_note(m: dict) -> str:
+    """The note's words on a grouped head's measured bytes against the model at the drawn routing."""
+    rb = m.get("routing_bytes") or {}
+    if not rb.get("bytes_measured"):
+        return ""
+    drawn = ", ".join(str(r["experts_hit_drawn"]) for r in m["routing"])
+    expected = ", ".join(f"{r['experts_hit_model']:.1f}" for r in m["routing"] if r.get("experts_hit_model") is not None)
+    return (f"; routing drawn ({drawn} experts hit; the model expects {expected}): measured "
+            f"{rb['bytes_measured'] / 1e6:.4g} MB = {rb['measured_over_model_drawn']:.3f}x the model at the drawn "
+            f"experts ({rb['bytes_model_drawn_hit'] / 1e6:.4g} MB), {rb['measured_over_model_expected']:.3f}x at "
+            f"the expected ({rb['bytes_model_expected_hit'] / 1e6:.4g} MB)")
 
 
 def _is_library_kernel(e: dict) -> bool:
