@@ -58,7 +58,7 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
         if counters:
             # the library kernel is what ran in the run: its counters describe the in-run work; a
             # grouped problem runs again on the routing its timing drew (one draw, measure_grouped's)
-            target = "cublas" if _is_library_kernel(e) else "ladder"
+            target = _counter_target(e)
             routings = [q.get("routing_counts") for q in meas["problems"]] if kind == "grouped-bf16" else None
             try:
                 meas["counters"] = profiler.collect_mix_counters(probs, lvl, target=target, l2=mode, contract=kind,
@@ -72,6 +72,20 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     pb = _merge_and_write(art, artifact, records, measured, playbook_dir)
     done = [name for name, _ in measured]
     return {"rerun": done, "skipped": skipped, "playbook": str(pb) if pb else None}
+
+
+_ATEN_BUILT = ("at::cuda::detail", "N2at4cuda6detail", "at::native::", "N2at6native")
+
+
+def _counter_target(e: dict) -> str:
+    """Whose counters describe the in-run work: "cublas" (the library side of the re-run) where the
+    run's kernel was a library one, or one compiled into PyTorch itself (torch._grouped_mm's
+    CUTLASS kernel, `cutlass::device_kernel<at::cuda::detail::...>`: the run launched torch's own
+    kernel, which the library side of the re-run launches again); else "ladder"."""
+    from roofline.stagec.writeback import _is_library_kernel
+
+    name = e.get("name", "")
+    return "cublas" if _is_library_kernel(e) or any(t in name for t in _ATEN_BUILT) else "ladder"
 
 
 def _plan(art: dict, entries, table: dict, arch, level: int | None) -> tuple[list, dict]:
