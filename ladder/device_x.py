@@ -131,8 +131,9 @@ def do_bench_moe(targets, cases: str, out: Path | None, min_reps: int) -> bool:
         rows += bench_x.grouped_case(timer, case, lv, ceil, min_reps=min_reps)
         if "decode" in case and "l11_wkn" in chosen:
             rows += bench_x.grouped_case(timer, case, [_target("l11_wkn")], ceil, layout="ekn", min_reps=min_reps)
-        if "decode" in case and "l11_fp8" in chosen:
-            rows += bench_x.grouped_case(timer, case, [_target("l11_fp8")], ceil, fp8=True, min_reps=min_reps)
+        f8 = [_target(t) for t in targets if _target(t).contract == "grouped-fp8"]
+        if "decode" in case and f8:
+            rows += bench_x.grouped_case(timer, case, f8, ceil, fp8=True, min_reps=min_reps)
     res = {"meta": bench_x.meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"),
            "ceilings": ceil, "rows": rows}
     if out:
