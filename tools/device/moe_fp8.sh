@@ -41,7 +41,7 @@ if has san && [ -n "$PASS" ]; then
   done
 fi
 if has moe && [ -n "$PASS" ]; then
-  timeout $(( $(left) - 50 )) $X bench-moe --targets $PASS --cases ${CASES:-all} --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
+  timeout $(( $(left) - ${FP8_RESERVE_S:-50} )) $X bench-moe --targets $PASS --cases ${CASES:-all} --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
   grep -E "^\|" $R/moe.log | cut -c1-200
 fi
 if has fp8 && [ -n "$PASS" ] && [ $(left) -gt 20 ]; then
