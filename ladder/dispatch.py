@@ -53,15 +53,12 @@ def build_grouped_table(bench: dict, arch: str = "sm_90a") -> dict:
     """From bench_x's grouped rows (bench_moe.json): per grouped class, every level that passed its
     check, ranked by its median % of torch._grouped_mm over the cases of the class (the stopping
     rule's order, dispatch_order). bf16 rows with W [E, N, K] only (the layout every level takes)."""
-    per: dict[tuple[str, int], list[float]] = {}
+    per: dict[tuple, list[float]] = {}
     for r in bench.get("rows", []):
         if r.get("level", 0) == 0 or not r.get("check_ok") or r.get("dtype") != "bf16" or r.get("layout") != "enk":
             continue
-        per.setdefault((grouped_class(r["rows"], r["experts_hit"]), r["level"]), []).append(_pct(r))
-    classes: dict[str, list] = {}
-    for (cls, lvl), vals in per.items():
-        classes.setdefault(cls, []).append({"level": lvl, "median_pct_cublas": statistics.median(vals),
-                                            "shapes_benched": len(vals)})
+        per.setdefault((grouped_class(r["rows"], r["experts_hit"]), r["level"], _build(r)), []).append(_pct(r))
+    classes = _class_rows(per)
     return {"arch": arch, "dtype": "bf16", "contract": "grouped-bf16", "library": "torch._grouped_mm",
             "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
             "classes": {c: dispatch_order(rows) for c, rows in classes.items()}}
@@ -72,21 +69,41 @@ def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16")
     every level that passed the check, ranked by its median % of cuBLAS over the benched shapes of
     that class, the first being the stopping rule's pick (`dispatch_order`). Returns a JSON-ready dict; `choose_level` takes the best level that supports the
     shape (single-tile levels only run tiny shapes)."""
-    per: dict[tuple[str, int], list[float]] = {}
+    per: dict[tuple, list[float]] = {}
     for r in bench.get("rows", []):
         if r.get("level", 0) == 0 or not r.get("check_ok") or _pct(r) is None:
             continue
-        per.setdefault((shape_class(r["m"], r["n"], r["k"]), r["level"]), []).append(_pct(r))
-    classes: dict[str, list] = {}
-    for (cls, lvl), vals in per.items():
-        classes.setdefault(cls, []).append({"level": lvl, "median_pct_cublas": statistics.median(vals),
-                                            "shapes_benched": len(vals)})
-    for cls, rows in classes.items():
-        classes[cls] = dispatch_order(rows)
+        per.setdefault((shape_class(r["m"], r["n"], r["k"]), r["level"], _build(r)), []).append(_pct(r))
+    classes = {c: dispatch_order(rows) for c, rows in _class_rows(per).items()}
     return {"arch": arch, "dtype": dtype, "contract": "gemm-fp8" if dtype == "fp8" else "gemm-bf16",
             "library": "torch._scaled_mm" if dtype == "fp8" else "cuBLAS (torch.mm)",
             "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
             "classes": classes}
+
+
+def _build(r: dict) -> str | None:
+    """The named build (VARIANTS key) a bench row timed, None for the level's own build."""
+    from .registry import build_of_row
+
+    try:
+        return build_of_row(r["level"], r.get("name", ""))
+    except KeyError:
+        return None
+
+
+def _class_rows(per: dict) -> dict[str, list]:
+    classes: dict[str, list] = {}
+    for (cls, lvl, build), vals in per.items():
+        row = {"level": lvl, "median_pct_cublas": statistics.median(vals), "shapes_benched": len(vals)}
+        if build:
+            row["build"] = build
+        classes.setdefault(cls, []).append(row)
+    return classes
+
+
+def row_target(r: dict):
+    """What a dispatch row launches: its named build, else its level id."""
+    return r.get("build") or r["level"]
 
 
 def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[dict]:
@@ -100,7 +117,8 @@ def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[
     best = rows[0]["median_pct_cublas"]
     for r in rows:
         r["within_noise_of_best"] = r["median_pct_cublas"] >= best * (1.0 - band)
-    first = min((r for r in rows if r["within_noise_of_best"]), key=lambda r: r["level"])
+    # a level's own build before its named builds, within the band (the simpler choice)
+    first = min((r for r in rows if r["within_noise_of_best"]), key=lambda r: (r["level"], "build" in r))
     return [first] + [r for r in rows if r is not first]
 
 
@@ -140,15 +158,19 @@ def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: i
     if not rs:
         return None, "the grouped table has no level"
     r = rs[0]
-    return r["level"], (f"{cls}: level {r['level']} had the best median {r['median_pct_cublas']:.0f}% of "
-                        f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)")
+    return row_target(r), (f"{cls}: {_what(r)} had the best median {r['median_pct_cublas']:.0f}% of "
+                           f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)")
 
 
-def _supports(level_id: int, M: int, N: int, K: int) -> bool:
+def _what(r: dict) -> str:
+    return f"level {r['level']}" + (f" (build {r['build']})" if r.get("build") else "")
+
+
+def _supports(target, M: int, N: int, K: int) -> bool:
     try:
         from .registry import get_level
 
-        return get_level(level_id).supports(M, N, K)
+        return get_level(target).supports(M, N, K)
     except KeyError:
         return False
 
@@ -165,15 +187,15 @@ def choose_level(table: dict | None, M: int, N: int, K: int, dtype: str, arch: s
         return None, (f"the ladder kernels need {table.get('arch')}; this device is {arch} "
                       "(no portable level in the ladder yet)")
     cls = shape_class(M, N, K)
-    rows = [r for r in table["classes"].get(cls, []) if _supports(r["level"], M, N, K)]
+    rows = [r for r in table["classes"].get(cls, []) if _supports(row_target(r), M, N, K)]
     if rows:
         r = rows[0]
-        return r["level"], (f"{cls}: level {r['level']} had the best median {r['median_pct_cublas']:.0f}% of "
-                            f"cuBLAS over {r['shapes_benched']} benched {cls} shape(s)")
-    allrows = sorted((r for rs in table["classes"].values() for r in rs if _supports(r["level"], M, N, K)),
+        return row_target(r), (f"{cls}: {_what(r)} had the best median {r['median_pct_cublas']:.0f}% of "
+                               f"cuBLAS over {r['shapes_benched']} benched {cls} shape(s)")
+    allrows = sorted((r for rs in table["classes"].values() for r in rs if _supports(row_target(r), M, N, K)),
                      key=lambda r: -r["median_pct_cublas"])
     if allrows:
         r = allrows[0]
-        return r["level"], (f"{cls}: never benched; level {r['level']} is the best-measured level that "
-                            "supports this shape")
+        return row_target(r), (f"{cls}: never benched; {_what(r)} is the best-measured level that "
+                               "supports this shape")
     return None, f"no ladder level supports {M}x{N}x{K}"

@@ -397,11 +397,29 @@ def levels_for(contract: str, levels=None) -> tuple[Level, ...]:
 DENSE_LEVELS = levels_for("gemm-bf16")   # levels 1-10: what the dense bench, check and dispatch run
 
 
-def get_level(level_id: int) -> Level:
+def get_level(level_id: int | str) -> Level:
+    """A level by its id (int or digits), or a named build of one (a VARIANTS key: what a dispatch
+    row's "build" names when a variant measured best)."""
+    if isinstance(level_id, str) and not level_id.isdigit():
+        if level_id in VARIANTS:
+            return VARIANTS[level_id]
+        raise KeyError(f"no ladder level or build {level_id!r}; builds: {sorted(VARIANTS)}")
     for lv in LEVELS:
-        if lv.id == level_id:
+        if lv.id == int(level_id):
             return lv
     raise KeyError(f"no ladder level {level_id}; known: {[lv.id for lv in LEVELS]}")
+
+
+def build_key(level: Level) -> str | None:
+    """The VARIANTS key of a named build, None for a level's own build."""
+    return next((k for k, v in VARIANTS.items() if v == level), None)
+
+
+def build_of_row(level_id: int, name: str) -> str | None:
+    """The build a bench row timed (its level id and Level.name): None for the level's own build."""
+    if get_level(level_id).name == name:
+        return None
+    return next((k for k, v in VARIANTS.items() if v.id == level_id and v.name == name), None)
 
 
 def _smem_text(lv: Level) -> str:

@@ -184,3 +184,23 @@ def test_a_level_kernel_is_looked_up_once_per_process(monkeypatch):
     assert k1 is k2 and calls == [lv.name]
     build.get_kernel(VARIANTS["l11_fp8"])
     assert calls == [lv.name, "grouped_decode_fp8"]
+
+
+def test_a_named_build_that_measured_best_is_what_the_dispatch_launches():
+    """The dispatch keeps the best measured kernel, also when that is a named build of a level
+    (a VARIANTS key in the row's "build"); within the noise band the level's own build stays first."""
+    from roofline.stagec.rerun import _contract  # noqa: F401  (the re-run resolves rows through get_level)
+
+    def rows(pp_ratio):
+        base = {"rows": 32768, "experts_hit": 128, "dtype": "bf16", "layout": "enk", "check_ok": True}
+        return {"rows": [{**base, "level": 12, "name": get_level(12).name, "ratio_vs_lib": 1.00},
+                         {**base, "level": 12, "name": VARIANTS["l12_pingpong"].name, "ratio_vs_lib": pp_ratio}]}
+    t = dispatch.build_grouped_table(rows(1.10))
+    first = t["classes"]["grouped-prefill"][0]
+    assert first["build"] == "l12_pingpong" and first["level"] == 12
+    lvl, why = dispatch.choose_grouped_level(t, 32768, 128, 1536, 2048, "bf16")
+    assert lvl == "l12_pingpong" and "build l12_pingpong" in why
+    assert get_level(lvl) is VARIANTS["l12_pingpong"] and get_level("12") is get_level(12)
+    t = dispatch.build_grouped_table(rows(1.02))   # inside the 3.4 % band: the level's own build
+    assert "build" not in t["classes"]["grouped-prefill"][0]
+    assert dispatch.choose_grouped_level(t, 32768, 128, 1536, 2048, "bf16")[0] == 12

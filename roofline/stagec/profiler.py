@@ -107,7 +107,7 @@ def _collect_nsight_python(problem: Problem, level_id: int) -> dict:
     m = json.loads(line[len(tag):])
     bf16 = m.get("sm__ops_path_tensor_src_bf16_dst_fp32.sum")
     rd, wr = m.get("dram__bytes_read.sum"), m.get("dram__bytes_write.sum")
-    return {"name": f"gemm_l{level_id:02d}", "t_ms": m["gpu__time_duration.sum"] / 1e6 if m.get("gpu__time_duration.sum") else None,
+    return {"name": f"gemm_l{_lid(level_id):02d}", "t_ms": m["gpu__time_duration.sum"] / 1e6 if m.get("gpu__time_duration.sum") else None,
             "dram_bytes": (rd + wr) if rd is not None and wr is not None else None,
             "flops_issued": bf16, "tensor_flops_by_dtype": {"bf16": bf16}, "l2_bytes": m.get("lts__t_bytes.sum"),
             "source": "nsight-python", "useful_flops": gemm_flops(problem.M, problem.N, problem.K)}
@@ -144,7 +144,7 @@ def _collect_ncu_cli(problem: Problem, level_id: int, ncu: str | None = None) ->
     ncu = ncu or shutil.which("ncu")
     if not ncu:
         raise CounterCollectError("no ncu on PATH")
-    k = _ncu_counters(ncu, ["--metrics", ",".join(NCU_METRICS), "-k", f"regex:gemm_l{level_id:02d}", "-c", "1"],
+    k = _ncu_counters(ncu, ["--metrics", ",".join(NCU_METRICS), "-k", f"regex:gemm_l{_lid(level_id):02d}", "-c", "1"],
                       ["--one-launch", str(level_id), str(problem.M), str(problem.N), str(problem.K)], problem)[0]
     return {"name": k.name, "t_ms": k.t_ms, "dram_bytes": k.dram_bytes, "flops_issued": k.flops_issued,
             "tensor_flops_by_dtype": k.tensor_flops_by_dtype, "l2_bytes": k.l2_bytes, "source": "ncu-cli",
@@ -287,6 +287,13 @@ def _warm_then_range(fn) -> None:
     cp.cuda.nvtx.RangePop()
 
 
+def _lid(level) -> int:
+    """The level id of a level id or a named build (its kernel is gemm_lNN either way)."""
+    from roofline.ladder.registry import get_level
+
+    return get_level(level).id
+
+
 def _one_launch(level_id: int, M: int, N: int, K: int) -> None:
     """Target of collect_counters' ncu run: one launch of the level on random data."""
     from roofline.ladder import gpu
@@ -301,12 +308,12 @@ def _one_launch(level_id: int, M: int, N: int, K: int) -> None:
 
 if __name__ == "__main__":  # pragma: no cover - the targets the ncu / nsight-python runs launch
     if len(sys.argv) == 6 and sys.argv[1] == "--one-launch":
-        _one_launch(*(int(x) for x in sys.argv[2:]))
+        _one_launch(sys.argv[2], *(int(x) for x in sys.argv[3:]))
     elif len(sys.argv) == 7 and sys.argv[1] == "--one-launch-range":
-        _one_launch_range(sys.argv[2], *(int(x) for x in sys.argv[3:]))
+        _one_launch_range(sys.argv[2], sys.argv[3], *(int(x) for x in sys.argv[4:]))
     elif len(sys.argv) == 3 and sys.argv[1] == "--one-launch-spec":
         _one_launch_spec(sys.argv[2])
     elif len(sys.argv) == 6 and sys.argv[1] == "--nsight-target":
-        _nsight_target(*(int(x) for x in sys.argv[2:]))
+        _nsight_target(sys.argv[2], *(int(x) for x in sys.argv[3:]))
     else:
         sys.exit("usage: python -m roofline.stagec.profiler --one-launch|--one-launch-range|--one-launch-spec|--nsight-target ...")

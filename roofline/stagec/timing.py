@@ -87,7 +87,7 @@ def measure_problems(problems: list[Problem], level_id: int, seed: int = 0, l2: 
                 tot[key][i] += p.count * v
         per.append(row)
         del a, b, c
-    out = {"problems": per, "ladder_level": level_id, "check_ok": ok, "device": gpu.device_name(), "l2_mode": l2,
+    out = {"problems": per, **_level_fields(level_id), "check_ok": ok, "device": gpu.device_name(), "l2_mode": l2,
            "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     if ok:
         for key in ("ladder", "cublas"):
@@ -193,10 +193,18 @@ def _time_pair(timer, row: dict, tot: dict, count: float, **fns) -> None:
             tot[key][i] += count * v
 
 
+def _level_fields(level_id) -> dict:
+    """The level that ran (its id) and, for a named build, which (a dispatch row's "build")."""
+    from roofline.ladder.registry import build_key, get_level
+
+    lv = get_level(level_id)
+    return {"ladder_level": lv.id, "ladder_build": build_key(lv)}
+
+
 def _summed(per, level_id, ok, l2, tot, library: str) -> dict:
     from roofline.ladder import gpu
 
-    out = {"problems": per, "ladder_level": level_id, "check_ok": ok, "device": gpu.device_name(), "l2_mode": l2,
+    out = {"problems": per, **_level_fields(level_id), "check_ok": ok, "device": gpu.device_name(), "l2_mode": l2,
            "library": library, "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     if ok:
         for key in ("ladder", "cublas"):
