@@ -76,12 +76,28 @@ def launch(level: Level, a, b, c, m: int, n: int, k: int) -> None:
         if m > m_above:
             from .registry import VARIANTS
             level = VARIANTS[key]
+    if level.by_waves:   # the mid picker (ladder/mid.py): the build the wave model predicts fastest
+        level = _mid_level(m, n, k)
     kern = get_kernel(level)
     if level.kind == "sync":
         kern(level.grid(m, n), (level.threads, 1, 1),
              (a, b, c, cp.int32(m), cp.int32(n), cp.int32(k)))
         return
     _launch_tma(level, kern, a, b, c, m, n, k)
+
+
+def _target_level(key: str) -> Level:
+    from .registry import VARIANTS, get_level
+    return get_level(int(key)) if key.isdigit() else VARIANTS[key]
+
+
+@functools.lru_cache(maxsize=1024)
+def _mid_level(m: int, n: int, k: int) -> Level:
+    """mid.pick_build on this device: its SM count and each cluster build's co-resident clusters
+    (once per shape and process: the launch path stays free of per-call model work)."""
+    from .mid import pick_build
+    return _target_level(pick_build(m, n, k, sm_count(), lambda key: max_active_clusters(
+        _target_level(key), get_kernel(_target_level(key)))))
 
 
 # ------------------------------------------------------------------ TMA levels (4+)
@@ -130,12 +146,37 @@ def sm_count() -> int:
 _dyn_set: set = set()
 
 
-def _pad_k(x, k: int):
+# One kernel pads A and B (K % 8 != 0): it was two zero-fills and two copies per launch, 7.8 us
+# of the 21.7 us a 777x1531x263 launch took under ncu (start3_where). The pad columns are left
+# unwritten: the maps' width stays K, so the TMA never reads them.
+_PAD2_SRC = r"""
+extern "C" __global__ void ladder_pad2(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
+                                       unsigned short* __restrict__ pa, unsigned short* __restrict__ pb,
+                                       long long na, long long nb, int k, int kp) {
+  long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const unsigned short* src = a; unsigned short* dst = pa;
+  if (i >= na) { i -= na; src = b; dst = pb; if (i >= nb) return; }
+  const long long r = i / k;
+  dst[r * kp + (i - r * k)] = src[i];
+}
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _pad2_kernel():
+    return cupy().RawKernel(_PAD2_SRC, "ladder_pad2")
+
+
+def _pad_k2(a, b, k: int):
+    """A [M,K] and B [N,K] copied into row strides of kp = K rounded up to 8 (one launch)."""
     cp = cupy()
     kp = (k + 7) // 8 * 8
-    out = cp.zeros((x.shape[0], kp), dtype=cp.uint16)
-    out[:, :k] = x
-    return out, kp
+    pa = cp.empty((a.shape[0], kp), dtype=cp.uint16)
+    pb = cp.empty((b.shape[0], kp), dtype=cp.uint16)
+    na, nb = a.shape[0] * k, b.shape[0] * k
+    _pad2_kernel()((-(-(na + nb) // 256),), (256,),
+                   (a, b, pa, pb, cp.int64(na), cp.int64(nb), cp.int32(k), cp.int32(kp)))
+    return pa, pb, kp
 
 
 def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
@@ -143,8 +184,8 @@ def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
     bm, bn, _ = level.tile_mnk
     keep = []
     if k % 8:
-        a, ka = _pad_k(a, k)
-        b, kb = _pad_k(b, k)
+        a, b, ka = _pad_k2(a, b, k)
+        kb = ka
         keep += [a, b]
     else:
         ka = kb = k
