@@ -76,12 +76,28 @@ def launch(level: Level, a, b, c, m: int, n: int, k: int) -> None:
         if m > m_above:
             from .registry import VARIANTS
             level = VARIANTS[key]
+    if level.by_waves:   # the mid picker (ladder/mid.py): the build the wave model predicts fastest
+        level = _mid_level(m, n, k)
     kern = get_kernel(level)
     if level.kind == "sync":
         kern(level.grid(m, n), (level.threads, 1, 1),
              (a, b, c, cp.int32(m), cp.int32(n), cp.int32(k)))
         return
     _launch_tma(level, kern, a, b, c, m, n, k)
+
+
+def _target_level(key: str) -> Level:
+    from .registry import VARIANTS, get_level
+    return get_level(int(key)) if key.isdigit() else VARIANTS[key]
+
+
+@functools.lru_cache(maxsize=1024)
+def _mid_level(m: int, n: int, k: int) -> Level:
+    """mid.pick_build on this device: its SM count and each cluster build's co-resident clusters
+    (once per shape and process: the launch path stays free of per-call model work)."""
+    from .mid import pick_build
+    return _target_level(pick_build(m, n, k, sm_count(), lambda key: max_active_clusters(
+        _target_level(key), get_kernel(_target_level(key)))))
 
 
 # ------------------------------------------------------------------ TMA levels (4+)

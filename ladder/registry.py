@@ -62,6 +62,7 @@ class Level:
     cluster: int = 1               # CTAs per cluster (compile-time __cluster_dims__; "ws" levels)
     splitk: int = 0                # 0: no split-K; -1: split count chosen per shape (gpu.splitk_plan); n: n splits; -2: stream-K tail (gpu.streamk_plan)
     by_m: tuple[tuple[int, str], ...] = ()  # ((m_above, VARIANTS key), ...): for M > m_above launch that build
+    by_waves: bool = False         # "ws": launch the build of mid.MID_BUILDS the wave model picks for the shape
     grid_balance: bool = False     # "ws": launch the fewest CTAs that keep the same number of rounds (idle SMs save power)
     contract: str = "gemm-bf16"    # CONTRACTS: which problem the level solves (the dense bf16 GEMM for levels 1-10)
 
@@ -138,6 +139,7 @@ LEVELS: tuple[Level, ...] = (
 
 _STAGE_128 = (128 * 64 + 128 * 64) * 2   # 32 KiB: 128x64 A + 128x64 B
 _STAGE_64 = (64 * 64 + 128 * 64) * 2     # 24 KiB: 64x64 A + 128x64 B
+_STAGE_N192 = (128 * 64 + 192 * 64) * 2  # 40 KiB: 128x64 A + 192x64 B
 _WS_THREADS_1 = 256                      # producer warpgroup + 1 consumer
 _WS_THREADS_2 = 384                      # producer warpgroup + 2 consumers
 
@@ -302,6 +304,40 @@ VARIANTS: dict[str, Level] = {
         "level 7 with register stores instead of the TMA-store epilogue", "-", (128, 128, 64),
         _WS_THREADS_1, 16 * 6, 232, True, kind="ws", defines=("LADDER_REG_STORE",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1, False)),
+    # mid shapes (128 < M <= 1024, fewer than two waves of 128x256 tiles; notes/mid.md): the
+    # cooperative engine on 128x192 and 128x128 tiles, and `l09_mid`, which launches per shape the
+    # build of MID_BUILDS that the wave model (ladder/mid.py) predicts fastest
+    "l09_n192": Level(
+        9, "multi_consumer_n192", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative on 128x192 tiles (two m64n192 consumers, 96 accumulators), 4 stages of 40 KiB", "-",
+        (128, 192, 64), _WS_THREADS_2, 16 * 4, 168, True, kind="ws", defines=("L9_N192",),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_N192, 2)),
+    "l09_n192_cl2": Level(
+        9, "multi_consumer_n192_cl2", "l09_multi_consumer.cu", "gemm_l09",
+        "l09_n192 in 2-CTA clusters (B multicast in two 96-row halves)", "-",
+        (128, 192, 64), _WS_THREADS_2, 16 * 4, 168, True, kind="ws", cluster=2, defines=("L9_N192", "L9_CL=2"),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_N192, 2)),
+    "l09_n192_sk": Level(
+        9, "multi_consumer_n192_streamk", "l09_multi_consumer.cu", "gemm_l09",
+        "l09_n192 with the stream-K tail (data-parallel whole waves, the last partial wave spread over the CTAs)", "-",
+        (128, 192, 64), _WS_THREADS_2, 16 * 4 + 16, 168, True, kind="ws", splitk=-2, defines=("L9_N192", "L9_SK"),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_N192, 2)),
+    "l09_m128_cl2": Level(
+        9, "multi_consumer_m128_cl2", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative on 128x128 tiles (two m64n128 consumers), 6 stages, 2-CTA cluster, no split", "-",
+        (128, 128, 64), _WS_THREADS_2, 16 * 6, 168, True, kind="ws", cluster=2, defines=("L9_M128", "L9_CL=2"),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l09_m128": Level(
+        9, "multi_consumer_m128", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative on 128x128 tiles (two m64n128 consumers), 6 stages, no cluster, no split", "-",
+        (128, 128, 64), _WS_THREADS_2, 16 * 6, 168, True, kind="ws", defines=("L9_M128",),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l09_mid": Level(
+        9, "multi_consumer_mid", "l09_multi_consumer.cu", "gemm_l09",
+        "mid shapes: per shape the build of mid.MID_BUILDS (128x256, 128x192, 128x128; cluster 2 or 1) with the least predicted "
+        "waves x tile time (ladder/mid.py); itself level 9's build", "-", _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168,
+        True, kind="ws", cluster=2, defines=("L9_CL=2",), grid_balance=True,
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2), by_waves=True),
     # level 10's alternatives: 128-row tiles (two cooperative consumers), and no split (S = 1)
     "l10_streamk": Level(
         10, "splitk_decode_streamk", "l10_splitk.cu", "gemm_l10",

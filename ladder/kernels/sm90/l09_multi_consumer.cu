@@ -4,6 +4,7 @@
 // m64n256k16, 128 accumulators), 4 stages of 48 KiB + 2 x 16 KiB epilogue staging.
 // -DL9_PINGPONG: the consumers alternate whole 128x128 tiles (one's epilogue under the other's
 // main loop), 6 stages of 32 KiB; with -DL9_PP_WIDE 64x256 tiles (m64n256, 4 stages of 40 KiB).
+// -DL9_N192 / -DL9_M128: the cooperative engine on 128x192 / 128x128 tiles (mid shapes, notes/mid.md).
 // notes/l09.md says which was kept and why. The template: ws.cuh.
 #include "common.cuh"
 #include "ws.cuh"
@@ -15,7 +16,13 @@
 #else
 #define L9_SPLIT 0
 #endif
-#if defined(L9_PINGPONG) && defined(L9_PP_WIDE)
+#if defined(L9_N192)
+// mid shapes (notes/mid.md): cooperative 128x192 (m64n192, 96 accumulators), 4 stages of 40 KiB
+LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 192, 4, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)
+#elif defined(L9_M128)
+// mid shapes (notes/mid.md): cooperative 128x128 (m64n128), 6 stages of 32 KiB, no split
+LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 128, 6, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)
+#elif defined(L9_PINGPONG) && defined(L9_PP_WIDE)
 LADDER_WS_KERNEL(gemm_l09, 2, 1, 1, 256, 4, L9_CL, 0, 16 / L9_CL, LADDER_EPI)
 #elif defined(L9_PINGPONG)
 LADDER_WS_KERNEL(gemm_l09, 2, 1, 2, 128, 6, L9_CL, 0, 16 / L9_CL, LADDER_EPI)

@@ -1,4 +1,6 @@
-// ws.cuh: the warp-specialized persistent GEMM of levels 7-10 (one template, four builds).
+// ws.cuh: the warp-specialized persistent GEMM of levels 7-14 and their variants (one template).
+// Unit tile N (BNW): 128, 192 or 256 (wgmma m64n128 / m64n192 / m64n256; the mid-shape builds of
+// notes/mid.md use 192).
 //
 // Roles (warpgroup = 128 threads, 4 consecutive warps):
 //   warpgroup 0       PRODUCER: setmaxnreg.dec to 40 registers; one thread issues every TMA load
@@ -131,6 +133,10 @@ __device__ __forceinline__ void wgmma_k16<64>(float (&d)[64], u64 da, u64 db, in
   wgmma_m64n128k16_bf16(d, da, db, scale_d);
 }
 template <>
+__device__ __forceinline__ void wgmma_k16<96>(float (&d)[96], u64 da, u64 db, int scale_d) {
+  wgmma_m64n192k16_bf16(d, da, db, scale_d);
+}
+template <>
 __device__ __forceinline__ void wgmma_k16<128>(float (&d)[128], u64 da, u64 db, int scale_d) {
   wgmma_m64n256k16_bf16(d, da, db, scale_d);
 }
@@ -151,7 +157,8 @@ struct WsCfg {
   static constexpr int DYN_SMEM = D * STAGE + STAGING + 1024;
   static_assert(NC == 1 || NC == 2, "one or two consumer warpgroups");
   static_assert(!PINGPONG || NC == 2, "ping-pong needs two consumers");
-  static_assert(BNW == 128 || BNW == 256, "wgmma n128 or n256");
+  static_assert(BNW == 128 || BNW == 192 || BNW == 256, "wgmma n128, n192 or n256 (whole 64-column store boxes)");
+  static_assert(!FP8 || BNW != 192, "fp8: n128 or n256");
   static_assert(MR * NACC <= 128, "accumulators per thread");
   static_assert(CL == 1 || CL == 2, "cluster of 1 or 2");
   static_assert(!SPLITK || (CL == 1 && !PINGPONG), "split-K only cooperative, no cluster");
@@ -281,12 +288,13 @@ struct WsOrder {
 };
 
 // Columns [128*CH, 128*CH + 128) of one consumer's 64-row accumulator slab -> two 64x64 bf16
-// boxes (8 KiB each, 128B-swizzled: the layout the C map's SWIZZLE_128B store reads) at buf.
+// boxes (8 KiB each, 128B-swizzled: the layout the C map's SWIZZLE_128B store reads) at buf;
+// with BN = 192 (NACC = 96) chunk 1 is the one box of columns 128-191.
 template <int NACC, int CH>
 __device__ __forceinline__ void stage_chunk128(const float (&acc)[NACC], unsigned char* buf, int tid_wg) {
   const int w = tid_wg >> 5, l = tid_wg & 31;
 #pragma unroll
-  for (int i = CH * 64; i < CH * 64 + 64; i += 2) {
+  for (int i = CH * 64; i < (CH * 64 + 64 < NACC ? CH * 64 + 64 : NACC); i += 2) {
     const int r = 16 * w + (l >> 2) + 8 * ((i >> 1) & 1);
     const int j = (i >> 2) - CH * 16;   // 8-column group inside the chunk, 0..15
     const int box = j >> 3, ch = j & 7;
@@ -303,7 +311,7 @@ __device__ __forceinline__ void stage_chunk128_scaled(const float (&acc)[NACC], 
                                                       float s0, float s1, const float* __restrict__ sbc, int ncols) {
   const int w = tid_wg >> 5, l = tid_wg & 31;
 #pragma unroll
-  for (int i = CH * 64; i < CH * 64 + 64; i += 2) {
+  for (int i = CH * 64; i < (CH * 64 + 64 < NACC ? CH * 64 + 64 : NACC); i += 2) {
     const int r = 16 * w + (l >> 2) + 8 * ((i >> 1) & 1);
     const int j = (i >> 2) - CH * 16;
     const int box = j >> 3, ch = j & 7;
@@ -488,7 +496,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 #pragma unroll
         for (int mr = 0; mr < MR; ++mr) {
 #pragma unroll
-          for (int ch = 0; ch < Cfg::UN / 128; ++ch) {
+          for (int ch = 0; ch < (Cfg::UN + 127) / 128; ++ch) {
             if (tid_wg == 0) tma_store_wait_read();
             named_bar_sync(2 + c, 128);
             if constexpr (FP8) {
@@ -496,10 +504,10 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
               const float s0 = ra < M ? __ldg(x.sa + ra) : 0.0f, s1 = ra + 8 < M ? __ldg(x.sa + ra + 8) : 0.0f;
               const int c0 = col0 + ch * 128;
               if (ch == 0) stage_chunk128_scaled<Cfg::NACC, 0>(acc[mr], buf, tid_wg, s0, s1, x.sb + c0, N - c0);
-              if constexpr (Cfg::UN == 256) { if (ch == 1) stage_chunk128_scaled<Cfg::NACC, 1>(acc[mr], buf, tid_wg, s0, s1, x.sb + c0, N - c0); }
+              if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128_scaled<Cfg::NACC, 1>(acc[mr], buf, tid_wg, s0, s1, x.sb + c0, N - c0); }
             } else {
               if (ch == 0) stage_chunk128<Cfg::NACC, 0>(acc[mr], buf, tid_wg);
-              if constexpr (Cfg::UN == 256) { if (ch == 1) stage_chunk128<Cfg::NACC, 1>(acc[mr], buf, tid_wg); }
+              if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128<Cfg::NACC, 1>(acc[mr], buf, tid_wg); }
             }
             fence_proxy_async_smem();
             named_bar_sync(2 + c, 128);
@@ -511,7 +519,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
             if (tid_wg == 0 && r < M) {
 #pragma unroll
               for (int box = 0; box < 2; ++box)
-                if (col0 + ch * 128 + box * 64 < N) tma_store_2d(tmC, buf + box * 8192, col0 + ch * 128 + box * 64, r);
+                if (ch * 128 + box * 64 < Cfg::UN && col0 + ch * 128 + box * 64 < N) tma_store_2d(tmC, buf + box * 8192, col0 + ch * 128 + box * 64, r);
               tma_store_commit();
             }
           }
