@@ -303,9 +303,14 @@ def main(argv=None) -> int:
     ap.add_argument("--limit-s", type=float, default=60.0)
     ap.add_argument("--variants", action="store_true", help="levels: list the variants too")
     ap.add_argument("--files", action="store_true", help="levels: the kernel files instead")
+    ap.add_argument("--set", default=None, help="levels: a named set of targets (registry.TARGET_SETS)")
     ap.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     args = ap.parse_args(argv)
     if args.what == "levels":
+        if args.set:
+            from .registry import TARGET_SETS
+            print(",".join(TARGET_SETS[args.set]))
+            return 0
         do_levels(args.variants, args.files)
         return 0
     if args.what == "check-isolated":   # the parent never touches CUDA

@@ -182,9 +182,13 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--min-reps", type=int, default=50)
     ap.add_argument("--case", type=int, default=None, help="probe: only this edge case (its index)")
+    ap.add_argument("--set", default=None, help="levels: a named set of targets (registry.TARGET_SETS)")
     ap.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     args = ap.parse_args(argv)
     targets = [t for t in (args.targets.split(",") if args.targets else x_targets()) if t]
+    if args.set:
+        from .registry import TARGET_SETS
+        targets = list(TARGET_SETS[args.set])
     if args.what == "levels":
         print(",".join(targets))
         return 0

@@ -123,3 +123,12 @@ def test_shape_sets_are_named_by_what_they_are_and_former_names_map_onto_them():
     assert {shape_class(*s) for s in SHAPE_SETS["serving-prefill"]} == {"prefill"}
     assert set(SHAPE_SETS["serving"]) == set(SHAPE_SETS["serving-prefill"]) | set(SHAPE_SETS["serving-decode"]) | {
         s for s in SHAPE_SETS["serving"] if shape_class(*s) == "ragged"}
+
+
+def test_named_target_sets_name_registry_builds_only():
+    from roofline.ladder.registry import TARGET_SETS, get_level
+
+    for name, targets in TARGET_SETS.items():
+        assert targets and len(set(targets)) == len(targets), name
+        for t in targets:
+            get_level(t)   # raises KeyError for a build the registry does not have

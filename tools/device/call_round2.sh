@@ -9,5 +9,5 @@ export PYTHONPATH=/tmp/site LADDER_CUBIN_DIR=$PWD/.cubins
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -1
 STAGES=${STAGES:-"check san moe fp8"} CHECK_S=${CHECK_S:-140} SAN_S=${SAN_S:-35} SAN_MIN_LEFT=${SAN_MIN_LEFT:-150} RESERVE_S=${RESERVE_S:-330} \
   N_RANDOM=${N_RANDOM:-18} CASES=${CASES:-all} FP8_SHAPES=${FP8_SHAPES:-all} BUDGET_S=${BUDGET_S:-530} FP8_RESERVE_S=${FP8_RESERVE_S:-125} \
-  TARGETS=${TARGETS:-11,l11_tn16,l11_wkn,l11_fp8,l11_fp8_tn32,12,l12_pingpong,l12_pingpong_m128,13,l13_pingpong,l13_pingpong_wide,14} \
+  TARGETS=${TARGETS:-$(python3 -m roofline.ladder.device_x levels --set x-round2)} \
   bash tools/device/moe_fp8.sh

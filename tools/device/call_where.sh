@@ -12,7 +12,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
 if [[ " ${STAGES:-l11 fp8 mid ncu} " == *" l11 "* ]]; then
-  OUT=$R/l11 STAGES="check san moe" TARGETS=${L11_TARGETS:-11,l11_wkn,l11_tn32,l11_tn8,l11_tn64,l11_fp8,12} CASES=decode \
+  OUT=$R/l11 STAGES="check san moe" TARGETS=${L11_TARGETS:-$(python3 -m roofline.ladder.device_x levels)} CASES=decode \
     BUDGET_S=${L11_S:-200} RESERVE_S=100 SAN_S=30 SAN_MIN_LEFT=70 N_RANDOM=18 bash tools/device/moe_fp8.sh 2>&1 | tail -40
   pack; echo "== left $(left) s"
 fi
@@ -22,7 +22,7 @@ if [[ " ${STAGES:-l11 fp8 mid ncu} " == *" fp8 "* ]]; then
 fi
 if [[ " ${STAGES:-l11 fp8 mid ncu} " == *" mid "* ]]; then
   timeout ${MID_S:-90} python3 -m roofline.ladder.device_suite bench --shapes mid --min-reps 20 --tag mid --out $R \
-    --targets ${MID_TARGETS:-9,10,l09_streamk,l09_pingpong,l09_pingpong_wide,l10_m128,l10_n256,l10_streamk} > $R/mid.log 2>&1
+    --targets ${MID_TARGETS:-$(python3 -m roofline.ladder.device_suite levels --set mid)} > $R/mid.log 2>&1
   echo "mid rc=$?"; grep -E "^\|" $R/mid.log | head -60 | cut -c1-150; pack; echo "== left $(left) s"
 fi
 if [[ " ${STAGES:-l11 fp8 mid ncu} " == *" ncu "* ]]; then
