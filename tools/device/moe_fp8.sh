@@ -18,7 +18,7 @@ has() { [[ " $STAGES " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
 ls $LADDER_CUBIN_DIR 2>/dev/null | wc -l | sed 's/^/prebuilt cubins: /'
 if has dense; then
-  timeout 60 python3 -m roofline.ladder.device_suite check-isolated --targets ${DENSE:-9,10} --n-random 20 --limit-s 40 --out $R/dense > $R/dense.log 2>&1
+  timeout ${DENSE_S:-60} python3 -m roofline.ladder.device_suite check-isolated --targets ${DENSE:-9,10} --n-random 20 --limit-s 40 --out $R/dense > $R/dense.log 2>&1
   echo "dense rc=$?"; grep -E "^check" $R/dense.log
 fi
 if has diag; then   # where a build faults: one small case under memcheck (the faulting SASS offset)
