@@ -123,12 +123,12 @@ def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[
 
 
 def merge_benches(benches: list[dict]) -> dict:
-    """Several bench runs as one: a (level, shape) measured in several runs keeps the LATEST run's
-    row (levels change between runs; the newest code is what a re-run would launch)."""
+    """Several bench runs as one: a (level, build, shape) measured in several runs keeps the LATEST
+    run's row (levels change between runs; the newest code is what a re-run would launch)."""
     rows: dict[tuple, dict] = {}
     for b in sorted(benches, key=lambda b: b.get("meta", {}).get("time_utc", "")):
         for r in b.get("rows", []):
-            rows[(r.get("level"), r.get("m"), r.get("n"), r.get("k"))] = r
+            rows[(r.get("level"), r.get("name"), r.get("m"), r.get("n"), r.get("k"))] = r   # a build of a level is its own row
     newest = max(benches, key=lambda b: b.get("meta", {}).get("time_utc", ""))
     return {"meta": newest.get("meta", {}), "rows": list(rows.values())}
 

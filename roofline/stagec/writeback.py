@@ -43,6 +43,7 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
         "current_t_ms": current, "predicted_attainable_speedup": e.get("attainable_speedup"),
         "device": meas.get("device"), "time_utc": meas.get("time_utc"),
         "library": meas.get("library", "cuBLAS (torch.mm)"),
+        **({"ladder_build": meas["ladder_build"]} if meas.get("ladder_build") else {}),
     }
     grouped = [q for q in (meas.get("problems") or []) if q.get("routing")]
     if grouped:   # the drawn routing and the experts it hit, beside the model's expectation
@@ -96,7 +97,8 @@ def _measured_speedup(m: dict, meas: dict, current: float, lad, lib, library_in_
 def _rerun_note(m: dict, lad, lib, speedup: float, basis: str, verdict: str, current: float) -> str:
     """The entry's note on one re-run: times, basis, spread, verdict, projection, isolation cost."""
     rng = m.get("ladder_vs_library_speedup_range")
-    note = (f"stage C re-run ({m['l2_mode'] or 'cold'} L2): ladder L{m['ladder_level']} {lad:.4g} ms vs library "
+    lvl = f"L{m['ladder_level']}" + (f" ({m['ladder_build']})" if m.get("ladder_build") else "")
+    note = (f"stage C re-run ({m['l2_mode'] or 'cold'} L2): ladder {lvl} {lad:.4g} ms vs library "
             f"{lib:.4g} ms isolated -> {speedup:.3f}x {basis}" if (lad and lib) else
             f"stage C re-run: {speedup:.3f}x {basis}")
     if rng:
