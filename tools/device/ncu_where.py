@@ -22,7 +22,8 @@ MID = ((200, 6144, 4096), (1000, 3000, 7000), (512, 4096, 4096), (777, 1531, 263
 
 
 def _plan(cases):
-    """(label, fn) pairs, built lazily on the GPU machine."""
+    """(label, fn) pairs, built lazily on the GPU machine. A case may name its builds after a colon,
+    joined by "+" (e.g. "qwen3moe-decode64-down:l12_pingpong"; an "-fp8" case suffix: the fp8 form)."""
     import cupy as cp
 
     from roofline.ladder import bench_x, check_x, gpu, gpu_x
@@ -33,8 +34,37 @@ def _plan(cases):
         return get_level(int(t)) if str(t).isdigit() else VARIANTS[t]
 
     out = []
-    for case in cases:
-        if case in bench_x.MOE_CASES:
+    for spec in cases:
+        case, _, named = spec.partition(":")
+        named = [t for t in named.split("+") if t]
+        fp8_only = case.endswith("-fp8")
+        case = case[:-4] if fp8_only else case
+        if case in bench_x.MOE_CASES and named:
+            E, tokens, top_k, N, K = bench_x.MOE_CASES[case]
+            counts = topk_counts(tokens, E, top_k, seed=0)
+            R = sum(counts)
+            a, w, offs = check_x.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8_only)
+            sa = cp.ones(R, dtype=cp.float32) if fp8_only else None
+            sw = cp.ones((E, N), dtype=cp.float32) if fp8_only else None
+            c = cp.empty((R, N), dtype=cp.uint16)
+            lib = ((lambda a=a, w=w, o=offs, sa=sa, sw=sw: gpu_x.torch_scaled_grouped(a, w, o, sa, sw)) if fp8_only
+                   else (lambda a=a, w=w, o=offs: gpu_x.torch_grouped(a, w, o)))
+            tag = f"{case}{'-fp8' if fp8_only else ''}"
+            out.append((f"{tag} library", lib))
+            for t in named:
+                lv = lvl(t)
+                out.append((f"{tag} {lv.name}", lambda lv=lv, a=a, w=w, o=offs, c=c, sa=sa, sw=sw, E=E, N=N, K=K:
+                            gpu_x.launch_grouped(lv, a, w, o, c, E, N, K, "enk", sa, sw)))
+        elif case.startswith("bf16-") and named:
+            m, n, k = (int(x) for x in case[5:].split("x"))
+            a, b = gpu.random_bf16((m, k), 1), gpu.random_bf16((n, k), 2)
+            c = cp.empty((m, n), dtype=cp.uint16)
+            out.append((f"{case} cublas", lambda a=a, b=b, c=c: gpu.cublas_tn(a, b, c)))
+            for t in named:
+                lv = lvl(t)
+                out.append((f"{case} {lv.name}", lambda lv=lv, a=a, b=b, c=c, m=m, n=n, k=k:
+                            gpu.launch(lv, a, b, c, m, n, k)))
+        elif case in bench_x.MOE_CASES:
             E, tokens, top_k, N, K = bench_x.MOE_CASES[case]
             counts = topk_counts(tokens, E, top_k, seed=0)
             R = sum(counts)
@@ -81,6 +111,15 @@ def _plan(cases):
 DEFAULT = ["qwen3moe-prefill4096-gate_up", "qwen3moe-prefill4096-down", "qwen3moe-decode64-gate_up",
            "qwen3moe-decode64-down", "qwen3moe-decode256-gate_up", "mixtral-decode64-gate_up",
            "fp8-8192x8192x8192"] + [f"bf16-{m}x{n}x{k}" for m, n, k in MID]
+
+
+# the third round's plan: the builds the dispatch tables name now, where a target is still missed
+ROUND3 = ["qwen3moe-decode64-down:l12_pingpong", "qwen3moe-decode256-down:l12_pingpong",
+          "qwen3moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong",
+          "qwen3moe-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong",
+          "qwen3moe-prefill4096-gate_up:l12_pingpong_m128+12",
+          "bf16-200x6144x4096:l09_mid+l09_m128_cl2", "bf16-1000x3000x7000:9+l09_mid",
+          "bf16-512x4096x4096:l09_mid+l09_m128_cl2"]
 
 
 def run(cases) -> None:
@@ -175,5 +214,9 @@ if __name__ == "__main__":  # pragma: no cover - a device tool
         print(render(res))
         if len(sys.argv) > 4:
             open(sys.argv[4], "w").write(json.dumps(res, indent=1))
+    elif sys.argv[1:] == ["--round3"]:
+        from roofline.ladder.registry import VARIANTS as _V
+        run([c.split(":")[0] + ":" + "+".join(t for t in c.split(":")[1].split("+") if t.isdigit() or t in _V)
+             for c in ROUND3])
     else:
         run(sys.argv[1:] or DEFAULT)
