@@ -431,6 +431,8 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     # the grouped / fp8 builds that changed or are new in the second round (notes/l11.md .. l14.md)
     "x-round2": ("11", "l11_tn16", "l11_wkn", "l11_fp8", "l11_fp8_tn32", "12", "l12_pingpong", "l12_pingpong_m128",
                  "13", "l13_pingpong", "l13_pingpong_wide", "14"),
+    # the round-2 builds whose racecheck did not finish inside its time limit (start4_round2/racecheck.log)
+    "racecheck-round3": ("l12_pingpong_m128", "13", "l13_pingpong", "l13_pingpong_wide", "14"),
     # the dense builds beside cuBLAS on the mid shapes (notes/mid.md)
     "mid": ("9", "10", "l09_n192", "l09_n192_cl2", "l09_n192_sk", "l09_m128", "l09_m128_cl2", "l09_mid",
             "l09_nocluster", "l10_m128"),
