@@ -116,7 +116,7 @@ def launch_grouped(level: Level, a, w, offs, c, E: int, N: int, K: int, layout: 
     if level.kind == "grouped":
         _launch_l11(level, kern, a, w, offs, c, E, N, K, ka, layout, eb, sa, sw)
     else:
-        _launch_l12(level, kern, a, w, offs, c, E, N, K, ka)
+        _launch_l12(level, kern, a, w, offs, c, E, N, K, ka, eb, sa, sw)
     del keep
 
 
@@ -136,12 +136,18 @@ def _launch_l11(level, kern, a, w, offs, c, E, N, K, ka, layout, eb, sa, sw):
           sw if sw is not None else nul), shared_mem=level.dyn_smem_bytes)
 
 
-def _launch_l12(level, kern, a, w, offs, c, E, N, K, ka):
+def _launch_l12(level, kern, a, w, offs, c, E, N, K, ka, eb=2, sa=None, sw=None):
+    """The ws engine over the grouped tile list; fp8 (eb = 1, l12_fp8_pingpong): uint8 maps with
+    128-byte inner boxes (128 e4m3 = one K tile), sa [R] and sw [E, N] to the kernel's WsX."""
     cp = gpu.cupy()
     R = a.shape[0]
     bm, bn, bk = level.tile_mnk
-    tma = _map2(a, R, K, ka, bm, 2)
-    tmb = _map2(w, E * N, K, w.shape[-1], bn, 2)
+    if eb == 1 and (sa is None or sw is None or tuple(sa.shape) != (R,) or tuple(sw.shape) != (E, N)):
+        # the kernel reads sa[row] and sw[e * N + n] unchecked: a missing or short scale is refused here
+        raise ValueError(f"{level.name}: the grouped-fp8 contract needs sa [{R}] and sw [{E}, {N}] float32 scales, "
+                         f"got {None if sa is None else tuple(sa.shape)} and {None if sw is None else tuple(sw.shape)}")
+    tma = _map2(a, R, K, ka, bm, eb)
+    tmb = _map2(w, E * N, K, w.shape[-1], bn, eb)
     c_tma = N % 8 == 0
     tmc = gpu.tensor_map(c.data.ptr, R, N, N, 64) if c_tma else tma
     nkt = -(-K // bk)
@@ -151,7 +157,8 @@ def _launch_l12(level, kern, a, w, offs, c, E, N, K, ka):
     ws, cnt = gpu._ws_buffers(0, 0)
     kern((min(gpu.sm_count(), bound), 1, 1), (level.threads, 1, 1),
          (tma, tmb, tmc, c, cp.int32(R), cp.int32(N), cp.int32(K), cp.int32(int(c_tma)), ws, cnt,
-          cp.int32(1), cp.int32(nkt), nul, nul, offs, cp.int32(E)), shared_mem=level.dyn_smem_bytes)
+          cp.int32(1), cp.int32(nkt), nul if sa is None else sa, nul if sw is None else sw, offs, cp.int32(E)),
+         shared_mem=level.dyn_smem_bytes)
 
 
 # ------------------------------------------------------------------ fp8 dense (levels 13, 14)

@@ -407,6 +407,11 @@ VARIANTS: dict[str, Level] = {
         "level 12 ping-pong on 128x128 units (2 x m64n128 per consumer), 6 stages of 32 KiB", "-", (128, 128, 64),
         _WS_THREADS_2, 1664, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PINGPONG", "L12_PP_M128"),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l12_fp8_pingpong": Level(
+        12, "grouped_fp8_pingpong", "l12_grouped_prefill.cu", "gemm_l12",
+        "l12_pingpong in fp8 e4m3 (QGMMA m64n256k32, K tiles of 128): 64x256 units, 4 stages of 40 KiB, "
+        "scales sa[row] * sw[e, n] in the epilogue", "-", (64, 256, 128), _WS_THREADS_2, 1632, 168, True, kind="ws",
+        contract="grouped-fp8", defines=("L12_PINGPONG", "L12_FP8"), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
     "l13_pingpong": Level(
         13, "fp8_pingpong", "l13_fp8.cu", "gemm_l13",
         "level 13 ping-pong: the consumers alternate whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB, 2-CTA cluster",
@@ -433,6 +438,8 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
                  "13", "l13_pingpong", "l13_pingpong_wide", "14"),
     # the round-2 builds whose racecheck did not finish inside its time limit (start4_round2/racecheck.log)
     "racecheck-round3": ("l12_pingpong_m128", "13", "l13_pingpong", "l13_pingpong_wide", "14"),
+    # the fp8 grouped ping-pong build beside level 11's fp8 build and its bf16 twin (notes/l12.md)
+    "x-round3": ("l12_fp8_pingpong", "l11_fp8_tn32", "l12_pingpong"),
     # the dense builds beside cuBLAS on the mid shapes (notes/mid.md)
     "mid": ("9", "10", "l09_n192", "l09_n192_cl2", "l09_n192_sk", "l09_m128", "l09_m128_cl2", "l09_mid",
             "l09_nocluster", "l10_m128"),

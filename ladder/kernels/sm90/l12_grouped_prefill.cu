@@ -9,10 +9,17 @@
 // stay inside one expert), persistent on the fewest CTAs that keep the rounds.
 // -DL12_PINGPONG: ping-pong consumers (ws.cuh PINGPONG = 1), each on whole 64x256 units (the
 // m-tile of the list is 64 rows: an expert's tail pads < 64 rows), 4 stages of 40 KiB; with
-// -DL12_PP_M128 128x128 units (2 x m64n128), 6 stages of 32 KiB. notes/l12.md.
+// -DL12_PP_M128 128x128 units (2 x m64n128), 6 stages of 32 KiB.
+// -DL12_PINGPONG -DL12_FP8: the same 64x256 ping-pong units in fp8 e4m3 (ws.cuh FP8 = 1: QGMMA
+// m64n256k32, K tiles of 128 one-byte elements, uint8 maps, 4 stages of 40 KiB), contract
+// grouped-fp8: C = (A_e W_e^T) * sa[row] * sw[e, n], the scales applied in the epilogue (the TMA
+// store's staging for whole slabs, the masked register stores for the slab crossing the expert
+// end). notes/l12.md.
 #include "common.cuh"
 #include "ws.cuh"
-#if defined(L12_PINGPONG) && defined(L12_PP_M128)
+#if defined(L12_PINGPONG) && defined(L12_FP8)
+LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 1, 256, 4, 1, 0, 16, LADDER_EPI, 1, 1)   // fp8 ping-pong, 64x256 units, 4 stages
+#elif defined(L12_PINGPONG) && defined(L12_PP_M128)
 LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 2, 128, 6, 1, 0, 16, LADDER_EPI, 0, 1)   // ping-pong, 128x128 units, 6 stages
 #elif defined(L12_PINGPONG)
 LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 1, 256, 4, 1, 0, 16, LADDER_EPI, 0, 1)   // ping-pong, 64x256 units, 4 stages

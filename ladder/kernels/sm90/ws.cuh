@@ -58,7 +58,10 @@
 // fp8 (FP8 = 1, levels 13-14): e4m3 operands, QGMMA k32; a K tile is 128 elements (the same
 //   128-byte swizzled rows and +32-byte descriptor steps); the kernel takes rowwise sa [M] and
 //   colwise sb [N] scales (WsX) and applies them after any split-K reduction, in the staging of
-//   the TMA store (pair by pair) or before the register stores.
+//   the TMA store (pair by pair) or before the register stores. Grouped fp8 (GROUPED = 1, FP8 = 1:
+//   `l12_fp8_pingpong`): row scale sa[global row], column scale sw[e * N + n] of the unit's expert e
+//   (WsX sb = sw [E, N]); whole slabs apply them in the staging, the slab that crosses the
+//   expert end and the no-TMA-store path in the masked register stores (store_acc_scaled).
 // Grouped (GROUPED = 1, level 12; CL = 1, no split): M = R token rows sorted by
 //   expert, offs [E] the cumulative row ends (WsX), B a 2-D map over the E*N weight rows of W
 //   [E, N, K]; warp 1 lists the tiles per expert from offs (grouped.cuh), tile t -> (expert, m-tile
@@ -323,6 +326,35 @@ __device__ __forceinline__ void stage_chunk128_scaled(const float (&acc)[NACC], 
   }
 }
 
+// grouped fp8: masked register stores with the scales applied pair by pair (acc untouched): row
+// scales sa[row] for rows < mend (the expert's end; rows past it are not stored), column scales
+// sbe[col] (sbe = sw + e * N: the unit's expert), columns >= N read as 0 and not stored
+template <int NACC>
+__device__ __forceinline__ void store_acc_scaled(const float (&acc)[NACC], bf16_t* __restrict__ C, int mend, int N,
+                                                 int row0, int col0, int tid_wg, const float* __restrict__ sa,
+                                                 const float* __restrict__ sbe) {
+  const int w = tid_wg >> 5, l = tid_wg & 31;
+  const int ra = row0 + 16 * w + (l >> 2);
+  const float s0 = ra < mend ? __ldg(sa + ra) : 0.0f, s1 = ra + 8 < mend ? __ldg(sa + ra + 8) : 0.0f;
+  const bool n_even = (N & 1) == 0;
+#pragma unroll
+  for (int i = 0; i < NACC; i += 2) {
+    const int row = ra + 8 * ((i >> 1) & 1);
+    const int col = col0 + 8 * (i >> 2) + 2 * (l & 3);
+    if (row >= mend) continue;
+    const float sr = ((i >> 1) & 1) ? s1 : s0;
+    const float b0 = col < N ? __ldg(sbe + col) : 0.0f, b1 = col + 1 < N ? __ldg(sbe + col + 1) : 0.0f;
+    const u32 p = pack_bf16x2(acc[i] * sr * b0, acc[i + 1] * sr * b1);
+    bf16_t* dst = C + static_cast<size_t>(row) * N + col;
+    if (n_even && col + 1 < N) {
+      *reinterpret_cast<u32*>(dst) = p;
+    } else {
+      if (col < N) dst[0] = static_cast<bf16_t>(p & 0xFFFFu);
+      if (col + 1 < N) dst[1] = static_cast<bf16_t>(p >> 16);
+    }
+  }
+}
+
 template <class Cfg, int NC, int PINGPONG, int MR, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0>
 __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tmB, const TmaMap* tmC,
                                              bf16_t* __restrict__ C, int M, int N, int K, int c_tma,
@@ -483,7 +515,10 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
             }
         }
       }
-      if (FP8 && !(EPI && c_tma)) {
+      // fp8 column scales of this unit: dense sb [N]; grouped sw [E, N] at the unit's expert e
+      // (brow - col0 = e * N), read in the epilogue whichever way the slab is stored
+      const float* __restrict__ sbu = GROUPED ? x.sb + (brow - col0) : x.sb;
+      if (FP8 && !GROUPED && !(EPI && c_tma)) {
 #pragma unroll
         for (int mr = 0; mr < MR; ++mr) apply_scales<Cfg::NACC>(acc[mr], x.sa, x.sb, M, N, row0 + mr * 64, col0, tid_wg);
       }
@@ -495,6 +530,12 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         unsigned char* buf = base + D * Cfg::STAGE + c * 16384;
 #pragma unroll
         for (int mr = 0; mr < MR; ++mr) {
+          if constexpr (FP8 && GROUPED) {
+            if (row0 + mr * 64 + 64 > mend) {   // the slab crosses the expert end: scaled masked register stores, no staging
+              store_acc_scaled<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg, x.sa, sbu);
+              continue;
+            }
+          }
 #pragma unroll
           for (int ch = 0; ch < (Cfg::UN + 127) / 128; ++ch) {
             if (tid_wg == 0) tma_store_wait_read();
@@ -503,8 +544,8 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
               const int ra = row0 + mr * 64 + 16 * (tid_wg >> 5) + ((tid_wg & 31) >> 2);
               const float s0 = ra < M ? __ldg(x.sa + ra) : 0.0f, s1 = ra + 8 < M ? __ldg(x.sa + ra + 8) : 0.0f;
               const int c0 = col0 + ch * 128;
-              if (ch == 0) stage_chunk128_scaled<Cfg::NACC, 0>(acc[mr], buf, tid_wg, s0, s1, x.sb + c0, N - c0);
-              if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128_scaled<Cfg::NACC, 1>(acc[mr], buf, tid_wg, s0, s1, x.sb + c0, N - c0); }
+              if (ch == 0) stage_chunk128_scaled<Cfg::NACC, 0>(acc[mr], buf, tid_wg, s0, s1, sbu + c0, N - c0);
+              if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128_scaled<Cfg::NACC, 1>(acc[mr], buf, tid_wg, s0, s1, sbu + c0, N - c0); }
             } else {
               if (ch == 0) stage_chunk128<Cfg::NACC, 0>(acc[mr], buf, tid_wg);
               if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128<Cfg::NACC, 1>(acc[mr], buf, tid_wg); }
@@ -512,7 +553,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
             fence_proxy_async_smem();
             named_bar_sync(2 + c, 128);
             const int r = row0 + mr * 64;
-            if (GROUPED && r + 64 > mend) {   // the slab ends inside the expert: masked register stores, once
+            if (GROUPED && !FP8 && r + 64 > mend) {   // the slab ends inside the expert: masked register stores, once
               if (ch == 0) store_acc<Cfg::NACC>(acc[mr], C, mend, N, r, col0, tid_wg);
               continue;
             }
@@ -526,7 +567,10 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         }
       } else {
 #pragma unroll
-        for (int mr = 0; mr < MR; ++mr) store_acc<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg);
+        for (int mr = 0; mr < MR; ++mr) {
+          if constexpr (FP8 && GROUPED) store_acc_scaled<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg, x.sa, sbu);
+          else store_acc<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg);
+        }
       }
     }
     if (EPI && c_tma && tid_wg == 0) tma_store_wait_all();   // smem stays valid until read
