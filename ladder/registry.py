@@ -140,6 +140,7 @@ LEVELS: tuple[Level, ...] = (
 _STAGE_128 = (128 * 64 + 128 * 64) * 2   # 32 KiB: 128x64 A + 128x64 B
 _STAGE_64 = (64 * 64 + 128 * 64) * 2     # 24 KiB: 64x64 A + 128x64 B
 _STAGE_N192 = (128 * 64 + 192 * 64) * 2  # 40 KiB: 128x64 A + 192x64 B
+_STAGE_N96 = (128 * 64 + 96 * 64) * 2    # 28 KiB: 128x64 A + 96x64 B
 _WS_THREADS_1 = 256                      # producer warpgroup + 1 consumer
 _WS_THREADS_2 = 384                      # producer warpgroup + 2 consumers
 
@@ -304,9 +305,8 @@ VARIANTS: dict[str, Level] = {
         "level 7 with register stores instead of the TMA-store epilogue", "-", (128, 128, 64),
         _WS_THREADS_1, 16 * 6, 232, True, kind="ws", defines=("LADDER_REG_STORE",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 1, False)),
-    # mid shapes (128 < M <= 1024, fewer than two waves of 128x256 tiles; notes/mid.md): the
-    # cooperative engine on 128x192 and 128x128 tiles, and `l09_mid`, which launches per shape the
-    # build of MID_BUILDS that the wave model (ladder/mid.py) predicts fastest
+    # mid shapes (128 < M <= 1024, < 2 waves of 128x256 tiles; notes/mid.md): the cooperative engine on
+    # 128x192 / 128x128 / 128x96 tiles; `l09_mid` launches the MID_BUILDS entry ladder/mid.py predicts fastest
     "l09_n192": Level(
         9, "multi_consumer_n192", "l09_multi_consumer.cu", "gemm_l09",
         "level 9 cooperative on 128x192 tiles (two m64n192 consumers, 96 accumulators), 4 stages of 40 KiB", "-",
@@ -332,10 +332,20 @@ VARIANTS: dict[str, Level] = {
         "level 9 cooperative on 128x128 tiles (two m64n128 consumers), 6 stages, no cluster, no split", "-",
         (128, 128, 64), _WS_THREADS_2, 16 * 6, 168, True, kind="ws", defines=("L9_M128",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    # 128x96 (notes/mid.md): 200x6144 on 128 CTAs of 12288 outputs (128x128: 96 of 16384); register stores
+    "l09_n96": Level(
+        9, "multi_consumer_n96", "l09_multi_consumer.cu", "gemm_l09",
+        "level 9 cooperative on 128x96 tiles (two m64n96 consumers, 48 accumulators), 8 stages of 28 KiB, register stores",
+        "-", (128, 96, 64), _WS_THREADS_2, 16 * 8, 168, True, kind="ws", defines=("L9_N96",),
+        dyn_smem_bytes=_ws_dyn(8, _STAGE_N96, 2, False)),
+    "l09_n96_cl2": Level(
+        9, "multi_consumer_n96_cl2", "l09_multi_consumer.cu", "gemm_l09",
+        "l09_n96 in 2-CTA clusters (B multicast in two 48-row halves)", "-", (128, 96, 64), _WS_THREADS_2,
+        16 * 8, 168, True, kind="ws", cluster=2, defines=("L9_N96", "L9_CL=2"), dyn_smem_bytes=_ws_dyn(8, _STAGE_N96, 2, False)),
     "l09_mid": Level(
         9, "multi_consumer_mid", "l09_multi_consumer.cu", "gemm_l09",
-        "mid shapes: per shape the build of mid.MID_BUILDS (128x256, 128x192, 128x128; cluster 2 or 1) with the least predicted "
-        "waves x tile time (ladder/mid.py); itself level 9's build", "-", _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168,
+        "mid shapes: per shape the build of mid.MID_BUILDS (128x256, 128x192, 128x128, 128x96; cluster 2 or 1) with the least "
+        "predicted time of the calibrated wave model (ladder/mid.py); itself level 9's build", "-", _TILE_WIDE, _WS_THREADS_2, 16 * 4, 168,
         True, kind="ws", cluster=2, defines=("L9_CL=2",), grid_balance=True,
         dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2), by_waves=True),
     # level 10's alternatives: 128-row tiles (two cooperative consumers), and no split (S = 1)
@@ -443,6 +453,8 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     # the dense builds beside cuBLAS on the mid shapes (notes/mid.md)
     "mid": ("9", "10", "l09_n192", "l09_n192_cl2", "l09_n192_sk", "l09_m128", "l09_m128_cl2", "l09_mid",
             "l09_nocluster", "l10_m128"),
+    # mid round 3 (notes/mid.md): the 128x96 builds, the recalibrated picker, the round-2 best builds
+    "mid-round3": ("l09_n96", "l09_n96_cl2", "l09_mid", "9", "10", "l09_m128_cl2", "l09_nocluster"),
 }
 
 

@@ -4,7 +4,8 @@
 // m64n256k16, 128 accumulators), 4 stages of 48 KiB + 2 x 16 KiB epilogue staging.
 // -DL9_PINGPONG: the consumers alternate whole 128x128 tiles (one's epilogue under the other's
 // main loop), 6 stages of 32 KiB; with -DL9_PP_WIDE 64x256 tiles (m64n256, 4 stages of 40 KiB).
-// -DL9_N192 / -DL9_M128: the cooperative engine on 128x192 / 128x128 tiles (mid shapes, notes/mid.md).
+// -DL9_N192 / -DL9_M128 / -DL9_N96: the cooperative engine on 128x192 / 128x128 / 128x96 tiles
+// (mid shapes, notes/mid.md; 128x96 with register stores).
 // notes/l09.md says which was kept and why. The template: ws.cuh.
 #include "common.cuh"
 #include "ws.cuh"
@@ -19,6 +20,10 @@
 #if defined(L9_N192)
 // mid shapes (notes/mid.md): cooperative 128x192 (m64n192, 96 accumulators), 4 stages of 40 KiB
 LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 192, 4, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)
+#elif defined(L9_N96)
+// mid shapes (notes/mid.md): cooperative 128x96 (m64n96, 48 accumulators), 8 stages of 28 KiB,
+// register-store epilogue (EPI = 0: 96 columns are not whole 64-column TMA store boxes)
+LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 96, 8, L9_CL, L9_SPLIT, 16 / L9_CL, 0)
 #elif defined(L9_M128)
 // mid shapes (notes/mid.md): cooperative 128x128 (m64n128), 6 stages of 32 KiB, no split
 LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 128, 6, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)

@@ -1,6 +1,7 @@
 // ws.cuh: the warp-specialized persistent GEMM of levels 7-14 and their variants (one template).
 // Unit tile N (BNW): 128, 192 or 256 (wgmma m64n128 / m64n192 / m64n256; the mid-shape builds of
-// notes/mid.md use 192).
+// notes/mid.md use 192), or 96 (m64n96) with register stores only: 96 columns are one and a half
+// 64-column store boxes, so the TMA-store epilogue would write a half box into the next tile.
 //
 // Roles (warpgroup = 128 threads, 4 consecutive warps):
 //   warpgroup 0       PRODUCER: setmaxnreg.dec to 40 registers; one thread issues every TMA load
@@ -136,6 +137,10 @@ __device__ __forceinline__ void wgmma_k16<64>(float (&d)[64], u64 da, u64 db, in
   wgmma_m64n128k16_bf16(d, da, db, scale_d);
 }
 template <>
+__device__ __forceinline__ void wgmma_k16<48>(float (&d)[48], u64 da, u64 db, int scale_d) {
+  wgmma_m64n96k16_bf16(d, da, db, scale_d);
+}
+template <>
 __device__ __forceinline__ void wgmma_k16<96>(float (&d)[96], u64 da, u64 db, int scale_d) {
   wgmma_m64n192k16_bf16(d, da, db, scale_d);
 }
@@ -160,7 +165,8 @@ struct WsCfg {
   static constexpr int DYN_SMEM = D * STAGE + STAGING + 1024;
   static_assert(NC == 1 || NC == 2, "one or two consumer warpgroups");
   static_assert(!PINGPONG || NC == 2, "ping-pong needs two consumers");
-  static_assert(BNW == 128 || BNW == 192 || BNW == 256, "wgmma n128, n192 or n256 (whole 64-column store boxes)");
+  static_assert(BNW == 128 || BNW == 192 || BNW == 256 || (BNW == 96 && !EPI),
+                "wgmma n128, n192 or n256 (whole 64-column store boxes); n96 only with register stores");
   static_assert(!FP8 || BNW != 192, "fp8: n128 or n256");
   static_assert(MR * NACC <= 128, "accumulators per thread");
   static_assert(CL == 1 || CL == 2, "cluster of 1 or 2");
