@@ -308,7 +308,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.what == "levels":
         if args.set:
-            from .registry import TARGET_SETS
+            from .target_sets import TARGET_SETS
             print(",".join(TARGET_SETS[args.set]))
             return 0
         do_levels(args.variants, args.files)

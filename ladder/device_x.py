@@ -187,7 +187,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     targets = [t for t in (args.targets.split(",") if args.targets else x_targets()) if t]
     if args.set:
-        from .registry import TARGET_SETS
+        from .target_sets import TARGET_SETS
         targets = list(TARGET_SETS[args.set])
     if args.what == "levels":
         print(",".join(targets))

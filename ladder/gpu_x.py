@@ -120,9 +120,18 @@ def launch_grouped(level: Level, a, w, offs, c, E: int, N: int, K: int, layout: 
     del keep
 
 
+def _need_scales(level, eb, sa, sw, R, E, N) -> None:
+    """The fp8 grouped kernels read sa[row] and sw[e * N + n] unchecked: a missing or short scale is
+    refused before the launch."""
+    if eb == 1 and (sa is None or sw is None or tuple(sa.shape) != (R,) or tuple(sw.shape) != (E, N)):
+        raise ValueError(f"{level.name}: the grouped-fp8 contract needs sa [{R}] and sw [{E}, {N}] float32 scales, "
+                         f"got {None if sa is None else tuple(sa.shape)} and {None if sw is None else tuple(sw.shape)}")
+
+
 def _launch_l11(level, kern, a, w, offs, c, E, N, K, ka, layout, eb, sa, sw):
     cp = gpu.cupy()
     R = a.shape[0]
+    _need_scales(level, eb, sa, sw, R, E, N)
     tn = next((int(d.split("=")[1]) for d in level.defines if d.startswith("L11_TN=")), 16)
     tma = _map2(a, R, K, ka, tn, eb)
     if layout == "enk":
@@ -142,10 +151,7 @@ def _launch_l12(level, kern, a, w, offs, c, E, N, K, ka, eb=2, sa=None, sw=None)
     cp = gpu.cupy()
     R = a.shape[0]
     bm, bn, bk = level.tile_mnk
-    if eb == 1 and (sa is None or sw is None or tuple(sa.shape) != (R,) or tuple(sw.shape) != (E, N)):
-        # the kernel reads sa[row] and sw[e * N + n] unchecked: a missing or short scale is refused here
-        raise ValueError(f"{level.name}: the grouped-fp8 contract needs sa [{R}] and sw [{E}, {N}] float32 scales, "
-                         f"got {None if sa is None else tuple(sa.shape)} and {None if sw is None else tuple(sw.shape)}")
+    _need_scales(level, eb, sa, sw, R, E, N)
     tma = _map2(a, R, K, ka, bm, eb)
     tmb = _map2(w, E * N, K, w.shape[-1], bn, eb)
     c_tma = N % 8 == 0

@@ -440,24 +440,6 @@ VARIANTS: dict[str, Level] = {
 }
 
 
-# Named sets of targets a device call runs (device_x/device_suite `levels --set NAME`): the device
-# scripts read them here, never list builds themselves.
-TARGET_SETS: dict[str, tuple[str, ...]] = {
-    # the grouped / fp8 builds that changed or are new in the second round (notes/l11.md .. l14.md)
-    "x-round2": ("11", "l11_tn16", "l11_wkn", "l11_fp8", "l11_fp8_tn32", "12", "l12_pingpong", "l12_pingpong_m128",
-                 "13", "l13_pingpong", "l13_pingpong_wide", "14"),
-    # the round-2 builds whose racecheck did not finish inside its time limit (start4_round2/racecheck.log)
-    "racecheck-round3": ("l12_pingpong_m128", "13", "l13_pingpong", "l13_pingpong_wide", "14"),
-    # the fp8 grouped ping-pong build beside level 11's fp8 build and its bf16 twin (notes/l12.md)
-    "x-round3": ("l12_fp8_pingpong", "l11_fp8_tn32", "l12_pingpong"),
-    # the dense builds beside cuBLAS on the mid shapes (notes/mid.md)
-    "mid": ("9", "10", "l09_n192", "l09_n192_cl2", "l09_n192_sk", "l09_m128", "l09_m128_cl2", "l09_mid",
-            "l09_nocluster", "l10_m128"),
-    # mid round 3 (notes/mid.md): the 128x96 builds, the recalibrated picker, the round-2 best builds
-    "mid-round3": ("l09_n96", "l09_n96_cl2", "l09_mid", "9", "10", "l09_m128_cl2", "l09_nocluster"),
-}
-
-
 def levels_for(contract: str, levels=None) -> tuple[Level, ...]:
     """The levels (default: LEVELS) that solve `contract` (CONTRACTS)."""
     return tuple(lv for lv in (LEVELS if levels is None else levels) if lv.contract == contract)

@@ -159,7 +159,7 @@ def test_grouped_fp8_pingpong_reaches_check_sanitize_and_the_decode_bench(monkey
     routings: it is a ws build), sanitize's grouped cases, and bench-moe's fp8 rows on every
     decode case beside level 11's fp8 build; the round-3 target set names it."""
     from roofline.ladder import bench, bench_x, check_x, device_x
-    from roofline.ladder.registry import TARGET_SETS
+    from roofline.ladder.target_sets import TARGET_SETS
     from roofline.ladder.routing import edge_routings
 
     name = "l12_fp8_pingpong"

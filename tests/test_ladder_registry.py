@@ -126,7 +126,8 @@ def test_shape_sets_are_named_by_what_they_are_and_former_names_map_onto_them():
 
 
 def test_named_target_sets_name_registry_builds_only():
-    from roofline.ladder.registry import TARGET_SETS, get_level
+    from roofline.ladder.registry import get_level
+    from roofline.ladder.target_sets import TARGET_SETS
 
     for name, targets in TARGET_SETS.items():
         assert targets and len(set(targets)) == len(targets), name
