@@ -31,6 +31,9 @@ MOE_CASES: dict[str, tuple[int, int, int, int, int]] = {
     "mixtral-decode64-down": (8, 64, 2, 4096, 14336),
     "qwen3moe-prefill4096-gate_up": (128, 4096, 8, 1536, 2048),
     "qwen3moe-prefill4096-down": (128, 4096, 8, 2048, 768),
+    # the corpus trace's prefill head is 8192 tokens (512 rows per expert): the class needs both sizes
+    "qwen3moe-prefill8192-gate_up": (128, 8192, 8, 1536, 2048),
+    "qwen3moe-prefill8192-down": (128, 8192, 8, 2048, 768),
 }
 DECODE_CASES = tuple(k for k in MOE_CASES if "decode" in k)
 PREFILL_CASES = tuple(k for k in MOE_CASES if "prefill" in k)
