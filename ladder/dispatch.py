@@ -128,7 +128,9 @@ def merge_benches(benches: list[dict]) -> dict:
     rows: dict[tuple, dict] = {}
     for b in sorted(benches, key=lambda b: b.get("meta", {}).get("time_utc", "")):
         for r in b.get("rows", []):
-            rows[(r.get("level"), r.get("name"), r.get("m"), r.get("n"), r.get("k"))] = r   # a build of a level is its own row
+            # a build of a level is its own row; grouped rows are keyed by their case (and dtype, layout)
+            rows[(r.get("level"), r.get("name"), r.get("m"), r.get("n"), r.get("k"), r.get("case"), r.get("dtype"),
+                  r.get("layout"))] = r
     newest = max(benches, key=lambda b: b.get("meta", {}).get("time_utc", ""))
     return {"meta": newest.get("meta", {}), "rows": list(rows.values())}
 
