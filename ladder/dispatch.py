@@ -24,13 +24,21 @@ TABLE_FILES = {"gemm-bf16": "ladder_dispatch_sm90a_bf16.json", "gemm-fp8": "ladd
                "grouped-bf16": "ladder_dispatch_sm90a_grouped_bf16.json"}
 
 
+MID_MAX_M = 1024              # mid: batched decode / chunked prefill rows above decode-wide
+MID_MAX_TILES = 2 * 132       # ... with fewer than two waves of 128x256 tiles on the H200's 132 SMs
+
+
 def shape_class(M: int, N: int, K: int) -> str:
     """decode-skinny (M <= 128), decode-wide (128 < M <= 256: one or two 128-row tiles, so the
-    tile count is set by N alone), prefill (every dim a multiple of 128), else ragged."""
+    tile count is set by N alone), mid (256 < M <= 1024 with fewer than two waves of 128x256
+    tiles: wave quantization sets the time, ladder/notes/mid.md), prefill (every dim a multiple of
+    128), else ragged."""
     if M <= DECODE_SKINNY_MAX_M:
         return "decode-skinny"
     if M <= DECODE_WIDE_MAX_M:
         return "decode-wide"
+    if M <= MID_MAX_M and -(-M // 128) * -(-N // 256) < MID_MAX_TILES:
+        return "mid"
     if M % PREFILL_ALIGN == 0 and N % PREFILL_ALIGN == 0 and K % 64 == 0:
         return "prefill"
     return "ragged"
@@ -114,12 +122,24 @@ def dispatch_order(rows: list[dict], band: float = NOISE_BAND_ISOLATED) -> list[
     rows = sorted(rows, key=lambda r: -r["median_pct_cublas"])
     if not rows:
         return rows
+    # a build benched on fewer than half of the class's shapes is not its default (a median of one
+    # shape says little: the mid benches timed their builds on one decode-wide shape only)
+    most = max(r.get("shapes_benched", 1) for r in rows)
+    rows = [r for r in rows if 2 * r.get("shapes_benched", 1) >= most] + \
+        [r for r in rows if 2 * r.get("shapes_benched", 1) < most]
     best = rows[0]["median_pct_cublas"]
     for r in rows:
         r["within_noise_of_best"] = r["median_pct_cublas"] >= best * (1.0 - band)
     # a level's own build before its named builds, within the band (the simpler choice)
-    first = min((r for r in rows if r["within_noise_of_best"]), key=lambda r: (r["level"], "build" in r))
+    first = min((r for r in rows if r["within_noise_of_best"] and 2 * r.get("shapes_benched", 1) >= most),
+                key=lambda r: (r["level"], "build" in r))
     return [first] + [r for r in rows if r is not first]
+
+
+def only_class(bench: dict, cls: str) -> dict:
+    """The rows of one shape class of a bench (a bench made for one class, e.g. the mid-shape set,
+    also timed a shape of a neighbouring class: it informs only its own class's table rows)."""
+    return {**bench, "rows": [r for r in bench.get("rows", []) if "m" in r and shape_class(r["m"], r["n"], r["k"]) == cls]}
 
 
 def merge_benches(benches: list[dict]) -> dict:

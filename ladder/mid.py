@@ -95,15 +95,16 @@ def pick_build(m: int, n: int, k: int, sms: int = SMS_H200, clusters_of=None) ->
 
 
 def is_mid(M: int, N: int, K: int, sms: int = SMS_H200) -> bool:
-    """The proposed "mid" class: MID_MIN_M < M <= MID_MAX_M and fewer than MID_MAX_WAVES_WIDE
-    waves of 128x256 tiles (level 9's), whatever the alignment."""
+    """The wave-quantized region the model covers: MID_MIN_M < M <= MID_MAX_M and fewer than
+    MID_MAX_WAVES_WIDE waves of 128x256 tiles (level 9's), whatever the alignment. The dispatch's
+    "mid" class (dispatch.shape_class) is its part above decode-wide (M > 256): the decode-wide
+    shapes keep their class, whose table rows were measured on them."""
     if not MID_MIN_M < M <= MID_MAX_M:
         return False
     return ceil(M / 128) * ceil(N / 256) < MID_MAX_WAVES_WIDE * sms
 
 
 def shape_class_with_mid(M: int, N: int, K: int) -> str:
-    """dispatch.shape_class with the "mid" class in front (the proposal, off until the device run:
-    dispatch.shape_class is what the shipped table uses)."""
+    """dispatch.shape_class: the shipped classes, "mid" among them (M > 256)."""
     from .dispatch import shape_class
-    return "mid" if is_mid(M, N, K) else shape_class(M, N, K)
+    return shape_class(M, N, K)

@@ -18,7 +18,18 @@ from roofline.stagec.writeback import write_back  # noqa: F401
 
 if __name__ == "__main__":  # pragma: no cover - the table builder
     if len(sys.argv) >= 4 and sys.argv[1] in ("--build-dispatch", "--build-fp8-dispatch"):
-        benches = [json.loads(Path(p).read_text()) for p in sys.argv[2:-1]]
+        # BENCH ... [--class CLS BENCH ...] OUT: the benches after --class CLS inform that class only
+        from roofline.ladder.dispatch import only_class
+        benches, cls = [], None
+        for a in sys.argv[2:-1]:
+            if cls == "":
+                cls = a
+                continue
+            if a == "--class":
+                cls = ""
+                continue
+            b = json.loads(Path(a).read_text())
+            benches.append(only_class(b, cls) if cls else b)
         tbl = build_dispatch_table(merge_benches(benches), dtype="fp8" if "fp8" in sys.argv[1] else "bf16")
         Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
     elif len(sys.argv) >= 4 and sys.argv[1] == "--build-grouped-dispatch":
@@ -27,5 +38,6 @@ if __name__ == "__main__":  # pragma: no cover - the table builder
         tbl = build_grouped_table(merge_benches(benches))
         Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
     else:
-        sys.exit("usage: python -m roofline.rerun --build-dispatch|--build-fp8-dispatch BENCH.json [BENCH.json ...] OUT.json\n"
+        sys.exit("usage: python -m roofline.rerun --build-dispatch|--build-fp8-dispatch BENCH.json [BENCH.json ...] "
+                 "[--class CLS BENCH.json ...] OUT.json\n"
                  "       python -m roofline.rerun --build-grouped-dispatch BENCH_MOE.json [BENCH_MOE.json ...] OUT.json")

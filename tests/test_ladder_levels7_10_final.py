@@ -117,14 +117,22 @@ def test_gates_and_dispatch_from_the_final_serving_bench():
         assert 0.2 * hbm < bw < hbm
 
 
+def rerun_only_mid(bench):
+    from roofline.ladder.dispatch import only_class
+    return only_class(bench, "mid")
+
+
 def test_shipped_dispatch_table_is_the_final_benches():
     benches = [_load(RUN3 / s / "bench_all.json") for s in ("start4_levels1_10_bench_sanitize", "start6_levels1_10_bench")]
-    table = rerun.build_dispatch_table(rerun.merge_benches(benches))
+    # the mid-shape benches of levels 11-14's rounds inform the mid class only
+    mids = [rerun_only_mid(_load(RUN3.parent / "grouped_fp8_h200" / s / "bench_mid.json")) for s in ("start4_round2", "start5_round3")]
+    table = rerun.build_dispatch_table(rerun.merge_benches(benches + mids))
     assert table == rerun.default_dispatch_table()
     pick = {c: rows[0]["level"] for c, rows in table["classes"].items()}
     assert pick["decode-skinny"] == 10 and pick["decode-wide"] == 10 and pick["prefill"] == 9
     assert shape_class(256, 4096, 4096) == "decode-wide" and shape_class(129, 7, 3) == "decode-wide"
-    assert shape_class(128, 4096, 4096) == "decode-skinny" and shape_class(512, 4096, 4096) == "prefill"
+    assert shape_class(128, 4096, 4096) == "decode-skinny" and shape_class(512, 4096, 4096) == "mid"
+    assert shape_class(2048, 4096, 4096) == "prefill" and pick["mid"] == 9 and table["classes"]["mid"][0]["build"] == "l09_mid"
 
 
 @pytest.mark.parametrize("name,level", [("rerun_rerun_mixed", 10), ("rerun_rerun", 9)])

@@ -114,6 +114,7 @@ def test_roofline_bound():
 
 
 def test_shape_sets_are_named_by_what_they_are_and_former_names_map_onto_them():
+    from roofline.ladder import bench
     from roofline.ladder.bench import FORMER_NAMES, SHAPE_SETS
     assert not [n for n in SHAPE_SETS if "issue" in n]
     assert set(FORMER_NAMES.values()) <= set(SHAPE_SETS)
@@ -121,8 +122,11 @@ def test_shape_sets_are_named_by_what_they_are_and_former_names_map_onto_them():
     from roofline.ladder.dispatch import shape_class
     assert max(s[0] for s in SHAPE_SETS["serving-decode"]) <= 256
     assert {shape_class(*s) for s in SHAPE_SETS["serving-prefill"]} == {"prefill"}
+    # the two ragged shapes: 3000x5000x1000 is ragged, 777x1531x263 mid (fewer than two waves of tiles)
     assert set(SHAPE_SETS["serving"]) == set(SHAPE_SETS["serving-prefill"]) | set(SHAPE_SETS["serving-decode"]) | {
-        s for s in SHAPE_SETS["serving"] if shape_class(*s) == "ragged"}
+        s for s in SHAPE_SETS["serving"] if shape_class(*s) in ("ragged", "mid")}
+    assert {shape_class(*s) for s in bench.RAGGED} == {"ragged", "mid"}
+    assert {shape_class(*s) for s in bench.MID if s[0] > 256} == {"mid"}
 
 
 def test_named_target_sets_name_registry_builds_only():

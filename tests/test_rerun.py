@@ -6,6 +6,8 @@ import math
 import statistics
 
 import pytest
+
+from roofline.ladder import dispatch
 from click.testing import CliRunner
 
 from roofline import hook, rerun
@@ -19,6 +21,7 @@ RECORDED = FIXTURES / "rerun" / "rerun_h200" / "profile_roofline.json"
 STAGE_B = FIXTURES / "rerun" / "profile" / "round_1" / "profile_roofline.json"
 # issue 14: every level 1-10 and cuBLAS in one H200 run (the dispatch table is built from it alone)
 BENCHES = [ROOT / "fixtures" / "ladder" / "levels7_10_h200" / s / "bench_all.json" for s in ("start4_levels1_10_bench_sanitize", "start6_levels1_10_bench")]
+MID_BENCHES = [ROOT / "fixtures" / "ladder" / "grouped_fp8_h200" / s / "bench_mid.json" for s in ("start4_round2", "start5_round3")]
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +50,24 @@ def test_gemm_problems_dense_and_moe():
 
 def test_shape_classes():
     assert rerun.shape_class(64, 4096, 4096) == "decode-skinny"
-    assert rerun.shape_class(512, 5632, 1024) == "prefill"
-    assert rerun.shape_class(1000, 3000, 2000) == "ragged"
+    assert rerun.shape_class(512, 5632, 1024) == "mid"            # 4 x 22 = 88 tiles of 128x256: one wave
+    assert rerun.shape_class(1000, 3000, 2000) == "mid"
+    assert rerun.shape_class(2048, 5632, 1024) == "prefill"
+    assert rerun.shape_class(3000, 5000, 1000) == "ragged"
+    # mid ends at two waves of 128x256 tiles on 132 SMs, and at M = 1024
+    assert rerun.shape_class(1024, 33 * 256 - 256, 4096) == "mid" and rerun.shape_class(1024, 33 * 256, 4096) == "prefill"
+    assert rerun.shape_class(1025, 4096, 4096) == "ragged" and rerun.shape_class(257, 4096, 4096) == "mid"
 
 
 def test_dispatch_table_is_built_from_the_measured_benches():
-    bench = rerun.merge_benches([json.loads(p.read_text()) for p in BENCHES])
+    # as `python -m roofline.rerun --build-dispatch A B --class mid C D OUT` builds it: the mid-shape
+    # benches inform the mid class only
+    bench = rerun.merge_benches([json.loads(p.read_text()) for p in BENCHES] +
+                                [dispatch.only_class(json.loads(p.read_text()), "mid") for p in MID_BENCHES])
     table = rerun.build_dispatch_table(bench)
     assert table == rerun.default_dispatch_table()          # the shipped table is these benches'
     # the latest run wins where two runs measured the same (level, shape)
-    assert len(bench["rows"]) == len({(r["level"], r["m"], r["n"], r["k"]) for r in bench["rows"]})
+    assert len(bench["rows"]) == len({(r["level"], r["name"], r["m"], r["n"], r["k"]) for r in bench["rows"]})
     best_prefill = table["classes"]["prefill"][0]
     rows = [r["pct_cublas"] for r in bench["rows"] if r["level"] == best_prefill["level"]
             and r.get("check_ok") and rerun.shape_class(r["m"], r["n"], r["k"]) == "prefill"]
@@ -67,8 +78,10 @@ def test_dispatch_table_is_built_from_the_measured_benches():
 
     assert get_level(lvl).supports(64, 4096, 4096) and "decode-skinny" in why
     assert rerun.choose_level(table, 128, 128, 64, "bf16")[0] == table["classes"]["decode-skinny"][0]["level"]
-    lvl, why = rerun.choose_level(table, 1000, 3000, 2000, "bf16")
+    lvl, why = rerun.choose_level(table, 3000, 5000, 1000, "bf16")
     assert why.startswith("ragged: level") and lvl == table["classes"]["ragged"][0]["level"]
+    lvl, why = rerun.choose_level(table, 1000, 3000, 2000, "bf16")     # a mid shape: the named build
+    assert why.startswith("mid: level 9 (build l09_mid)") and lvl == "l09_mid"
     # the stopping rule: each class's default is the lowest level within the noise band of the best
     for rows in table["classes"].values():
         best = max(r["median_pct_cublas"] for r in rows)
@@ -241,3 +254,17 @@ def test_counters_backend_follows_the_versions(monkeypatch):
     assert rerun_counters.counters_backend()[0] == "nsight-python"
     monkeypatch.setattr(rerun_counters.shutil, "which", lambda name: None)
     assert rerun_counters.counters_backend()[0] is None
+
+
+def test_a_build_benched_on_few_of_its_class_shapes_is_not_the_class_default():
+    """A median over one shape says little: a row benched on fewer than half of its class's shapes
+    is kept (ranked) but never the default, however high its median."""
+    rows = [{"level": 10, "median_pct_cublas": 86.0, "shapes_benched": 5},
+            {"level": 9, "build": "l09_mid", "median_pct_cublas": 90.0, "shapes_benched": 1}]
+    out = rerun.dispatch_order(rows)
+    assert out[0]["level"] == 10 and [r.get("build") for r in out] == [None, "l09_mid"]
+    rows[1]["shapes_benched"] = 3          # benched on more than half: the better median wins
+    assert rerun.dispatch_order(rows)[0].get("build") == "l09_mid"
+    # a bench made for one class informs that class only
+    b = {"rows": [{"level": 9, "m": m, "n": 6144, "k": 4096} for m in (200, 512, 4096)]}
+    assert [r["m"] for r in dispatch.only_class(b, "mid")["rows"]] == [512]
