@@ -1,0 +1,70 @@
+"""ladder/README.md's targets table of levels 11-14 is ladder/targets.py's output on the stored H200
+runs it names (regenerated here and compared), and its verdicts follow from the rows, counted here."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from roofline.ladder import targets
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "ladder" / "README.md").read_text(encoding="utf-8")
+
+
+def _command_files() -> list[Path]:
+    cmd = re.search(r"<!-- targets-command -->\n`([^`]+)`", README).group(1)
+    argv = shlex.split(cmd)
+    assert argv[:3] == ["python3", "-m", "roofline.ladder.targets"]
+    return [ROOT / a for a in argv[3:]]
+
+
+def test_the_readme_table_is_what_the_command_prints():
+    table = re.search(r"<!-- targets-table -->\n(.*?)\n<!-- /targets-table -->", README, re.S).group(1)
+    assert table == targets.render(_command_files())
+
+
+def test_the_verdicts_follow_from_the_rows():
+    benches = [json.loads(p.read_text()) for p in _command_files()]
+    # grouped bf16 decode: the latest run's best checked build, its ratio and % of the roof, by hand
+    latest = {}
+    for b in sorted(benches, key=lambda b: b["meta"]["time_utc"]):
+        for r in b["rows"]:
+            if r.get("case") and r.get("dtype") == "bf16" and "decode" in r["case"]:
+                latest.setdefault(b["meta"]["time_utc"], []).append(r)
+    rows = latest[max(latest)]
+    met = set()
+    for case in {r["case"] for r in rows}:
+        lib = next(r for r in rows if r["case"] == case and r["level"] == 0)
+        best = max((r for r in rows if r["case"] == case and r["level"] and r["check_ok"]),
+                   key=lambda r: lib["t_ms_median"] / r["t_ms_median"])
+        pct = 100 * best["bytes_min"] / (best["t_ms_median"] * 1e-3) / 4.8e12
+        if pct >= 80 and lib["t_ms_median"] / best["t_ms_median"] >= 1.25:
+            met.add(case)
+    lines = [ln for ln in targets.render(_command_files()).splitlines() if " bf16 |" in ln and "decode" in ln]
+    assert {ln.split(" | ")[0][2:-5] for ln in lines if ln.endswith("| met |")} == met
+    assert len(met) == 4
+    # fp8 8192^3: one row per machine start, the ratio recomputed from the medians
+    sq = [b for b in benches if b["meta"].get("shape_set") == "square-8192"]
+    ratios = sorted(next(r for r in b["rows"] if r["level"] == 0)["t_ms_median"] /
+                    next(r for r in b["rows"] if r["level"] == 13 and r["name"] == "fp8")["t_ms_median"] for b in sq)
+    assert len(ratios) == 3 and all(0.95 < x < 1.0 for x in ratios)
+    out = targets.render(_command_files())
+    assert "0 of 3 starts >= 1.00x" in out
+    for x in ratios:
+        assert f"| {x:.3f} (" in out
+
+
+def test_a_target_is_met_only_at_its_stated_figure():
+    row = {"case": "c-decode64-x", "dtype": "bf16", "level": 12, "name": "n", "check_ok": True,
+           "ratio_vs_lib": 1.30, "ratio_range": [1.2, 1.4], "pct_hbm_peak": 79.99}
+    lib = {"case": "c-decode64-x", "dtype": "bf16", "level": 0, "name": "torch._grouped_mm"}
+    bench = {"meta": {"time_utc": "t"}, "rows": [lib, row]}
+    assert targets.grouped_rows([bench])[0].endswith("| NOT met |")
+    row["pct_hbm_peak"] = 80.0
+    assert targets.grouped_rows([bench])[0].endswith("| met |")
+    row["ratio_vs_lib"] = 1.2499
+    assert targets.grouped_rows([bench])[0].endswith("| NOT met |")
