@@ -17,4 +17,8 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
             "l09_nocluster", "l10_m128"),
     # mid round 3 (notes/mid.md): the 128x96 builds, the recalibrated picker, the round-2 best builds
     "mid-round3": ("l09_n96", "l09_n96_cl2", "l09_mid", "9", "10", "l09_m128_cl2", "l09_nocluster"),
+    # builds not yet under compute-sanitizer: the round-2 mid builds l09_mid can dispatch to, and two
+    # round-1 variants (sanitizer runs of the fourth machine start)
+    "san-round4-dense": ("l09_n192", "l09_n192_cl2", "l09_n192_sk", "l09_m128"),
+    "san-round4-x": ("l12_m128n128", "l13_nocluster"),
 }
