@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A short device call (the fourth machine start): compute-sanitizer memcheck, synccheck, racecheck
-# of the builds no sanitizer run had covered yet (target sets san-round4-dense, san-round4-x).
+# of the builds no sanitizer run had covered yet (target sets san-round4-dense, san-round4-x;
+# LADDER_LEVELS=99 selects no level: the variants alone).
 # -> $OUT/x.tgz (logs), a summary line per tool and driver.
 set -u
 export PYTHONUNBUFFERED=1
@@ -12,7 +13,7 @@ X="python3 -m roofline.ladder.device_x"; S="python3 -m roofline.ladder.device_su
 DV=$($S levels --set san-round4-dense); XV=$($X levels --set san-round4-x)
 for tool in memcheck synccheck racecheck; do
   T=$([ $tool = racecheck ] && echo ${RACE_S:-55} || echo 22)
-  LADDER_LEVELS=9 LADDER_SAN_VARIANTS=$DV timeout $T compute-sanitizer --tool $tool --report-api-errors no \
+  LADDER_LEVELS=99 LADDER_SAN_VARIANTS=$DV timeout $T compute-sanitizer --tool $tool --report-api-errors no \
     --error-exitcode 9 $S sanitize > $R/d_$tool.log 2>&1
   echo "dense $tool rc=$?: $(grep -cE 'sanitize-mode.*: ok' $R/d_$tool.log) ok, $(grep -c FAIL $R/d_$tool.log) FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/d_$tool.log | tail -1)"
   timeout $T compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $X sanitize --targets $XV > $R/x_$tool.log 2>&1
