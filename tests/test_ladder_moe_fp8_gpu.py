@@ -13,7 +13,9 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu.gpu_available(), reason="needs CuPy and an NVIDIA GPU")]
 
 
-@pytest.mark.parametrize("target", [get_level(12), VARIANTS["l12_m128n128"], VARIANTS["l11_fp8"]],
+@pytest.mark.parametrize("target", [get_level(11), get_level(12), VARIANTS["l12_m128n128"], VARIANTS["l11_fp8"],
+                                    VARIANTS["l11_fp8_tn32"], VARIANTS["l12_pingpong"], VARIANTS["l12_pingpong_m128"],
+                                    VARIANTS["l12_fp8_pingpong"]],
                          ids=lambda lv: lv.name)
 def test_grouped_level_passes_edge_routings(target):
     for i, (name, counts) in enumerate(edge_routings(big=target.kind == "ws")):
@@ -22,7 +24,7 @@ def test_grouped_level_passes_edge_routings(target):
             assert r.ok, (name, n, k, r.reason)
 
 
-@pytest.mark.parametrize("level_id", [13, 14])
+@pytest.mark.parametrize("level_id", [13, 14, "l13_pingpong"])
 def test_fp8_level_passes(level_id):
     res = check_x.check_fp8_level(get_level(level_id), n_random=6, seed=1)
     assert all(r.ok for r in res), [(r.case, r.reason) for r in res if not r.ok][:5]
@@ -33,6 +35,7 @@ def test_rerun_measures_a_grouped_head_beside_torch():
     from roofline.opclasses import Problem
     from roofline.stagec.timing import measure_grouped
 
-    m = measure_grouped([Problem("grouped", 512, 1536, 2048, "bf16", 1.0, E=128)], level_id=12)
+    m = measure_grouped([Problem("grouped", 512, 1536, 2048, "bf16", 1.0, E=128)], level_id="l12_pingpong")
     assert m["check_ok"] and m["ladder_t_ms"] > 0 and m["cublas_t_ms"] > 0
+    assert m["ladder_level"] == 12 and m["ladder_build"] == "l12_pingpong"   # the grouped decode default
     assert m["library"] == "torch._grouped_mm" and m["problems"][0]["experts_hit_drawn"] <= 128
