@@ -22,95 +22,62 @@ MID = ((200, 6144, 4096), (1000, 3000, 7000), (512, 4096, 4096), (777, 1531, 263
 
 
 def _plan(cases):
-    """(label, fn) pairs, built lazily on the GPU machine. A case may name its builds after a colon,
-    joined by "+" (e.g. "qwen3moe-decode64-down:l12_pingpong"; an "-fp8" case suffix: the fp8 form)."""
+    """(label, fn) pairs, built lazily on the GPU machine. A case names its builds after a colon,
+    joined by "+" ("qwen3moe-decode64-down:l12_pingpong"; an "-fp8" suffix on an MoE case: its
+    fp8 form; "fp8-MxNxK" and "bf16-MxNxK": dense); the library op runs first in every case."""
     import cupy as cp
 
     from roofline.ladder import bench_x, check_x, gpu, gpu_x
-    from roofline.ladder.registry import VARIANTS, get_level
+    from roofline.ladder.registry import get_level
     from roofline.ladder.routing import topk_counts
-
-    def lvl(t):
-        return get_level(int(t)) if str(t).isdigit() else VARIANTS[t]
 
     out = []
     for spec in cases:
         case, _, named = spec.partition(":")
-        named = [t for t in named.split("+") if t]
-        fp8_only = case.endswith("-fp8")
-        case = case[:-4] if fp8_only else case
-        if case in bench_x.MOE_CASES and named:
+        levels = [get_level(t) for t in named.split("+") if t]
+        if not levels:
+            raise SystemExit(f"{spec!r}: name the builds after a colon")
+        fp8 = case.endswith("-fp8")
+        case = case[:-4] if fp8 else case
+        if case in bench_x.MOE_CASES:
             E, tokens, top_k, N, K = bench_x.MOE_CASES[case]
             counts = topk_counts(tokens, E, top_k, seed=0)
             R = sum(counts)
-            a, w, offs = check_x.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8_only)
-            sa = cp.ones(R, dtype=cp.float32) if fp8_only else None
-            sw = cp.ones((E, N), dtype=cp.float32) if fp8_only else None
+            a, w, offs = check_x.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8)
+            sa = cp.ones(R, dtype=cp.float32) if fp8 else None
+            sw = cp.ones((E, N), dtype=cp.float32) if fp8 else None
             c = cp.empty((R, N), dtype=cp.uint16)
-            lib = ((lambda a=a, w=w, o=offs, sa=sa, sw=sw: gpu_x.torch_scaled_grouped(a, w, o, sa, sw)) if fp8_only
+            lib = ((lambda a=a, w=w, o=offs, sa=sa, sw=sw: gpu_x.torch_scaled_grouped(a, w, o, sa, sw)) if fp8
                    else (lambda a=a, w=w, o=offs: gpu_x.torch_grouped(a, w, o)))
-            tag = f"{case}{'-fp8' if fp8_only else ''}"
-            out.append((f"{tag} library", lib))
-            for t in named:
-                lv = lvl(t)
-                out.append((f"{tag} {lv.name}", lambda lv=lv, a=a, w=w, o=offs, c=c, sa=sa, sw=sw, E=E, N=N, K=K:
-                            gpu_x.launch_grouped(lv, a, w, o, c, E, N, K, "enk", sa, sw)))
-        elif case.startswith("bf16-") and named:
-            m, n, k = (int(x) for x in case[5:].split("x"))
-            a, b = gpu.random_bf16((m, k), 1), gpu.random_bf16((n, k), 2)
+            run = lambda lv, a=a, w=w, o=offs, c=c, sa=sa, sw=sw, E=E, N=N, K=K: \
+                gpu_x.launch_grouped(lv, a, w, o, c, E, N, K, "enk", sa, sw)  # noqa: E731
+            tag = f"{case}{'-fp8' if fp8 else ''}"
+        elif case.startswith(("fp8-", "bf16-")):
+            m, n, k = (int(x) for x in case.split("-", 1)[1].split("x"))
             c = cp.empty((m, n), dtype=cp.uint16)
-            out.append((f"{case} cublas", lambda a=a, b=b, c=c: gpu.cublas_tn(a, b, c)))
-            for t in named:
-                lv = lvl(t)
-                out.append((f"{case} {lv.name}", lambda lv=lv, a=a, b=b, c=c, m=m, n=n, k=k:
-                            gpu.launch(lv, a, b, c, m, n, k)))
-        elif case in bench_x.MOE_CASES:
-            E, tokens, top_k, N, K = bench_x.MOE_CASES[case]
-            counts = topk_counts(tokens, E, top_k, seed=0)
-            R = sum(counts)
-            for fp8, levels in ((False, ["12"] + (["l12_m128n128"] if "prefill" in case else [])),
-                                (True, ["l11_fp8"] if "decode" in case else [])):
-                if not levels:
-                    continue
-                a, w, offs = check_x.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8)
-                sa = cp.ones(R, dtype=cp.float32) if fp8 else None
-                sw = cp.ones((E, N), dtype=cp.float32) if fp8 else None
-                c = cp.empty((R, N), dtype=cp.uint16)
-                lib = ((lambda a=a, w=w, o=offs, sa=sa, sw=sw: gpu_x.torch_scaled_grouped(a, w, o, sa, sw)) if fp8
-                       else (lambda a=a, w=w, o=offs: gpu_x.torch_grouped(a, w, o)))
-                tag = f"{case}{'-fp8' if fp8 else ''}"
-                out.append((f"{tag} library", lib))
-                for t in levels:
-                    lv = lvl(t)
-                    out.append((f"{tag} {lv.name}", lambda lv=lv, a=a, w=w, o=offs, c=c, sa=sa, sw=sw, E=E, N=N, K=K:
-                                gpu_x.launch_grouped(lv, a, w, o, c, E, N, K, "enk", sa, sw)))
-        elif case.startswith("fp8-"):
-            m, n, k = (int(x) for x in case[4:].split("x"))
-            a, b = gpu_x.random_fp8((m, k), 1), gpu_x.random_fp8((n, k), 2)
-            sa, sb = cp.ones(m, dtype=cp.float32), cp.ones(n, dtype=cp.float32)
-            c = cp.empty((m, n), dtype=cp.uint16)
-            out.append((f"{case} library", lambda a=a, b=b, sa=sa, sb=sb: gpu_x.torch_scaled(a, b, sa, sb)))
-            for t in ("13",) + (("l13_pingpong",) if "l13_pingpong" in VARIANTS else ()):
-                lv = lvl(t)
-                out.append((f"{case} {lv.name}", lambda lv=lv, a=a, b=b, sa=sa, sb=sb, c=c, m=m, n=n, k=k:
-                            gpu_x.launch_fp8(lv, a, b, sa, sb, c, m, n, k)))
-        elif case.startswith("bf16-"):
-            m, n, k = (int(x) for x in case[5:].split("x"))
-            a, b = gpu.random_bf16((m, k), 1), gpu.random_bf16((n, k), 2)
-            c = cp.empty((m, n), dtype=cp.uint16)
-            out.append((f"{case} cublas", lambda a=a, b=b, c=c: gpu.cublas_tn(a, b, c)))
-            for t in ("9", "l09_streamk", "10", "l10_n256"):
-                lv = lvl(t)
-                out.append((f"{case} {lv.name}", lambda lv=lv, a=a, b=b, c=c, m=m, n=n, k=k:
-                            gpu.launch(lv, a, b, c, m, n, k)))
+            if case.startswith("fp8-"):
+                a, b = gpu_x.random_fp8((m, k), 1), gpu_x.random_fp8((n, k), 2)
+                sa, sb = cp.ones(m, dtype=cp.float32), cp.ones(n, dtype=cp.float32)
+                lib = lambda a=a, b=b, sa=sa, sb=sb: gpu_x.torch_scaled(a, b, sa, sb)  # noqa: E731
+                run = lambda lv, a=a, b=b, sa=sa, sb=sb, c=c, m=m, n=n, k=k: \
+                    gpu_x.launch_fp8(lv, a, b, sa, sb, c, m, n, k)  # noqa: E731
+            else:
+                a, b = gpu.random_bf16((m, k), 1), gpu.random_bf16((n, k), 2)
+                lib = lambda a=a, b=b, c=c: gpu.cublas_tn(a, b, c)  # noqa: E731
+                run = lambda lv, a=a, b=b, c=c, m=m, n=n, k=k: gpu.launch(lv, a, b, c, m, n, k)  # noqa: E731
+            tag = case
         else:
             raise SystemExit(f"unknown case {case!r}")
+        out.append((f"{tag} {'cublas' if case.startswith('bf16-') else 'library'}", lib))
+        out += [(f"{tag} {lv.name}", lambda lv=lv, run=run: run(lv)) for lv in levels]
     return out
 
 
-DEFAULT = ["qwen3moe-prefill4096-gate_up", "qwen3moe-prefill4096-down", "qwen3moe-decode64-gate_up",
-           "qwen3moe-decode64-down", "qwen3moe-decode256-gate_up", "mixtral-decode64-gate_up",
-           "fp8-8192x8192x8192"] + [f"bf16-{m}x{n}x{k}" for m, n, k in MID]
+# the first round's plan (start3_where): the builds of that time where a target was missed
+DEFAULT = (["qwen3moe-prefill4096-gate_up:12+l12_m128n128", "qwen3moe-prefill4096-down:12+l12_m128n128"]
+           + [spec for c in ("qwen3moe-decode64-gate_up", "qwen3moe-decode64-down", "qwen3moe-decode256-gate_up",
+                             "mixtral-decode64-gate_up") for spec in (f"{c}:12", f"{c}-fp8:l11_fp8")]
+           + ["fp8-8192x8192x8192:13"] + [f"bf16-{m}x{n}x{k}:9+l09_streamk+10+l10_n256" for m, n, k in MID])
 
 
 # the third round's plan: the builds the dispatch tables name now, where a target is still missed
@@ -215,8 +182,6 @@ if __name__ == "__main__":  # pragma: no cover - a device tool
         if len(sys.argv) > 4:
             open(sys.argv[4], "w").write(json.dumps(res, indent=1))
     elif sys.argv[1:] == ["--round3"]:
-        from roofline.ladder.registry import VARIANTS as _V
-        run([c.split(":")[0] + ":" + "+".join(t for t in c.split(":")[1].split("+") if t.isdigit() or t in _V)
-             for c in ROUND3])
+        run(ROUND3)
     else:
         run(sys.argv[1:] or DEFAULT)
