@@ -21,7 +21,8 @@ GROUPED_DECODE_MAX_ROWS = 64  # rows per hit expert up to which a grouped GEMM i
 GROUPED_CLASSES = ("grouped-decode", "grouped-prefill")
 # one runtime table per contract (registry.CONTRACTS), package data in roofline/data/
 TABLE_FILES = {"gemm-bf16": "ladder_dispatch_sm90a_bf16.json", "gemm-fp8": "ladder_dispatch_sm90a_fp8.json",
-               "grouped-bf16": "ladder_dispatch_sm90a_grouped_bf16.json"}
+               "grouped-bf16": "ladder_dispatch_sm90a_grouped_bf16.json",
+               "grouped-fp8": "ladder_dispatch_sm90a_grouped_fp8.json"}
 
 
 MID_MAX_M = 1024              # mid: batched decode / chunked prefill rows above decode-wide
@@ -57,17 +58,19 @@ def _pct(r: dict) -> float | None:
     return 100.0 * r["ratio_vs_lib"] if "ratio_vs_lib" in r else None
 
 
-def build_grouped_table(bench: dict, arch: str = "sm_90a") -> dict:
+def build_grouped_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
     """From bench_x's grouped rows (bench_moe.json): per grouped class, every level that passed its
-    check, ranked by its median % of torch._grouped_mm over the cases of the class (the stopping
-    rule's order, dispatch_order). bf16 rows with W [E, N, K] only (the layout every level takes)."""
+    check, ranked by its median % of the library op (torch._grouped_mm; fp8: torch._scaled_grouped_mm)
+    over the cases of the class (the stopping rule's order, dispatch_order). Rows of `dtype` with W
+    [E, N, K] only (the layout every level takes)."""
     per: dict[tuple, list[float]] = {}
     for r in bench.get("rows", []):
-        if r.get("level", 0) == 0 or not r.get("check_ok") or r.get("dtype") != "bf16" or r.get("layout") != "enk":
+        if r.get("level", 0) == 0 or not r.get("check_ok") or r.get("dtype") != dtype or r.get("layout") != "enk":
             continue
         per.setdefault((grouped_class(r["rows"], r["experts_hit"]), r["level"], _build(r)), []).append(_pct(r))
     classes = _class_rows(per)
-    return {"arch": arch, "dtype": "bf16", "contract": "grouped-bf16", "library": "torch._grouped_mm",
+    lib = "torch._scaled_grouped_mm" if dtype == "fp8" else "torch._grouped_mm"
+    return {"arch": arch, "dtype": dtype, "contract": f"grouped-{dtype}", "library": lib,
             "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
             "classes": {c: dispatch_order(rows) for c, rows in classes.items()}}
 
@@ -176,9 +179,9 @@ def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: i
     if arch != table.get("arch"):
         return None, f"the ladder kernels need {table.get('arch')}; this device is {arch}"
     cls = grouped_class(rows, experts_hit)
-    rs = table["classes"].get(cls) or [r for v in table["classes"].values() for r in v]
-    if not rs:
-        return None, "the grouped table has no level"
+    rs = table["classes"].get(cls)
+    if not rs:   # a decode kernel is no prefill kernel: a class never benched is not dispatched
+        return None, f"{cls}: never benched for grouped {dtype} (the table has {', '.join(table['classes']) or 'no class'})"
     r = rs[0]
     return row_target(r), (f"{cls}: {_what(r)} had the best median {r['median_pct_cublas']:.0f}% of "
                            f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)")

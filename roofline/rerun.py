@@ -32,12 +32,12 @@ if __name__ == "__main__":  # pragma: no cover - the table builder
             benches.append(only_class(b, cls) if cls else b)
         tbl = build_dispatch_table(merge_benches(benches), dtype="fp8" if "fp8" in sys.argv[1] else "bf16")
         Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
-    elif len(sys.argv) >= 4 and sys.argv[1] == "--build-grouped-dispatch":
+    elif len(sys.argv) >= 4 and sys.argv[1] in ("--build-grouped-dispatch", "--build-grouped-fp8-dispatch"):
         from roofline.ladder.dispatch import build_grouped_table
         benches = [json.loads(Path(p).read_text()) for p in sys.argv[2:-1]]
-        tbl = build_grouped_table(merge_benches(benches))
+        tbl = build_grouped_table(merge_benches(benches), dtype="fp8" if "fp8" in sys.argv[1] else "bf16")
         Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
     else:
         sys.exit("usage: python -m roofline.rerun --build-dispatch|--build-fp8-dispatch BENCH.json [BENCH.json ...] "
                  "[--class CLS BENCH.json ...] OUT.json\n"
-                 "       python -m roofline.rerun --build-grouped-dispatch BENCH_MOE.json [BENCH_MOE.json ...] OUT.json")
+                 "       python -m roofline.rerun --build-grouped-dispatch|--build-grouped-fp8-dispatch BENCH_MOE.json [...] OUT.json")

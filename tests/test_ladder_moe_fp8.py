@@ -236,3 +236,68 @@ def test_merged_benches_keep_each_build_of_a_level_apart():
     for r in merged["rows"]:
         per[(r["level"], r["name"], r["m"], r["n"], r["k"])] = per.get((r["level"], r["name"], r["m"], r["n"], r["k"]), 0) + 1
     assert set(per.values()) == {1} and len(per) == 4 * 30   # lib + 3 builds x 30 distinct shapes
+
+
+def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
+    """aten::_scaled_grouped_mm heads: the grouped-fp8 table (built from the stored decode benches,
+    beside torch._scaled_grouped_mm) names level 11's fp8 build of one 32-token chunk; a prefill-sized
+    fp8 grouped head is not dispatched (no prefill case was benched in fp8: no decode kernel stands in)."""
+    from roofline.stagec import rerun as rerun_run
+
+    runs = [MOE, MOE_RUNS[1]]
+    assert dispatch.build_grouped_table(dispatch.merge_benches(runs), dtype="fp8") == \
+        dispatch.default_dispatch_table("grouped-fp8")
+    t = dispatch.default_dispatch_table("grouped-fp8")
+    latest = {}
+    for b in sorted(runs, key=lambda b: b["meta"]["time_utc"]):   # by hand: the latest row per (case, build)
+        for r in b["rows"]:
+            if r.get("dtype") == "fp8" and r["level"] and r["check_ok"]:
+                latest[(r["case"], r["name"])] = 100 * r["ratio_vs_lib"]
+    best = max({n for _, n in latest}, key=lambda n: statistics.median(v for (c, m), v in latest.items() if m == n))
+    assert t["classes"]["grouped-decode"][0]["build"] == "l11_fp8_tn32" == build_of_row(11, best)
+    art = {"entries": [
+        {"name": "sgmm", "modeled": True, "op_class": "moe", "shape": {"pairs": 512, "E": 128, "N": 1536, "K": 2048},
+         "dtypes": {"act": "fp8"}},
+        {"name": "sgmm_prefill", "modeled": True, "op_class": "moe",
+         "shape": {"pairs": 65536, "E": 128, "N": 1536, "K": 2048}, "dtypes": {"act": "fp8"}}]}
+    work, skipped = rerun_run._plan(art, (), rerun_run._tables(None), "sm_90a", None)
+    got = {e["name"]: (lvl, why, probs) for e, probs, lvl, why in work}
+    assert got["sgmm"][0] == "l11_fp8_tn32" and rerun_run._contract(got["sgmm"][2][0]) == "grouped-fp8"
+    assert get_level(got["sgmm"][0]).contract == "grouped-fp8"
+    assert "sgmm_prefill" in skipped and "never benched" in skipped["sgmm_prefill"]
+
+
+def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(monkeypatch):
+    """The re-run's side-by-side launches of a grouped fp8 problem (timing.launchers, also what the
+    counter run launches): e4m3 operands on the drawn routing, unit scales of [rows] and [E, N],
+    the ladder build and torch._scaled_grouped_mm on the same memory."""
+    from roofline.ladder import check_x, gpu, gpu_x
+    from roofline.opclasses import Problem
+    from roofline.stagec import timing
+
+    class _CP:
+        float32, uint16 = "f32", "u16"
+
+        @staticmethod
+        def ones(shape, dtype):
+            return ("ones", shape if isinstance(shape, tuple) else (shape,), dtype)
+
+        @staticmethod
+        def empty(shape, dtype):
+            return ("empty", shape, dtype)
+    calls = []
+    monkeypatch.setattr(gpu, "cupy", lambda: _CP)
+    monkeypatch.setattr(check_x, "grouped_operands", lambda counts, N, K, lay, seed, fp8=False:
+                        calls.append(("operands", tuple(counts), N, K, lay, seed, fp8)) or ("A", "W", "offs"))
+    monkeypatch.setattr(gpu_x, "launch_grouped", lambda *a: calls.append(("ladder",) + a))
+    monkeypatch.setattr(gpu_x, "torch_scaled_grouped", lambda *a: calls.append(("library",) + a))
+    p = Problem("grouped", 6, 256, 128, "fp8", 1.0, E=3)
+    lv = VARIANTS["l11_fp8_tn32"]
+    fns = timing.launchers("grouped-fp8", lv, p, seed=4, counts=[1, 0, 5])
+    fns["ladder"](); fns["cublas"]()
+    assert calls[0] == ("operands", (1, 0, 5), 256, 128, "enk", 5, True)
+    lad, lib = calls[1], calls[2]
+    assert lad[1] is lv and lad[2:5] == ("A", "W", "offs") and lad[6:10] == (3, 256, 128, "enk")
+    assert lad[10] == ("ones", (6,), "f32") and lad[11] == ("ones", (3, 256), "f32")
+    assert lib == ("library", "A", "W", "offs", ("ones", (6,), "f32"), ("ones", (3, 256), "f32"))
+    assert timing.LIBRARY["grouped-fp8"] == "torch._scaled_grouped_mm"

@@ -171,7 +171,7 @@ def collect_mix_counters(problems: list[Problem], level_id: int, target: str = "
     ncu = ncu or shutil.which("ncu")
     if not ncu:
         return None
-    if contract == "grouped-bf16" and (routings is None or len(routings) != len(problems)):
+    if contract.startswith("grouped") and (routings is None or len(routings) != len(problems)):
         raise CounterCollectError(f"a grouped counter run needs the timing's routing of each of the "
                                   f"{len(problems)} problem(s), got {None if routings is None else len(routings)}")
     per = [_collect_ncu_range(p, level_id, target, l2, ncu, contract, routings[i] if routings else None, seed)

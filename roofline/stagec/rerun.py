@@ -48,9 +48,10 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
     for e, probs, lvl, why in it:
         mode, mode_why = timing.l2_mode_for(probs, l2, (art.get("peaks") or {}).get("device"))
         kind = _contract(probs[0])
-        measure = {"grouped-bf16": timing.measure_grouped, "gemm-fp8": timing.measure_fp8}.get(
-            kind, timing.measure_problems)
-        meas = measure(probs, lvl, l2=mode)
+        if kind.startswith("grouped"):
+            meas = timing.measure_grouped(probs, lvl, l2=mode, contract=kind)
+        else:
+            meas = {"gemm-fp8": timing.measure_fp8}.get(kind, timing.measure_problems)(probs, lvl, l2=mode)
         meas["dispatch_reason"], meas["l2_mode_reason"] = why, mode_why
         if not meas["check_ok"]:
             skipped[e["name"]] = f"level {lvl} failed the correctness check; not timed"
@@ -59,7 +60,7 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
             # the library kernel is what ran in the run: its counters describe the in-run work; a
             # grouped problem runs again on the routing its timing drew (one draw, measure_grouped's)
             target = _counter_target(e)
-            routings = [q.get("routing_counts") for q in meas["problems"]] if kind == "grouped-bf16" else None
+            routings = [q.get("routing_counts") for q in meas["problems"]] if kind.startswith("grouped") else None
             try:
                 meas["counters"] = profiler.collect_mix_counters(probs, lvl, target=target, l2=mode, contract=kind,
                                                                  routings=routings)
@@ -138,7 +139,7 @@ def _choose(tables: dict, p, arch) -> tuple[int | None, str]:
         from roofline.ladder.routing import experts_hit
 
         if kind not in tables:
-            return None, f"grouped {p.dtype} GEMMs are not dispatched (grouped bf16 only)"
+            return None, f"grouped {p.dtype} GEMMs are not dispatched (no {kind} table)"
         counts, rule = draw_routing(p)
         lvl, why = choose_grouped_level(tables[kind], p.M, experts_hit(counts), p.N, p.K, p.dtype, arch)
         return lvl, f"{why}; routing {rule}: {experts_hit(counts)} experts hit (model {p.experts_hit_model:.1f})" \

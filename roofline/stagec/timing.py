@@ -107,13 +107,15 @@ def draw_routing(p: Problem, seed: int = 0) -> tuple[list[int], str]:
 
 
 # the library op each contract's level is timed (and profiled) beside
-LIBRARY = {"gemm-bf16": "cuBLAS (torch.mm)", "grouped-bf16": "torch._grouped_mm", "gemm-fp8": "torch._scaled_mm"}
+LIBRARY = {"gemm-bf16": "cuBLAS (torch.mm)", "grouped-bf16": "torch._grouped_mm", "gemm-fp8": "torch._scaled_mm",
+           "grouped-fp8": "torch._scaled_grouped_mm"}
 
 
 def launchers(contract: str, lv, p: Problem, seed: int = 0, counts=None) -> dict:
     """The two launches a re-run puts side by side on one problem, on the same operands:
     {"ladder": the level, "cublas": the library op}. grouped-bf16: `counts` rows per expert (the
-    drawn routing), A and W from check_x.grouped_operands(seed + 1), beside torch._grouped_mm;
+    drawn routing), A and W from check_x.grouped_operands(seed + 1), beside torch._grouped_mm
+    (grouped-fp8: the same in e4m3 with unit scales, beside torch._scaled_grouped_mm);
     gemm-fp8: e4m3 A (seed + 1) and B (seed + 2), unit rowwise scales, beside torch._scaled_mm.
     One builder for the timing here and the counter run (roofline/stagec/profiler.py), so both
     launch the same problem on the same data. The closures hold the operands."""
@@ -125,6 +127,12 @@ def launchers(contract: str, lv, p: Problem, seed: int = 0, counts=None) -> dict
         c = cp.empty((p.M, p.N), dtype=cp.uint16)
         return {"ladder": lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
                 "cublas": lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout)}
+    if contract == "grouped-fp8":   # e4m3 A and W [E, N, K], unit rowwise / per-expert colwise scales
+        a, w, offs = check_x.grouped_operands(counts, p.N, p.K, "enk", seed + 1, fp8=True)
+        sa, sw = cp.ones(p.M, dtype=cp.float32), cp.ones((p.E, p.N), dtype=cp.float32)
+        c = cp.empty((p.M, p.N), dtype=cp.uint16)
+        return {"ladder": lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, "enk", sa, sw),
+                "cublas": lambda: gpu_x.torch_scaled_grouped(a, w, offs, sa, sw)}
     if contract == "gemm-fp8":
         a, b = gpu_x.random_fp8((p.M, p.K), seed + 1), gpu_x.random_fp8((p.N, p.K), seed + 2)
         sa, sb = cp.ones(p.M, dtype=cp.float32), cp.ones(p.N, dtype=cp.float32)
@@ -134,7 +142,8 @@ def launchers(contract: str, lv, p: Problem, seed: int = 0, counts=None) -> dict
     raise ValueError(f"no side-by-side launchers for contract {contract!r}")
 
 
-def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
+def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold",
+                    contract: str = "grouped-bf16") -> dict:
     """Check, then time a grouped level and torch._grouped_mm on each grouped problem with a drawn
     routing, same operands, same L2 state; the routing (its rule, its rows per expert
     `routing_counts`, which the counter run launches again) and the experts it hit go with the result."""
@@ -153,11 +162,11 @@ def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: s
         row = {**asdict(p), "routing": rule, "routing_counts": list(counts), "experts_hit_drawn": experts_hit(counts),
                "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
         if chk.ok:
-            _time_pair(timer, row, tot, p.count, **launchers("grouped-bf16", lv, p, seed, counts))
+            _time_pair(timer, row, tot, p.count, **launchers(contract, lv, p, seed, counts))
         else:
             row["check_reason"] = chk.reason
         per.append(row)
-    return _summed(per, level_id, ok, l2, tot, LIBRARY["grouped-bf16"])
+    return _summed(per, level_id, ok, l2, tot, LIBRARY[contract])
 
 
 def measure_fp8(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
