@@ -184,7 +184,6 @@ def _pad_k2(a, b, k: int):
 def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
     cp = cupy()
     bm, bn, _ = level.tile_mnk
-    keep = []
     if k % 8:
         a, b, ka = _pad_k2(a, b, k)
         kb = ka
@@ -196,7 +195,6 @@ def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
     tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma  # dummy when unused
     if level.kind == "ws":
         _launch_ws(level, kern, a, b, c, m, n, k, ka, kb)
-        del keep
         return
     grid = level.grid(m, n)
     if level.kind == "persistent":
@@ -207,7 +205,6 @@ def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
     kern(grid, (level.threads, 1, 1),
          (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma))),
          shared_mem=level.dyn_smem_bytes)
-    del keep  # the padded copies stay valid: CuPy's pool reuses memory in stream order
 
 
 # ------------------------------------------------------------------ cuBLAS through torch

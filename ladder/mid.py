@@ -27,7 +27,6 @@ traffic made them lose on these shapes); the K-padding copy of K % 8 != 0 shapes
 """
 from __future__ import annotations
 
-from math import ceil
 
 # Calibration (notes/mid.md): least squares on relative error over the 30 rows of the five
 # held-out mid shapes (320x8192x4096, 640x5120x5120, 384x11008x4096, 896x2048x8192,
@@ -41,9 +40,6 @@ R_CTA_TFLOPS = 6.76           # one CTA's bf16 MMA rate when shared memory does 
 L2_MISALIGNED_TBPS = 5.3
 L2_MISALIGNED_MIN_K = 1024    # the term is a streaming limit: a K of a few tiles (777x1531x263) is latency-bound
 SMS_H200 = 132
-MID_MIN_M = 128               # above decode-skinny (dispatch.DECODE_SKINNY_MAX_M)
-MID_MAX_M = 1024
-MID_MAX_WAVES_WIDE = 2        # fewer than this many waves of 128x256 tiles: wave quantization dominates
 
 # The builds the mid picker chooses from: (registry target, tile BM, BN, cluster). "9" is level 9
 # itself (128x256, 2-CTA cluster); the others are registry.VARIANTS. Each tile is offered with and
@@ -92,19 +88,3 @@ def pick_build(m: int, n: int, k: int, sms: int = SMS_H200, clusters_of=None) ->
         return (round(predict_us(m, n, k, b[1], b[2], b[3], sms, cl), 6),
                 units_and_waves(m, n, b[1], b[2], b[3], sms, cl)[0], MID_BUILDS.index(b))
     return min(MID_BUILDS, key=cost)[0]
-
-
-def is_mid(M: int, N: int, K: int, sms: int = SMS_H200) -> bool:
-    """The wave-quantized region the model covers: MID_MIN_M < M <= MID_MAX_M and fewer than
-    MID_MAX_WAVES_WIDE waves of 128x256 tiles (level 9's), whatever the alignment. The dispatch's
-    "mid" class (dispatch.shape_class) is its part above decode-wide (M > 256): the decode-wide
-    shapes keep their class, whose table rows were measured on them."""
-    if not MID_MIN_M < M <= MID_MAX_M:
-        return False
-    return ceil(M / 128) * ceil(N / 256) < MID_MAX_WAVES_WIDE * sms
-
-
-def shape_class_with_mid(M: int, N: int, K: int) -> str:
-    """dispatch.shape_class: the shipped classes, "mid" among them (M > 256)."""
-    from .dispatch import shape_class
-    return shape_class(M, N, K)

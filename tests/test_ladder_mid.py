@@ -121,16 +121,13 @@ def test_mid_builds_exist_and_match_their_tiles():
 
 
 def test_mid_class_boundaries():
+    """The one definition of the mid class is dispatch.shape_class (256 < M <= 1024, under two waves
+    of 128x256 tiles); the wave model also serves the decode-wide shape 200x6144x4096."""
+    from roofline.ladder.dispatch import shape_class
     for s in MID_NAMED + MID_HELD_OUT:
-        assert mid.is_mid(*s), s
-    assert not mid.is_mid(128, 6144, 4096)          # decode-skinny stays
-    assert mid.is_mid(129, 6144, 4096)
-    assert mid.is_mid(1024, 4096, 4096)
-    assert not mid.is_mid(1025, 4096, 4096)
+        assert shape_class(*s) == ("mid" if s[0] > 256 else "decode-wide"), s
+    assert shape_class(1024, 4096, 4096) == "mid" and shape_class(1025, 4096, 4096) == "ragged"
     # 1024 x 32768: 8 x 128 = 1024 tiles of 128x256, many waves: not mid
-    assert not mid.is_mid(1024, 32768, 4096)
+    assert shape_class(1024, 32768, 4096) == "prefill"
     # the wave bound: 8 row tiles x ceil(N/256) < 264  <=>  N/256 <= 32
-    assert mid.is_mid(1024, 33 * 256 - 256, 4096) and not mid.is_mid(1024, 33 * 256, 4096)
-    assert mid.shape_class_with_mid(512, 4096, 4096) == "mid"
-    assert mid.shape_class_with_mid(4096, 4096, 4096) == "prefill"
-    assert mid.shape_class_with_mid(64, 4096, 4096) == "decode-skinny"
+    assert shape_class(1024, 33 * 256 - 256, 4096) == "mid" and shape_class(1024, 33 * 256, 4096) == "prefill"
