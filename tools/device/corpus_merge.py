@@ -44,6 +44,7 @@ def merge_meta(src: Path) -> list[str]:
 
 def merge_rows(rows_path: Path, cases: set[str]) -> int:
     got = json.load(gzip.open(rows_path))["rows"]
+    got = [r for r in got if r["case"] in cases]   # a case whose trace failed has no corpus entry
     flat = [{"case": r["case"], "regime": r["regime"], "name": r["name"], "mangled": r["mangled"],
              "function": r["function"], **{k: r["metrics"].get(k) for k in KEEP}} for r in got]
     seen = {r["case"] for r in flat}
@@ -55,7 +56,7 @@ def merge_rows(rows_path: Path, cases: set[str]) -> int:
     return len(flat)
 
 
-def split_raw(raw_path: Path) -> list[str]:
+def split_raw(raw_path: Path, cases: set[str]) -> list[str]:
     text = gzip.open(raw_path, "rt").read()
     lines = text.splitlines(keepends=True)
     head = lines[:2]
@@ -67,12 +68,14 @@ def split_raw(raw_path: Path) -> list[str]:
         rng = r[col].split(":")[1] if ":" in r[col] else ""
         out.setdefault(rng, []).append(r)
     for rng, rs in out.items():
+        if rng.rpartition("__")[0] not in cases:
+            continue
         buf = io.StringIO()
         w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
         w.writerows(rs)
         with gzip.open(CORPUS / "ncu" / f"{rng}.csv.gz", "wt") as f:
             f.write("".join(head) + buf.getvalue())
-    return sorted(out)
+    return sorted(r for r in out if r.rpartition("__")[0] in cases)
 
 
 def main(argv=None):
@@ -83,7 +86,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     cases = merge_meta(a.corpus_dir)
     n = merge_rows(a.rows, set(cases))
-    print(f"cases {cases}; {n} ncu rows; raw split: {split_raw(a.raw)}")
+    print(f"cases {cases}; {n} ncu rows; raw split: {split_raw(a.raw, set(cases))}")
 
 
 if __name__ == "__main__":
