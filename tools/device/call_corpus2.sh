@@ -17,17 +17,17 @@ python3 -c "import fla, transformers, torch; print('fla', fla.__version__, 'tran
 W=/tmp/w; mkdir -p $W/corpus
 CASES=${CASES:-qwen3_static_eager,qwen3_static_sdpa,gptoss_eager,gemma3_swa_eager,llama3b_cat_decode,qwen3moe_fp8_grouped,qwen3next_fla,bamba_mamba2}
 echo "== corpus traces ($CASES)"
-timeout 190 python3 tools/device/make_corpus.py --out $W/corpus --cases "$CASES" 2>&1 | grep -E "^case|Error" | tail -30
+timeout ${TRACE_S:-190} python3 tools/device/make_corpus.py --out $W/corpus --cases "$CASES" 2>&1 | grep -E "^case|Error" | tail -30
 (cd $W && tar cf $OUT/corpus2.tar corpus)
 echo "traces wall $(( $(date +%s) - t0 )) s"
 echo "== ncu, one step per case and regime"
 INC=""; for c in ${CASES//,/ }; do INC="$INC --nvtx-include ${c}__prefill/ --nvtx-include ${c}__decode/"; done
-timeout 170 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,sm__ops_path_tensor_src_fp8.sum,launch__grid_size,launch__block_size \
+timeout ${NCU_S:-170} ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,sm__ops_path_tensor_src_fp8.sum,launch__grid_size,launch__block_size \
     --clock-control none --cache-control none --nvtx $INC -f -o $W/corpus2_ncu \
     python3 tools/device/make_corpus.py --ncu --out $W/ncu_tmp --cases "$CASES" 2>&1 | grep -E "^case|Error|ERR" | tail -20
 echo "ncu wall $(( $(date +%s) - t0 )) s"
 echo "== ncu --set roofline, one gpt-oss decode step"
-timeout 100 ncu --set roofline --clock-control none --cache-control none --nvtx --nvtx-include gptoss_eager__decode/ -f -o $W/gptoss_decode_roofline \
+[ -n "${NO_ROOFLINE:-}" ] || timeout 100 ncu --set roofline --clock-control none --cache-control none --nvtx --nvtx-include gptoss_eager__decode/ -f -o $W/gptoss_decode_roofline \
     python3 tools/device/make_corpus.py --ncu --out $W/ncu_tmp2 --cases gptoss_eager 2>&1 | grep -E "^case|Error|ERR" | tail -5
 cd $W
 for r in corpus2_ncu gptoss_decode_roofline; do
