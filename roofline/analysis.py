@@ -15,6 +15,7 @@ from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
+from roofline.stagec.writeback import merge_reruns
 from roofline.procedure import (  # noqa: F401  (re-exported: the per-entry steps live in roofline.procedure)
     BOUND_TYPES, DISPATCH_FLOOR_MS, HEADROOM_CLASSES, LATENCY_UTIL, SUSPECT_LOW, _compute_peak, _feasible, _finite,
     REAL_TIME_PCT, _metrics, _min_conf, _verbatim_lps, _verbatim_pct, analyze_entry, pick_regime, regime_shares,
@@ -66,6 +67,8 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     matched: dict[str, Any] = {}
     if counters is not None:
         matched, art["unmatched_counters"] = _match_counters(head, order, counters)
+    # a re-run's record may carry its timing only: no reading for the merge, its timing written last
+    readings = {n: kc for n, kc in matched.items() if not kc.read_nothing}
     any_captured = any(e.shapes for e in head)
     art["stage"] = stage or ("C" if matched else ("B" if any_captured else "A"))
     for e in nonfinite:
@@ -73,7 +76,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     for e in head:
         light = next(x for x in all_light if x["name"] == e.name and x["pct_gpu_time"] == e.pct_gpu_time)
         try:
-            ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], matched.get(e.name), all_light)
+            ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], readings.get(e.name), all_light)
         except EntryError as exc:
             ent = _degraded_entry(e, light, str(exc))
             art["degraded"].append({"name": e.name, "reason": str(exc)})
@@ -83,12 +86,14 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             art["skill_errors"].append({"where": f"entry {e.name}", "error": f"{exc.__class__.__name__}: {exc}",
                                         "traceback": traceback.format_exc(limit=4)})
         if ent.get("modeled"):
-            _other_regimes(ent, e, topn, env, config, peaks, art, matched.get(e.name), all_light)
+            _other_regimes(ent, e, topn, env, config, peaks, art, readings.get(e.name), all_light)
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     _run_fields(art, topn)
     _after_entries(art, topn)
+    # stage C, last: the isolated timings of a re-run (roofline/counters/records.py) onto their entries
+    merge_reruns(art, {n: kc.rerun for n, kc in matched.items() if kc.rerun})
     return art
 
 

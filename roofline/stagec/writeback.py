@@ -1,8 +1,9 @@
 """Stage C's write-back of one re-run's timing into its artifact entry (docs/method.md sections 6
 and 9): the like-for-like ratio (ladder level vs library kernel, both isolated under one L2 state),
 its spread, the projected in-run time, the isolation cost, the verdict of the one noise-band judge
-(roofline/stagec/judge.py) and the entry's note. The measured counters do not enter here: they go
-through the stage-C merge of the analysis (roofline/stagec/merge.py) before this runs.
+(roofline/stagec/judge.py) and the entry's note. The analysis runs it last (`merge_reruns`), for
+every counter record that carries a re-run's timing (roofline/counters/records.py); the measured
+counters themselves went through the stage-C merge of the analysis (roofline/stagec/merge.py).
 Pure: dicts in, the entry updated in place.
 """
 from __future__ import annotations
@@ -19,6 +20,15 @@ def _roof_pct(entry: dict, t_ms: float, peaks: dict) -> float | None:
         return None
     pf = (peaks.get("flops") or {}).get(entry.get("compute_dtype"))
     return roofline(entry["bytes_est"], entry.get("flops_est") or 0.0, t_ms / 1e3, bw, pf)["roofline_pct_raw"]
+
+
+def merge_reruns(art: dict, timings: dict[str, dict], note: str | None = None) -> None:
+    """Each re-run's timing (entry name -> the re-run's measurement) written onto its entry, in the
+    artifact's entry order; `note` (an L4 line) appended to each of those entries."""
+    for e in [x for x in art["entries"] if x["name"] in timings and x.get("modeled")]:
+        write_back(art, e["name"], timings[e["name"]])
+        if note:
+            e["notes"] += f"; {note}"
 
 
 def write_back(art: dict, name: str, meas: dict) -> dict:
