@@ -3,17 +3,12 @@ the notes that name the measured cause when model bytes and DRAM bytes differ (d
 section 4)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from roofline.peaks import Peaks
-
-if TYPE_CHECKING:  # pragma: no cover
-    from roofline.procedure import Work
 
 STREAM_KINDS = ("elementwise", "norm", "quant")
 
 
-def cache_residency(op_class: str, w: "Work", chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
+def cache_residency(op_class: str, w, chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
     """Where the L2 decides the DRAM bytes (docs/method.md section 4), measured on the real-model
     corpus with ncu in the run's own cache state:
     - a streaming op whose whole traffic fits in half the L2 reads what the kernel before it just
