@@ -10,6 +10,7 @@ import traceback
 from typing import Any
 
 from roofline import contract, multirank, routing
+from roofline.contract import gain_rank_key, rankings  # noqa: F401  (the two rankings: the artifact contract)
 from roofline.classify import classify, short_name as _short_name
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
@@ -186,24 +187,3 @@ def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
             "route": "host_side" if e.editable is False else "pct_fallback",
             "route_reason": routing.ROUTES["host_side" if e.editable is False else "pct_fallback"],
             "notes": f"degraded (L2): {reason}"}
-
-
-def gain_rank_key(e: dict) -> tuple[float, bool]:
-    """What ranking_by_expected_gain sorts on: the expected e2e gain of an entry with a verdict at
-    medium or high confidence (of a kernel with verdicts in both regimes, the larger of the two, each
-    on its own regime's share); for every other entry its pct_gpu_time, the most it could give (a
-    head without a verdict is never buried below a +0.00% saturated one). -> (key %, has_gain)."""
-    gains = [float(v["expected_e2e_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
-             if v.get("headroom_class") not in (None, "unknown") and v.get("confidence") in ("medium", "high")
-             and v.get("expected_e2e_gain_pct") is not None]
-    if gains:
-        return max(gains), True
-    return float(e["pct_gpu_time"]), False
-
-
-def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
-    """Both rankings, side by side (docs/artifact.md), so the consumer sees the disagreement instead of a
-    blend. By expected gain: see gain_rank_key; ties go to the larger pct_gpu_time."""
-    by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
-    by_gain = sorted(entries, key=lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
-    return by_pct, [e["name"] for e in by_gain]
