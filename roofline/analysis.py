@@ -92,9 +92,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     _run_fields(art, topn)
-    _after_entries(art, topn)
-    # stage C, last: the isolated timings of a re-run (roofline/counters/records.py) onto their entries
-    merge_reruns(art, {n: kc.rerun for n, kc in matched.items() if kc.rerun})
+    _after_entries(art, topn, matched)
     return art
 
 
@@ -144,14 +142,16 @@ def _run_fields(art: dict, topn: TopN) -> None:
         art["ranks"] = r
 
 
-def _after_entries(art: dict, topn: TopN) -> None:
-    """What needs every entry: the step wall-time shares (roofline/wall.py), the counter-time check."""
+def _after_entries(art: dict, topn: TopN, matched: dict) -> None:
+    """What needs every entry: the step wall-time shares (roofline/wall.py), the counter-time check;
+    last, stage C's re-run timings (roofline/counters/records.py) onto their entries."""
     from roofline import wall
 
     art["wall_time"] = wall.read_wall_time(topn.raw.get("wall_time"))
     wall.add_wall_shares(art["entries"], art["wall_time"])
     for ent in art["entries"]:
         check_counter_time(ent)
+    merge_reruns(art, {n: kc.rerun for n, kc in matched.items() if kc.rerun})
 
 
 # Counters are matched to entries by kernel name. An isolated counter run of the same work times

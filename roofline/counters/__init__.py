@@ -70,9 +70,9 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
 
         return read_ncu_rep(p)
 
-    from .records import is_records_text, read_records_text
+    if text.lstrip().startswith("{"):   # JSON: the counters file of a stage-C re-run
+        from .records import read_records_text
 
-    if is_records_text(text):
         return read_records_text(text, p)
     first = _first_table_row(text)
     from .ncu import is_ncu_csv_header, read_ncu_csv_text
@@ -88,9 +88,8 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
     except (csv.Error, IndexError, KeyError, TypeError, ValueError, OverflowError) as e:
         # a malformed table (a short units row, an oversized field, a stray quote): one clean line
         raise CounterReadError(p, f"malformed CSV ({type(e).__name__}: {e})") from None
-    raise CounterReadError(p, "not a counter file this reader knows (expected an .ncu-rep, the CSV of "
-                              "`ncu --import R --csv --page raw`, a rocprofv3 counter-collection CSV, or "
-                              "the rerun_counters.json of `roofline rerun`)")
+    raise CounterReadError(p, "not a counter file this reader knows (expected an .ncu-rep, the CSV of `ncu --import "
+                              "R --csv --page raw`, a rocprofv3 counter-collection CSV, or a rerun_counters.json)")
 
 
 def _is_utf8(raw: bytes) -> bool:

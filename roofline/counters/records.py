@@ -24,12 +24,6 @@ VERSION = 1
 _FIELDS = {f.name for f in dataclasses.fields(KernelCounters)}
 
 
-def is_records_text(text: str) -> bool:
-    """Whether `text` looks like this JSON form (a JSON object naming the format near its start)."""
-    head = text.lstrip()[:512]
-    return head.startswith("{") and f'"{FORMAT}"' in head
-
-
 def read_records_text(text: str, path) -> list[KernelCounters]:
     """The records of a counters file; CounterReadError (one line) when it is not one."""
     try:
