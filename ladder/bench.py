@@ -18,6 +18,7 @@ from pathlib import Path
 from roofline.peaks.envelope import quantiles as _quantiles
 from roofline.peaks.gemm import gemm_fewest_bytes, gemm_flops  # noqa: F401  (gemm_flops: bench.gemm_flops)
 from roofline.peaks.measure import copy_benchmark
+from roofline.peaks.roof import roofline, roofline_bound_s
 
 from . import check, gpu
 from .registry import DENSE_LEVELS, Level
@@ -203,14 +204,14 @@ def add_roofline_columns(res: dict, peaks: dict | None = None) -> dict:
         m, n, k, t = r["m"], r["n"], r["k"], r["t_ms_median"]
         if fl:
             r["pct_roofline_measured"] = 100.0 * roofline_bound_ms(m, n, k, fl, bw) / t
-            r["bound"] = "compute" if gemm_flops(m, n, k) / fl > gemm_min_bytes(m, n, k) / bw else "memory"
+            r["bound"] = roofline(gemm_min_bytes(m, n, k), gemm_flops(m, n, k), t / 1e3, bw, fl)["roof_axis"]
         if tp:
             r["pct_roofline_table"] = 100.0 * roofline_bound_ms(m, n, k, tp["bf16_flops_s"], tp["hbm_bw_bytes_s"]) / t
     return res
 
 
 def roofline_bound_ms(m, n, k, flops_s, bytes_s) -> float:
-    return 1e3 * max(gemm_flops(m, n, k) / flops_s, gemm_min_bytes(m, n, k) / bytes_s)
+    return 1e3 * roofline_bound_s(gemm_flops(m, n, k), gemm_min_bytes(m, n, k), flops_s, bytes_s)
 
 
 @dataclass

@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from roofline.peaks.roof import roofline
+
 from . import bench, check, gpu
 from .registry import DENSE_LEVELS as LEVELS, VARIANTS, WRONG, get_level
 
@@ -238,7 +240,7 @@ def summarize(res: dict) -> str:
         by = bench.gemm_min_bytes(*s)
         lines.append(f"| {s[0]}x{s[1]}x{s[2]} | {c['t_ms_median'] * 1e3:.1f}, {by / c['t_ms_median'] / 1e9:.2f} | "
                      f"L{best['level']} {best['name']}: {best['t_ms_median'] * 1e3:.1f}, {by / best['t_ms_median'] / 1e9:.2f}, "
-                     f"{100 * by / best['t_ms_median'] / 1e-3 / hbm:.0f}, {best.get('pct_cublas', 0):.0f} |")
+                     f"{100 * roofline(by, 0.0, best['t_ms_median'] * 1e-3, hbm, None)['hbm_util']:.0f}, {best.get('pct_cublas', 0):.0f} |")
     lines.append(f"HBM copy ceiling {hbm / 1e12:.2f} TB/s")
     return "\n".join(lines)
 

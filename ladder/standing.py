@@ -52,7 +52,7 @@ def standing_from_bench(data: dict, path: str, level: int, shape) -> dict:
     if lib:
         measured.append({"what": "cuBLAS (the library) same shape, same process", "value": lib[0], "unit": "ms", "source": path})
     if fl and bw:
-        st["roof_ms"] = max(gemm_flops(m, n, k) / fl, gemm_min_bytes(m, n, k) / bw) * 1e3
+        st["roof_ms"] = roofline_bound_s(gemm_flops(m, n, k), gemm_min_bytes(m, n, k), fl, bw) * 1e3
         st["roof_source"] = (f"ceilings measured in the same run: cuBLAS 8192^3 {fl / 1e12:.0f} TFLOP/s, "
                              f"HBM copy {bw / 1e12:.2f} TB/s")
     else:

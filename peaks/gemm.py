@@ -1,10 +1,13 @@
 """The GEMM arithmetic, once (docs/method.md section 2): the useful FLOPs of C = A·B (2MNK), its
-fewest bytes (each operand crosses HBM once) and the roofline bound time of that work. The
+fewest bytes (each operand crosses HBM once); the roofline bound time of that work is
+roofline.peaks.roof's (re-exported here). The
 analysis' GEMM model, the ladder's benches and standing, the peaks measurement and stage C's
 re-run all count with these. They live beside the peak tables because every side may import
 those (the ladder imports nothing from the analysis; the peak tables nothing but themselves).
 Pure functions; units: FLOPs, bytes, seconds, FLOP/s, bytes/s."""
 from __future__ import annotations
+
+from roofline.peaks.roof import roofline_bound_s  # noqa: F401  (the one roofline arithmetic)
 
 
 def gemm_flops(m: float, n: float, k: float, batch: float = 1) -> float:
@@ -18,11 +21,6 @@ def gemm_fewest_bytes(m: float, n: float, k: float, a_bytes: float = 2, b_bytes:
     cross HBM once, at their element widths (B defaults to A's width)."""
     b_bytes = a_bytes if b_bytes is None else b_bytes
     return float(batch * (m * k * a_bytes + b_copies * k * n * b_bytes + m * n * c_bytes))
-
-
-def roofline_bound_s(flops: float, nbytes: float, peak_flops: float, peak_bw: float) -> float:
-    """The least time the work can take on these roofs: the slower of compute and memory."""
-    return max(flops / peak_flops, nbytes / peak_bw)
 
 
 def device_l2_bytes(device: str | None) -> float | None:

@@ -10,12 +10,13 @@ import traceback
 from typing import Any
 
 from roofline import contract, multirank, opclasses, routing
+from roofline.contract import gain_rank_key, rankings  # noqa: F401  (the two rankings: the artifact contract)
 from roofline.classify import classify, short_name as _short_name
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
-from roofline.values import UNKNOWN
+from roofline.stagec.writeback import merge_reruns
 from roofline.procedure import (  # noqa: F401  (re-exported: the per-entry steps live in roofline.procedure)
     BOUND_TYPES, DISPATCH_FLOOR_MS, HEADROOM_CLASSES, LATENCY_UTIL, SUSPECT_LOW, _compute_peak, _feasible, _finite,
     REAL_TIME_PCT, _metrics, _min_conf, _verbatim_lps, _verbatim_pct, analyze_entry, pick_regime, regime_shares,
@@ -67,6 +68,8 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     matched: dict[str, Any] = {}
     if counters is not None:
         matched, art["unmatched_counters"] = _match_counters(head, order, counters)
+    # a re-run's record may carry its timing only: no reading for the merge, its timing written last
+    readings = {n: kc for n, kc in matched.items() if not kc.read_nothing}
     any_captured = any(e.shapes for e in head)
     art["stage"] = stage or ("C" if matched else ("B" if any_captured else "A"))
     for e in nonfinite:
@@ -74,7 +77,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     for e in head:
         light = next(x for x in all_light if x["name"] == e.name and x["pct_gpu_time"] == e.pct_gpu_time)
         try:
-            ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], matched.get(e.name), all_light)
+            ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], readings.get(e.name), all_light)
         except EntryError as exc:
             ent = _degraded_entry(e, light, str(exc))
             art["degraded"].append({"name": e.name, "reason": str(exc)})
@@ -84,12 +87,12 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             art["skill_errors"].append({"where": f"entry {e.name}", "error": f"{exc.__class__.__name__}: {exc}",
                                         "traceback": traceback.format_exc(limit=4)})
         if ent.get("modeled"):
-            _other_regimes(ent, e, topn, env, config, peaks, art, matched.get(e.name), all_light)
+            _other_regimes(ent, e, topn, env, config, peaks, art, readings.get(e.name), all_light)
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     _run_fields(art, topn)
-    _after_entries(art, topn)
+    _after_entries(art, topn, matched)
     return art
 
 
@@ -139,14 +142,16 @@ def _run_fields(art: dict, topn: TopN) -> None:
         art["ranks"] = r
 
 
-def _after_entries(art: dict, topn: TopN) -> None:
-    """What needs every entry: the step wall-time shares (roofline/wall.py), the counter-time check."""
+def _after_entries(art: dict, topn: TopN, matched: dict) -> None:
+    """What needs every entry: the step wall-time shares (roofline/wall.py), the counter-time check;
+    last, stage C's re-run timings (roofline/counters/records.py) onto their entries."""
     from roofline import wall
 
     art["wall_time"] = wall.read_wall_time(topn.raw.get("wall_time"))
     wall.add_wall_shares(art["entries"], art["wall_time"])
     for ent in art["entries"]:
         check_counter_time(ent)
+    merge_reruns(art, {n: kc.rerun for n, kc in matched.items() if kc.rerun})
 
 
 # Counters are matched to entries by kernel name. An isolated counter run of the same work times
@@ -182,24 +187,3 @@ def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
             "route": "host_side" if e.editable is False else "pct_fallback",
             "route_reason": routing.ROUTES["host_side" if e.editable is False else "pct_fallback"],
             "notes": f"degraded (L2): {reason}"}
-
-
-def gain_rank_key(e: dict) -> tuple[float, bool]:
-    """What ranking_by_expected_gain sorts on: the expected e2e gain of an entry with a verdict at
-    medium or high confidence (of a kernel with verdicts in both regimes, the larger of the two, each
-    on its own regime's share); for every other entry its pct_gpu_time, the most it could give (a
-    head without a verdict is never buried below a +0.00% saturated one). -> (key %, has_gain)."""
-    gains = [float(v["expected_e2e_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
-             if v.get("headroom_class") not in (None, UNKNOWN) and v.get("confidence") in ("medium", "high")
-             and v.get("expected_e2e_gain_pct") is not None]
-    if gains:
-        return max(gains), True
-    return float(e["pct_gpu_time"]), False
-
-
-def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
-    """Both rankings, side by side (docs/artifact.md), so the consumer sees the disagreement instead of a
-    blend. By expected gain: see gain_rank_key; ties go to the larger pct_gpu_time."""
-    by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
-    by_gain = sorted(entries, key=lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
-    return by_pct, [e["name"] for e in by_gain]

@@ -21,6 +21,7 @@ from pathlib import Path
 from roofline.errors import PeaksError
 from roofline.models.gemm import gemm_counts
 from roofline.peaks import DTYPE_BYTES, from_table, load_tables, norm_dtype
+from roofline.peaks.roof import roofline
 
 ROOF_CHOICES = ("table", "datasheet", "measured")
 # NB: "table" is the project's convention (roofline.peaks.from_table): memory roof = the datasheet
@@ -142,15 +143,16 @@ def compute(m: int, n: int, k: int, r: Roofs, out_dtype: str | None = None) -> C
     a = elem_bytes(r.dtype)
     c = elem_bytes(out)
     flops, nbytes = gemm_counts(m, n, k, a, a, c)
-    t_c = flops / r.peak_flops_s
-    t_h = nbytes / r.hbm_bw_bytes_s
-    ai = flops / nbytes
-    ridge = r.peak_flops_s / r.hbm_bw_bytes_s
+    # the roofline of the work done in one second (roofline.peaks.roof, the one arithmetic): each
+    # axis' utilization is then the time that axis needs
+    rf = roofline(nbytes, flops, 1.0, r.hbm_bw_bytes_s, r.peak_flops_s)
+    t_c, t_h = rf["compute_util"], rf["hbm_util"]
+    ai, ridge = rf["arithmetic_intensity"], rf["ridge_point"]
     return CalcResult(
         device=r.device, dtype=r.dtype, out_dtype=out, roof=r.roof, m=m, n=n, k=k, flops=flops,
         bytes_moved=nbytes, peak_flops_s=r.peak_flops_s, peak_flops_kind=r.peak_flops_kind,
         hbm_bw_bytes_s=r.hbm_bw_bytes_s, hbm_bw_kind=r.hbm_bw_kind, t_compute_s=t_c, t_hbm_s=t_h,
-        t_wall_s=max(t_c, t_h), bound="compute" if t_c >= t_h else "memory",
+        t_wall_s=rf["roofline_pct_raw"], bound=rf["roof_axis"],
         ai_flop_per_byte=ai, ridge_flop_per_byte=ridge, ai_over_ridge=ai / ridge,
         crossover_n=crossover_n(r.peak_flops_s, r.hbm_bw_bytes_s, a, a, c),
         attainable_flops_s=min(r.peak_flops_s, r.hbm_bw_bytes_s * ai))

@@ -1,4 +1,5 @@
-"""Kernel name -> op class, and name -> a short name a person can read.
+"""Kernel name -> op class; the short name a person can read is the name normaliser's
+(roofline.counters.match.short_name), handed on here.
 
 The classification is a rule table (``RULES``): ordered ``(regex, op_class)`` rows, first match
 wins, searched case-insensitively in the full kernel name (templates included: a CUTLASS kernel is

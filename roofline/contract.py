@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from roofline import opclasses
 from roofline.opclasses.base import SEED_CLASSES
+from roofline.values import UNKNOWN
 
 # the contract's closed op_class set (one definition: roofline.opclasses.base)
 OP_CLASSES = SEED_CLASSES
@@ -51,3 +52,24 @@ def complete_entry(e: dict) -> dict:
         e["notes"] = ""
     first = SEED_ENTRY_FIELDS + L3_FIELDS + OWN_ENTRY_FIELDS
     return {**{k: e[k] for k in first}, **{k: v for k, v in e.items() if k not in first}}
+
+
+def gain_rank_key(e: dict) -> tuple[float, bool]:
+    """What ranking_by_expected_gain sorts on: the expected e2e gain of an entry with a verdict at
+    medium or high confidence (of a kernel with verdicts in both regimes, the larger of the two, each
+    on its own regime's share); for every other entry its pct_gpu_time, the most it could give (a
+    head without a verdict is never buried below a +0.00% saturated one). -> (key %, has_gain)."""
+    gains = [float(v["expected_e2e_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
+             if v.get("headroom_class") not in (None, UNKNOWN) and v.get("confidence") in ("medium", "high")
+             and v.get("expected_e2e_gain_pct") is not None]
+    if gains:
+        return max(gains), True
+    return float(e["pct_gpu_time"]), False
+
+
+def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
+    """Both rankings, side by side (docs/artifact.md), so the consumer sees the disagreement instead of a
+    blend. By expected gain: see gain_rank_key; ties go to the larger pct_gpu_time."""
+    by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
+    by_gain = sorted(entries, key=lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
+    return by_pct, [e["name"] for e in by_gain]

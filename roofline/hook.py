@@ -207,7 +207,7 @@ def rerun(artifact, entries=(), counters: bool = True, playbook_dir=None) -> dic
     returns {"rerun": [...], "skipped": {...}, "playbook": path|None, "error": str|None}; on any
     failure (no GPU, no ncu, a broken kernel) the artifact is left as it was."""
     try:
-        from roofline.stagec.rerun import rerun_artifact
+        from roofline.rerun import rerun_artifact
 
         res = rerun_artifact(Path(artifact), tuple(entries), counters, None, playbook_dir)
         res["error"] = None

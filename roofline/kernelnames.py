@@ -38,13 +38,25 @@ def _strip_bracketed(s: str, open_ch: str, close_ch: str) -> tuple[str, list[str
     return "".join(out), inner
 
 
+def demangle(name: str) -> str:
+    """An Itanium-mangled name (`_Z...`) demangled; any other name, or one the demangler refuses
+    or cannot be loaded for, unchanged."""
+    s = name.strip()
+    if not s.startswith("_Z"):
+        return name
+    try:
+        import cxxfilt
+
+        return cxxfilt.demangle(s)
+    except Exception:  # noqa: BLE001 - not installed, no C++ runtime, or not a valid mangled name
+        return name
+
+
 def _readable(name: str) -> str:
     """A mangled name (`_Z...`, as a trace may carry it) demangled by the one demangler of the
-    kernel-name normaliser (roofline.counters.match.demangle); any other name unchanged."""
+    kernel-name normaliser (demangle, below); any other name unchanged."""
     if not name.lstrip().startswith("_Z"):
         return name
-    from roofline.counters.match import demangle
-
     return demangle(name)
 
 

@@ -3,15 +3,10 @@ the notes that name the measured cause when model bytes and DRAM bytes differ (d
 section 4)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from roofline import opclasses
 from roofline.peaks import Peaks
 
-if TYPE_CHECKING:  # pragma: no cover
-    from roofline.procedure import Work
-
-def cache_residency(op_class: str, w: "Work", chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
+def cache_residency(op_class: str, w, chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
     """Where the L2 decides the DRAM bytes (docs/method.md section 4), measured on the real-model
     corpus with ncu in the run's own cache state: each class's rule (roofline/opclasses/, `residency`):
     a streaming op served from the L2 gets no verdict (returns True); a GEMM operand, an expert's

@@ -1,6 +1,7 @@
 """The roofline arithmetic of one byte/FLOP candidate: achieved rates, utilizations, arithmetic
-intensity against the ridge point, the roof axis, feasibility against the roofs, and which compute
-peak applies (the dtype's, else the bf16 / fp16 / fp32 fallback). Pure functions.
+intensity against the ridge point and the roof axis (`_metrics`: roofline.peaks.roof's `roofline`,
+the one definition), feasibility against the roofs, and which compute peak applies (the dtype's,
+else the bf16 / fp16 / fp32 fallback). Pure functions.
 
 Units: bytes, FLOPs, seconds, bytes/s, FLOP/s.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 
 from roofline.peaks import Peaks
+from roofline.peaks.roof import roofline as _metrics  # noqa: F401  (the one roofline arithmetic)
 
 _CONF_ORDER = {"low": 0, "medium": 1, "high": 2}
 
@@ -31,20 +33,6 @@ def _compute_peak(peaks: Peaks, dtype: str) -> tuple[float | None, str, list[str
             notes.append(f"no {dtype} compute peak for {peaks.device}; the {alt} roof is used")
             return peaks.compute_peak(alt), alt, notes
     return None, dtype, ["no compute peak at all for this device"]
-
-
-def _metrics(bytes_est: float, flops_est: float, t_s: float, peak_bw: float, peak_flops: float | None) -> dict:
-    achieved_bw = bytes_est / t_s
-    achieved_flops = flops_est / t_s
-    hbm_util = achieved_bw / peak_bw
-    compute_util = achieved_flops / peak_flops if peak_flops else 0.0
-    ai = flops_est / bytes_est if bytes_est > 0 else math.inf
-    ridge = peak_flops / peak_bw if peak_flops else math.inf
-    roof_axis = "compute" if ai > ridge else "memory"
-    pct = compute_util if roof_axis == "compute" else hbm_util
-    return {"achieved_bw_bytes_s": achieved_bw, "achieved_flops": achieved_flops, "hbm_util": hbm_util,
-            "compute_util": compute_util, "arithmetic_intensity": ai, "ridge_point": ridge,
-            "roof_axis": roof_axis, "roofline_pct_raw": pct}
 
 
 def _feasible(m: dict, compute_tol: float = 0.0) -> bool:

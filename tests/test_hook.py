@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline import hook, report
+from roofline import hook, pairwrite, report
 from roofline import opclasses
 
 from conftest import EXAMPLE, ROOT
@@ -107,9 +107,9 @@ def test_a_write_killed_midway_leaves_the_old_artifact(run_root, monkeypatch, wh
         raise OSError(f"simulated crash in {where}")
 
     if where == "replace":
-        monkeypatch.setattr(report.os, "replace", crash)
+        monkeypatch.setattr(pairwrite.os, "replace", crash)
     elif where == "fsync":
-        monkeypatch.setattr(report.os, "fsync", crash)
+        monkeypatch.setattr(pairwrite.os, "fsync", crash)
     else:
         real_write = os.write
 
@@ -118,7 +118,7 @@ def test_a_write_killed_midway_leaves_the_old_artifact(run_root, monkeypatch, wh
             real_write(fd, bytes(data[: len(data) // 2]))
             crash()
 
-        monkeypatch.setattr(report.os, "write", half)
+        monkeypatch.setattr(pairwrite.os, "write", half)
     s = hook.run(rd, stage="C", head_threshold_pct=1.0)
     monkeypatch.undo()
     assert calls, "the crash was not triggered"
@@ -220,8 +220,8 @@ def test_a_process_killed_mid_write_leaves_the_old_artifact(run_root):
     old_json, old_md = _first_artifact(rd)
     code = (
         "import os, signal, sys\n"
-        "from roofline import hook, report\n"
-        "report.os.replace = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "from roofline import hook, pairwrite\n"
+        "pairwrite.os.replace = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
         f"hook.run({str(rd)!r}, stage='C')\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))

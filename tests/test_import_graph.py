@@ -79,3 +79,88 @@ def test_no_module_level_import_circle():
 def test_the_schema_imports_nothing_of_the_package():
     assert _imports("roofline.schema", False) == set()
     assert "roofline.report" not in {d for m in MODS if m.startswith("roofline.schema") for d in _imports(m, False)}
+
+
+def circles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle of `g` (its strongly connected components of two modules or more, each
+    sorted), a package's edges to its own submodules left out (importing a package runs its
+    __init__, which may hand its submodules on: that is no circle)."""
+    edges = {m: sorted(d for d in ds if d in g and not d.startswith(m + ".")) for m, ds in g.items()}
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+
+    def strong(v):                       # Tarjan, iterative over each node's edge list
+        work = [(v, 0)]
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        while work:
+            u, i = work.pop()
+            if i < len(edges[u]):
+                work.append((u, i + 1))
+                w = edges[u][i]
+                if w not in index:
+                    index[w] = low[w] = n[0]
+                    n[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, 0))
+                elif w in on:
+                    low[u] = min(low[u], index[w])
+                continue
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[u])
+            if low[u] == index[u]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == u:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+
+    for m in sorted(edges):
+        if m not in index:
+            strong(m)
+    return sorted(out)
+
+
+def test_no_import_circle_counting_lazy_and_type_only_imports():
+    """Every import counts: module level, inside a function, under `if TYPE_CHECKING:`. A lazy or
+    type-only import still says that one module needs the other; two that need each other are one
+    module split in two, or a layer running up."""
+    g = {m: _imports(m, False) for m in MODS}
+    assert circles(g) == []
+
+
+def test_the_circle_scan_catches_a_lazy_one_and_a_type_only_one():
+    g = {m: _imports(m, False) for m in MODS}
+    assert "roofline.pairwrite" in g["roofline.report"]
+    lazy = dict(g, **{"roofline.pairwrite": g["roofline.pairwrite"] | {"roofline.report"}})   # a lazy import back
+    assert any({"roofline.pairwrite", "roofline.report"} <= set(c) for c in circles(lazy))
+    src = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from roofline.report import to_json\n"
+    tree = ast.parse(src)
+    assert any(isinstance(n, ast.ImportFrom) and n.module == "roofline.report" for n in ast.walk(tree))
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"p": {"p.x"}, "p.x": {"p"}}) == []        # a package and its own submodule
+
+
+def _room(mod: str) -> str:
+    """The floor plan's room of a module: a sub-package of roofline (its folder) or a top module."""
+    parts = mod.split(".")
+    return ".".join(parts[:2]) if parts[0] == "roofline" and len(parts) > 1 else mod
+
+
+def test_no_arrow_runs_up_between_the_folders():
+    """Drawn with each sub-package (roofline/stagec/, roofline/counters/, the ladder, ...) as one room,
+    the house still has floors: no two rooms import each other, through any chain of imports (an
+    import from a lower floor up to a higher one would close such a circle). The top package
+    `roofline` (roofline/__init__.py: the lazy facade `roofline.analyze`) is the roof: left out."""
+    rooms: dict[str, set[str]] = {}
+    for m, ds in ((m, _imports(m, False)) for m in MODS if m != "roofline"):
+        rooms.setdefault(_room(m), set()).update(_room(d) for d in ds if d != "roofline" and _room(d) != _room(m))
+    assert circles(rooms) == []
+    assert {"roofline.stagec", "roofline.counters", "roofline.peaks"} <= set(rooms["roofline.analysis"]) | \
+        set(rooms["roofline.procedure"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline import hook, report
+from roofline import hook, pairwrite, report
 from roofline.counters import CounterReadError, load as load_counters
 
 import reliability as R
@@ -171,7 +171,7 @@ def test_read_only_or_full_output_directory(tmp_path, monkeypatch, fault):
         def write(fd, data):  # the disk fills up half-way through the first file
             real_write(fd, bytes(data[: len(data) // 2]))
             raise OSError(err_no, os.strerror(err_no))
-        monkeypatch.setattr(report.os, "write", write)
+        monkeypatch.setattr(pairwrite.os, "write", write)
     else:
         def mkdir(path, *a, **k):  # the directory refuses new entries
             raise OSError(err_no, os.strerror(err_no), str(path))
@@ -206,7 +206,7 @@ def test_topn_output_on_a_full_disk(tmp_path, monkeypatch):
         real_write(fd, bytes(data[:10]))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(report.os, "write", write)
+    monkeypatch.setattr(pairwrite.os, "write", write)
     out = tmp_path / "o" / "profile_topN.json"
     code, _, err = _cli(["topn", str(R.FIX / "traces" / "prefill.json.gz"), "-o", str(out), "-q"])
     monkeypatch.undo()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline import hook, inputs, peaks, report, safeio
+from roofline import hook, inputs, pairwrite, peaks, report, safeio
 from roofline.counters import CounterReadError, load as load_counters
 from roofline.errors import InputError, PeaksError
 from roofline.ingest.torch_trace import TraceError, parse_trace
@@ -435,10 +435,10 @@ def test_a_hook_run_killed_over_a_good_artifact_leaves_a_pair(rd):
 
     assert hook.run(rd)["skill_errors"] == []
     old = (rd / ART).read_bytes(), (rd / MD).read_bytes()
-    code = ("import os, signal, sys\nfrom roofline import hook, report\n"
+    code = ("import os, signal, sys\nfrom roofline import hook, pairwrite\n"
             "real = os.replace\n"
             "def once(*a, **k):\n    real(*a, **k)\n    os.kill(os.getpid(), signal.SIGKILL)\n"
-            "report.os.replace = once\n"
+            "pairwrite.os.replace = once\n"
             f"hook.run({str(rd)!r}, stage='C')\n")
     env = dict(os.environ, PYTHONPATH=str(R.ROOT))
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120)

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline import api, report
+from roofline import api, report, rerun as rerun_top
 from roofline.ladder import bench, check_x, gpu, gpu_x
-from roofline.stagec import profiler, rerun as stagec_rerun, timing
+from roofline.stagec import profiler, timing
 
 from conftest import FIXTURES
 
@@ -242,7 +242,7 @@ def test_grouped_rerun_counters_on_the_drawn_routing(tmp_path, monkeypatch, libr
     case = "qwen3moe_grouped_mm"
     rec, dev, ncu = _install(monkeypatch, case)
     path = _run_copy(tmp_path, case, library_in_run)
-    res = stagec_rerun.rerun_artifact(path, counters=True, playbook_dir=False)
+    res = rerun_top.rerun_artifact(path, counters=True, playbook_dir=False)
     assert sorted(res["rerun"]) == sorted(rec) and res["skipped"] == {}
     art = json.loads(path.read_text())
     # the corpus head's kernel is torch's own CUTLASS grouped kernel (at::cuda::detail): the counters
@@ -296,7 +296,7 @@ def test_fp8_rerun_counters_read_the_fp8_tensor_ops(tmp_path, monkeypatch):
     case = "llama_fp8_prefill_decode"
     rec, dev, ncu = _install(monkeypatch, case)
     path = _run_copy(tmp_path, case)
-    res = stagec_rerun.rerun_artifact(path, counters=True, playbook_dir=False)
+    res = rerun_top.rerun_artifact(path, counters=True, playbook_dir=False)
     assert sorted(res["rerun"]) == sorted(rec) and res["skipped"] == {}
     art = json.loads(path.read_text())
     fp8 = next(e for e in art["entries"] if e["name"] in rec and e["dtypes"]["act"] == "fp8")

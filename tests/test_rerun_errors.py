@@ -10,7 +10,8 @@ import types
 
 import pytest
 
-from roofline.stagec import profiler as rerun_counters, rerun as rerun_run, timing as rerun_measure
+from roofline.stagec import profiler as rerun_counters, timing as rerun_measure
+from roofline import rerun as rerun_top
 from roofline.errors import CounterCollectError, RerunError, RooflineError
 from roofline.opclasses import Problem
 
@@ -60,7 +61,7 @@ def test_the_rerun_records_a_counter_failure_as_l4(tmp_path, monkeypatch):
     monkeypatch.setattr(rerun_measure, "device_arch", lambda: "sm_90a")
     monkeypatch.setattr(rerun_measure, "measure_problems", replay)
     monkeypatch.setattr(rerun_counters, "collect_mix_counters", fail)
-    res = rerun_run.rerun_artifact(art_path, counters=True, playbook_dir=tmp_path / "knowledge")
+    res = rerun_top.rerun_artifact(art_path, counters=True, playbook_dir=tmp_path / "knowledge")
     assert sorted(res["rerun"]) == sorted(recorded)
     out = json.loads(art_path.read_text())
     for e in out["entries"]:
@@ -75,4 +76,4 @@ def test_no_gpu_is_a_typed_error(tmp_path, monkeypatch):
     shutil.copy(STAGE_B / "profile_roofline.json", tmp_path / "profile_roofline.json")
     monkeypatch.setattr(rerun_measure, "device_arch", lambda: None)
     with pytest.raises(RerunError, match="CuPy is not installed|no GPU: CuPy is installed"):
-        rerun_run.rerun_artifact(tmp_path / "profile_roofline.json")
+        rerun_top.rerun_artifact(tmp_path / "profile_roofline.json")

@@ -59,7 +59,7 @@ def test_rerun_of_an_moe_head_runs_its_expert_gemms(tmp_path):
     import json
 
     from roofline import api, report
-    from roofline.stagec.rerun import rerun_artifact
+    from roofline.rerun import rerun_artifact
     from roofline.models.moe import experts_hit
 
     topn = {"serving": {"n_decode_steps": 100, "n_prefill_steps": 1}, "entries": [{

@@ -175,3 +175,53 @@ def test_the_level_scan_catches_a_hard_coded_list():
     assert level_list_violations("x.sh", "PASS=\"1,2,3\"\nfor l in 4 5 6; do :; done\nf=l04_tma\n") != []
     assert len(level_list_violations("x.sh", "PASS=\"1,2,3\"\nfor l in 4 5 6; do :; done\nf=l04_tma\n")) == 3
     assert level_list_violations("x.sh", "# levels 1,2,3 in a comment\nN=128 256 64\n") == []
+
+
+# ------------------------------------------------------------------ the roofline arithmetic
+ROOF = ROOT / "peaks" / "roof.py"   # THE definition (roofline.peaks.roof.roofline)
+ROOF_NAME_RX = re.compile(r"peak|\bpf\b|\bbw\b|hbm|flops_s|bytes_s", re.I)
+
+
+def _quotient(n) -> bool:
+    return isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+
+
+def roof_violations(name: str, text: str) -> list[str]:
+    """Places in `text` that compute the roofline themselves instead of calling roofline.peaks.roof:
+    the bound time `max(flops / peak_flops, bytes / peak_bw)` (any max/min of two quotients), the
+    axis `flops / peak_flops > bytes / peak_bw` (a comparison of two quotients), or a utilization
+    `work / t / roof` (a rate divided by something named as a roof: peak, pf, bw, hbm, flops_s, bytes_s)."""
+    out = []
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("max", "min") \
+                and sum(_quotient(a) for a in n.args) >= 2:
+            out.append(f"{name}:{n.lineno} bound time {ast.unparse(n)}")
+        elif isinstance(n, ast.Compare) and _quotient(n.left) and any(_quotient(c) for c in n.comparators):
+            out.append(f"{name}:{n.lineno} roof axis {ast.unparse(n)}")
+        elif _quotient(n) and _quotient(n.left) and ROOF_NAME_RX.search(ast.unparse(n.right)):
+            out.append(f"{name}:{n.lineno} utilization {ast.unparse(n)}")
+    return out
+
+
+def test_the_roofline_arithmetic_is_defined_once():
+    bad = [v for p in SRC if p != ROOF for v in roof_violations(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))]
+    assert not bad, bad
+    # and every side calls it: the analysis, stage C's write-back, the ladder's bench and standing,
+    # the calculator
+    from roofline import roofmath
+    from roofline.peaks import gemm, roof
+    from roofline.ladder import bench
+
+    assert roofmath._metrics is roof.roofline and gemm.roofline_bound_s is roof.roofline_bound_s
+    for mod in ("roofline/stagec/writeback.py", "ladder/bench.py", "ladder/standing.py", "roofline/calc.py"):
+        assert re.search(r"\broofline(_bound_s)?\(", (ROOT / mod).read_text()), mod
+    assert bench.roofline_bound_ms(8192, 8192, 8192, 1e15, 1e12) == 1e3 * 2 * 8192 ** 3 / 1e15
+
+
+def test_the_roof_scan_catches_a_second_copy():
+    src = ("def f(e, t_s, peaks, pf):\n"
+           "    a = max(e['flops_est'] / pf, e['bytes_est'] / peaks['hbm_bw_bytes_s'])\n"
+           "    ax = 'compute' if fl / pf > by / bw else 'memory'\n"
+           "    return e['bytes_est'] / t_s / peaks['hbm_bw_bytes_s']\n")
+    assert sorted(v.split()[1] for v in roof_violations("x.py", src)) == ["bound", "roof", "utilization"]
+    assert roof_violations("x.py", "t = a / b / 1000.0\nx = max(a, b / c)\n") == []

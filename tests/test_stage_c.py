@@ -97,3 +97,26 @@ def test_unknown_device_takes_its_peaks_from_the_report(kcs):
     assert pk["flops"]["bf16"] == pytest.approx(540672 * 1.98e9)             # 132 SMs x 4096 x 1.98 GHz
     g = a["entries"][0]
     assert g["confidence"] == "low" and g["headroom_class"] == "unknown"     # L1: display only
+
+
+def test_the_rerun_counters_file_is_a_counter_file(tmp_path):
+    """roofline/counters/records.py: what a re-run writes, `counters.load` reads back (any field,
+    the timing too); a file of another version or with an unknown field is refused in one line."""
+    import json
+
+    from roofline.counters import CounterReadError, KernelCounters, load
+    from roofline.counters.records import records_text
+
+    recs = [KernelCounters(name="nvjet_a", launches=1, source="rerun ncu-cli: cuBLAS isolated, L2 cold",
+                           t_ms=0.5, dram_bytes=1.5e8, tensor_flops_by_dtype={"bf16": 2e12}, rerun={"ladder_t_ms": 0.4}),
+            KernelCounters(name="gemm_b", launches=1, source="rerun: isolated timing, no counters", rerun={"x": 1})]
+    p = tmp_path / "rerun_counters.json"
+    p.write_text(records_text(recs))
+    got = load(p)
+    assert got == recs and got[1].read_nothing and not got[0].read_nothing
+    doc = json.loads(p.read_text())
+    for bad, why in ((dict(doc, version=2), "version"), (dict(doc, records=[{"name": "a", "launches": 1, "junk": 0}]),
+                                                            "unknown field")):
+        p.write_text(json.dumps(bad))
+        with pytest.raises(CounterReadError, match=why):
+            load(p)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline import api, report
-from roofline.stagec import playbook, profiler, rerun as stagec_rerun, timing
+from roofline import api, report, rerun as rerun_top
+from roofline.stagec import playbook, profiler, timing
 
 from conftest import FIXTURES
 
@@ -104,7 +104,7 @@ def test_replayed_rerun_matches_independent_counts(tmp_path, monkeypatch, run, n
     recorded = _recorded(run)
     _install_replay(monkeypatch, recorded)
     path = _stage_b_copy(tmp_path, run, n_l)
-    res = stagec_rerun.rerun_artifact(path, counters=True, playbook_dir=tmp_path / "knowledge")
+    res = rerun_top.rerun_artifact(path, counters=True, playbook_dir=tmp_path / "knowledge")
     heads = sorted(n for n, e in recorded.items() if e.get("measured"))
     assert sorted(res["rerun"]) == heads and res["skipped"] == {}
     art = json.loads(path.read_text())
@@ -145,7 +145,7 @@ def test_replay_reproduces_the_recorded_stage_c_artifact(tmp_path, monkeypatch, 
     recorded = _recorded(run)
     _install_replay(monkeypatch, recorded)
     path = _stage_b_copy(tmp_path, run)
-    stagec_rerun.rerun_artifact(path, counters=True, playbook_dir=False)
+    rerun_top.rerun_artifact(path, counters=True, playbook_dir=False)
     for e in json.loads(path.read_text())["entries"]:
         o = recorded[e["name"]]
         assert art_peaks_bw(path) == o_peaks_bw(run)
@@ -216,32 +216,27 @@ def test_analyze_counters_against_the_csv(tmp_path, n_l):
 
 
 def test_an_earlier_rerun_of_a_head_not_rerun_now_is_kept(tmp_path, monkeypatch):
-    """A second re-run of ONE head (with counters: the artifact is analysed afresh) keeps the
-    `measured` block an earlier re-run wrote on another head."""
-    import json as _json
-    import shutil
+    """Two re-runs of one head each (replayed): the second keeps what the first measured on the
+    other head, because both records stay in the counters file the analysis merges
+    (rerun_counters.json); and `analyze --counters` of that file is the re-run's artifact."""
+    from roofline.counters import load
 
-    from roofline.stagec import rerun as R
-
-    src = FIXTURES / "rerun_real" / "prefill" / "profile" / "round_1"
-    if not (src / "profile_roofline.json").is_file():
-        pytest.skip("no recorded stage-C artifact")
-    d = tmp_path / "profile" / "round_1"
-    shutil.copytree(src, d)
-    art = _json.loads((d / "profile_roofline.json").read_text())
-    heads = [e for e in art["entries"] if e.get("measured")]
-    if len(heads) < 2:
-        pytest.skip("needs two re-run heads")
-    other = heads[1]
-    before = other["measured"]
-    rec = {"name": heads[0]["name"], "source": "replay", "launches": 1, "t_ms": heads[0]["t_ms"],
-           "dram_bytes": heads[0].get("bytes_measured") or heads[0]["bytes_est"]}
-    monkeypatch.setattr(R, "reanalyse", lambda a, p, r: _json.loads(_json.dumps(
-        {**a, "entries": [{k: v for k, v in e.items() if k not in ("measured", "measured_attainable_speedup")}
-                                       for e in a["entries"]]})))
-    monkeypatch.setattr("roofline.stagec.writeback.write_back",
-                        lambda a, name, meas: next(e for e in a["entries"] if e["name"] == name))
-    R._merge_and_write(art, d / "profile_roofline.json", [rec], [(heads[0]["name"], {})], False)
-    out = _json.loads((d / "profile_roofline.json").read_text())
-    kept = next(e for e in out["entries"] if e["name"] == other["name"])
-    assert kept["measured"] == before and "from an earlier re-run" in kept["notes"]
+    recorded = _recorded("prefill")
+    _install_replay(monkeypatch, recorded)
+    path = _stage_b_copy(tmp_path, "prefill")
+    first, second = sorted(n for n, e in recorded.items() if e.get("measured"))[:2]
+    rerun_top.rerun_artifact(path, entries=(first,), counters=True, playbook_dir=False)
+    after_one = {e["name"]: e for e in json.loads(path.read_text())["entries"]}
+    assert "measured" in after_one[first] and "measured" not in after_one[second]
+    res = rerun_top.rerun_artifact(path, entries=(second,), counters=True, playbook_dir=False)
+    assert res["rerun"] == [second]
+    art = json.loads(path.read_text())
+    by = {e["name"]: e for e in art["entries"]}
+    for k in ("measured", "measured_attainable_speedup", "bytes_measured", "roofline_pct", "notes"):
+        assert by[first][k] == after_one[first][k], k           # the first head as its own re-run left it
+    assert by[second]["measured"]["ladder_t_ms"] == recorded[second]["measured"]["ladder_t_ms"]
+    counters_file = path.parent / "rerun_counters.json"
+    assert sorted(r.name for r in load(counters_file)) == sorted([first, second])
+    # the same artifact from the analysis alone: `analyze --counters rerun_counters.json`
+    again = api.analyze(path.parent / "profile_topN.json", stage="C", counters=counters_file)
+    assert again["entries"] == art["entries"]

@@ -8,7 +8,7 @@ The device run (`tools/device/rerun_demo.sh`, 2026-11-29) wrote its artifact bef
 contract of docs/method.md ("Confidence"): it said confidence "high" on entries whose bytes were the
 model's. Its measurements are still good evidence: per head, the problems, the check, the ladder
 level's and cuBLAS's isolated times (cold L2). This script replays exactly those through
-`rerun_artifact` (roofline/stagec/rerun.py) onto a copy of the folder's stage-B artifact, the device
+`rerun_artifact` (roofline/rerun.py) onto a copy of the folder's stage-B artifact, the device
 runs replaced by the recording, and writes the result back into `rerun_h200/`:
 
 - timing only (no counter merge): that run's ncu counters counted the ladder kernel (level 5), not
@@ -41,7 +41,8 @@ def _key(probs) -> tuple:
 
 def rederive(fix: Path) -> Path:
     """Replay fix/rerun_h200's recorded measurements onto fix's stage-B artifact; rewrite rerun_h200/."""
-    from roofline.stagec import rerun as stagec_rerun, timing
+    from roofline import rerun as stagec_rerun
+    from roofline.stagec import timing
 
     rec_dir = fix / "rerun_h200"
     recorded = json.loads((rec_dir / "profile_roofline.json").read_text(encoding="utf-8"))

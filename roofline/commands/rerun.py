@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from roofline.errors import RooflineError
-from roofline.stagec.rerun import rerun_artifact  # the work; this module is only the command
+from roofline.rerun import rerun_artifact  # the work; this module is only the command
 
 
 @click.command("rerun")

@@ -9,7 +9,7 @@ import os
 
 import click
 
-from roofline.commands.topn import _ROUND_RE, _config_or_exit, _fail, _starter_env, _topn_of_trace, _write_atomic
+from roofline.commands.topn_read import _ROUND_RE, _config_or_exit, _fail, _starter_env, _topn_of_trace, _write_atomic
 
 
 def _read_ranks(paths: list[str], steps: dict, round_no: int):

@@ -9,6 +9,7 @@
 - binary (NUL bytes or not UTF-8)        -> Nsight Compute report, through `ncu_report`
 - text whose header row is "ID",...,"Kernel Name",...   -> `ncu --import R --csv --page raw`
 - text with Kernel_Name, Counter_Name, Counter_Value    -> rocprofv3 counter collection
+- JSON {"format": "roofline-counters", ...}             -> the counters a stage-C re-run wrote (records.py)
 Anything else, or a file that fails to parse, raises CounterReadError (a RooflineError and a ValueError) whose
 message is one line naming the file and the problem.
 """
@@ -69,6 +70,10 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
 
         return read_ncu_rep(p)
 
+    if text.lstrip().startswith("{"):   # JSON: the counters file of a stage-C re-run
+        from .records import read_records_text
+
+        return read_records_text(text, p)
     first = _first_table_row(text)
     from .ncu import is_ncu_csv_header, read_ncu_csv_text
     from .rocprof import MOPS_F8_FLOPS_PER_UNIT, is_rocprof_header, read_rocprof_csv_text
@@ -83,8 +88,8 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
     except (csv.Error, IndexError, KeyError, TypeError, ValueError, OverflowError) as e:
         # a malformed table (a short units row, an oversized field, a stray quote): one clean line
         raise CounterReadError(p, f"malformed CSV ({type(e).__name__}: {e})") from None
-    raise CounterReadError(p, "not a counter file this reader knows (expected an .ncu-rep, the CSV of "
-                              "`ncu --import R --csv --page raw`, or a rocprofv3 counter-collection CSV)")
+    raise CounterReadError(p, "not a counter file this reader knows (expected an .ncu-rep, the CSV of `ncu --import "
+                              "R --csv --page raw`, a rocprofv3 counter-collection CSV, or a rerun_counters.json)")
 
 
 def _is_utf8(raw: bytes) -> bool:

@@ -31,6 +31,14 @@ class KernelCounters:
     # count metrics this record has only as rate x duration (the report stored `M.per_second`,
     # e.g. `ncu --set roofline`: dram__bytes.sum.per_second, no dram__bytes.sum), by metric name
     derived_from_rate: list[str] = field(default_factory=list)
+    # a stage-C re-run's isolated timing of this kernel (roofline/counters/records.py), written onto
+    # its entry after the analysis (roofline/stagec/writeback.py); None for every other source
+    rerun: dict | None = None
+
+    @property
+    def read_nothing(self) -> bool:
+        """No counter was read: a re-run record that carries its timing only."""
+        return self.t_ms is None and self.dram_bytes is None and self.flops_issued is None and self.l2_bytes is None
 
     @property
     def flops_issued(self) -> float | None:

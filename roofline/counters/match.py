@@ -30,6 +30,8 @@ from __future__ import annotations
 import functools
 import re
 
+from roofline.kernelnames import demangle, short_name  # noqa: F401  (the one demangler and short-name rule)
+
 from .base import KernelCounters
 
 _ANON = re.compile(r"(?:\((?:anonymous namespace|anonymous)\)|<unnamed>|\{anonymous\})::")
@@ -43,20 +45,6 @@ _WS = re.compile(r"\s+")
 
 
 @functools.lru_cache(maxsize=4096)
-def demangle(name: str) -> str:
-    """An Itanium-mangled name (`_Z...`) demangled; any other name, or one the demangler refuses
-    or cannot be loaded for, unchanged."""
-    s = name.strip()
-    if not s.startswith("_Z"):
-        return name
-    try:
-        import cxxfilt
-
-        return cxxfilt.demangle(s)
-    except Exception:  # noqa: BLE001 - not installed, no C++ runtime, or not a valid mangled name
-        return name
-
-
 def _strip_args(name: str) -> str:
     """Drop a trailing top-level '( ... )' argument list (and a ' [clone ...]' tail)."""
     s = name.strip()
@@ -91,13 +79,6 @@ def canonical_name(name: str) -> str:
     s = _CV.sub("", s)
     s = _NS.sub("", s)
     return _WS.sub("", s)
-
-
-def short_name(name: str) -> str:
-    """The project's one short-name rule (roofline/classify.py), so both sides of a match agree."""
-    from roofline.kernelnames import short_name as _sn
-
-    return _sn(name)
 
 
 def _templated(name: str) -> bool:

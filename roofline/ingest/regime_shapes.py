@@ -4,12 +4,9 @@ the launch stream (the producers and consumers a fusion lever may name)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING
 
 from roofline.opclasses import regime_voters, trace_shape
 
-if TYPE_CHECKING:  # pragma: no cover
-    from roofline.ingest.topn import KernelAgg
 
 # Regime from shapes (docs/method.md section 3): each class that can tell says it from its recorded
 # ops' shapes (roofline/opclasses/, `regime_vote`: attention by q_len, then GEMM rows), in rank order.
@@ -52,8 +49,8 @@ def window_regime(pt) -> tuple[str | None, str]:
     return None, ""
 
 
-def _regime_of_agg(a: KernelAgg, sigs) -> tuple[str | None, str]:
-    """The regime a kernel's linked ops' shapes say, by launches."""
+def _regime_of_agg(a, sigs) -> tuple[str | None, str]:
+    """The regime a kernel's linked ops' shapes say, by launches (a: its roofline.ingest.topn.KernelAgg)."""
     if not a.sigs or sigs is None:
         return None, "no linked op"
     votes, ev = Counter(), {}

@@ -6,7 +6,8 @@ artifact entry, and what is learnt from them. Each module has one job:
   merge.py        THE merge of a counter record into an entry (`apply_stage_c`, a step of roofline/procedure.py)
   judge.py        THE noise-band judge (is a measured speedup real, does it contradict the prediction)
   writeback.py    one re-run's timing written onto its entry (like-for-like ratio, spread, projection, verdict)
-  rerun.py        the whole re-run of an artifact's GEMM heads (plan, measure, analyse once, write back)
+  rerun.py        the measurement of an artifact's GEMM heads (plan, time, profile): one counter record per head
+                  (roofline/counters/records.py), which roofline/rerun.py writes and `analyze --counters` merges
   timing.py       the re-run's check-then-time on the device (ladder level beside the library kernel)
   profiler.py     the re-run's ncu / nsight-python counters (and the scripts the profiler launches)
   feedback.py     a kernel team's measurement recorded on its entry and in the playbook

@@ -1,21 +1,34 @@
 """Stage C's write-back of one re-run's timing into its artifact entry (docs/method.md sections 6
 and 9): the like-for-like ratio (ladder level vs library kernel, both isolated under one L2 state),
 its spread, the projected in-run time, the isolation cost, the verdict of the one noise-band judge
-(roofline/stagec/judge.py) and the entry's note. The measured counters do not enter here: they go
-through the stage-C merge of the analysis (roofline/stagec/merge.py) before this runs.
+(roofline/stagec/judge.py) and the entry's note. The analysis runs it last (`merge_reruns`), for
+every counter record that carries a re-run's timing (roofline/counters/records.py); the measured
+counters themselves went through the stage-C merge of the analysis (roofline/stagec/merge.py).
 Pure: dicts in, the entry updated in place.
 """
 from __future__ import annotations
 
+from roofline.peaks.roof import roofline
 from roofline.stagec.judge import judge_isolated
 
 
 def _roof_pct(entry: dict, t_ms: float, peaks: dict) -> float | None:
-    t_s = t_ms / 1e3
-    if entry.get("roof_axis") == "compute":
-        pf = (peaks.get("flops") or {}).get(entry.get("compute_dtype"))
-        return entry["flops_est"] / t_s / pf if pf else None
-    return entry["bytes_est"] / t_s / peaks["hbm_bw_bytes_s"] if peaks.get("hbm_bw_bytes_s") else None
+    """The fraction of the roof the entry's work (bytes_est, flops_est of one logical op) reaches in
+    t_ms on the artifact's roofs (roofline.peaks.roof, the one arithmetic); None without an HBM roof."""
+    bw = peaks.get("hbm_bw_bytes_s")
+    if not bw:
+        return None
+    pf = (peaks.get("flops") or {}).get(entry.get("compute_dtype"))
+    return roofline(entry["bytes_est"], entry.get("flops_est") or 0.0, t_ms / 1e3, bw, pf)["roofline_pct_raw"]
+
+
+def merge_reruns(art: dict, timings: dict[str, dict], note: str | None = None) -> None:
+    """Each re-run's timing (entry name -> the re-run's measurement) written onto its entry, in the
+    artifact's entry order; `note` (an L4 line) appended to each of those entries."""
+    for e in [x for x in art["entries"] if x["name"] in timings and x.get("modeled")]:
+        write_back(art, e["name"], timings[e["name"]])
+        if note:
+            e["notes"] += f"; {note}"
 
 
 def write_back(art: dict, name: str, meas: dict) -> dict:
@@ -113,13 +126,16 @@ def _rerun_note(m: dict, lad, lib, speedup: float, basis: str, verdict: str, cur
 
 def routing_bytes(e: dict, grouped: list[dict], bytes_measured: float | None) -> tuple[list[dict], dict]:
     """A grouped head's drawn routing per problem (its rule and the experts it hit, beside the
-    model's expected experts_hit) and the model's bytes at each (models.moe.grouped_model), per
+    model's expected experts_hit) and the model's bytes at each (the entry's op-class model at the
+    grouped shape), per
     logical op (sum of count x problem, the work mix the counters measured), beside the measured
     bytes (the entry's, from this re-run's counters through the merge; None without). NB: the model's bytes are linear in the experts hit (one
     expert's N x K weights each), so at the drawn routing they are the model's figure moved by
     (drawn - expected) x one expert's weight bytes."""
-    from roofline.models.moe import grouped_model
+    from roofline import opclasses
     from roofline.peaks import DTYPE_BYTES, norm_dtype
+
+    model = opclasses.get(e.get("op_class")).model
 
     dts = e.get("dtypes") or {}
     dt = {}
@@ -128,7 +144,7 @@ def routing_bytes(e: dict, grouped: list[dict], bytes_measured: float | None) ->
         dt[f"{k}_bytes"] = DTYPE_BYTES[dt[k]]
     rows, tot = [], {"bytes_model_expected_hit": 0.0, "bytes_model_drawn_hit": 0.0}
     for q in grouped:
-        res = grouped_model({"pairs": q["M"], "E": q["E"], "N": q["N"], "K": q["K"]}, dt)
+        res = model({"pairs": q["M"], "E": q["E"], "N": q["N"], "K": q["K"]}, dt)
         expected = res.candidates[0].bytes_est
         drawn = expected + (q["experts_hit_drawn"] - res.info["experts_hit"]) * res.info["expert_weight_bytes"]
         rows.append({"label": q.get("label"), "rule": q["routing"], "experts_hit_drawn": q.get("experts_hit_drawn"),
