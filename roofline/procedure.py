@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline import collective, contract, opclasses, routing
+from roofline import collective, contract, necessary, opclasses, routing
 from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
@@ -425,28 +425,22 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
     out["confidence"] = confidence
 
 
-def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict) -> None:
-    """Route (docs/method.md section 5) and levers. docs/artifact.md: byte_reduction_levers only on saturated
-    heads; every other lever (latency: occupancy, fusion, split-K; the evidence-based stop-reading
-    lever of an unsaturated MoE) goes to other_levers."""
-    out["route"] = routing.route(out)
-    out["route_reason"] = routing.ROUTES[out["route"]]
-    out["byte_reduction_levers"] = (routing.byte_reduction_levers(out, all_light, info, dt)
-                                    if out["headroom_class"] == "saturated" else [])
+def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict,
+                     necessary_levers: list | None = None) -> None:
+    """Route (docs/method.md section 5; by the larger of the tuning and the avoidable gain) and levers
+    with their evidence (roofline.levers: levers_detail; byte_reduction_levers on saturated heads
+    only, docs/artifact.md; every other lever goes to other_levers)."""
+    from roofline import levers
+
+    out["route"] = routing.route_by_gain(out)
+    out["route_reason"] = routing.route_reason(out)
     out["other_levers"] = routing.other_levers(out)
-    if out["headroom_class"] != "saturated":
-        me = next((o for o in all_light if o.get("name") == out["name"]), {})
-        out["other_levers"] = routing.copy_levers(out, me) + out["other_levers"]
+    levers.apply(out, op_class, necessary_levers or [], all_light, info, dt)
     if op_class == "comm":
         out["byte_reduction_levers"] = ([routing.COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else [])
         out["other_levers"] = collective.levers(out)
         if out.get("attainable_speedup") is None:
             out.pop("attainable_speedup_transfer", None)
-    if (op_class == "moe" and out["headroom_class"] != "saturated"
-            and any(not a["feasible"] for a in out.get("alternatives", []))):
-        # the all-expert model being infeasible is itself evidence for the stop-reading lever
-        out["other_levers"] += [lv for lv in routing.byte_reduction_levers(out, [], info, dt)
-                                if lv.startswith("stop reading")]
 
 
 def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
@@ -481,7 +475,9 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     attain = collective.kernel_speedup(split, attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes),
                                        out, notes)
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
-    route_and_levers(out, op_class, all_light, w.res.info, w.dt)
+    nec = necessary.assess(op_class, w, alts.index(chosen), necessary.context(topn, env, config, regime, w))
+    necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes)
+    route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers)
     out["notes"] = "; ".join(notes)
     return out, w.res.info
 

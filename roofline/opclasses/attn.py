@@ -112,7 +112,82 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     return ("batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim")
 
 
-register(OpClass("attn", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
+def _filled(shape: dict, ctx) -> tuple[float | None, str]:
+    """(mean filled KV length per launch, the evidence) of a decode attention, or (None, what is missing).
+    The K length is the filled context unless the K/V come from a preallocated cache of that many
+    slots (trace_evidence.kv_caches: written in place a token at a time): then the filled slots come
+    from a prompt write in the same trace plus the decode steps after it, else from the workload's isl
+    (the prompts' length) plus the mean decode position osl/2 (said so: not from the trace)."""
+    s = shape["seq_len"]
+    lens = sorted({x.get("seq_len") for x in ctx.shapes if isinstance(x.get("seq_len"), (int, float))})
+    cache = next((c for c in ctx.trace_evidence.get("kv_caches", []) if c.get("slots") == s
+                  and c.get("dims", [None])[0] == shape.get("batch")), None)
+    if cache is None:
+        if len(lens) >= 2:
+            return float(s), f"the K length grows step by step ({int(lens[0])} -> {int(lens[-1])}): it is the filled context"
+        return None, (f"the trace does not say how many of the attention's {s} K positions are filled: no in-place "
+                      "cache write of that many slots, no K length that grows step by step")
+    if cache.get("whole_output"):
+        return float(s), (f"the K/V are the output of {cache['op']} {cache['dims']} (the kept cache plus the new "
+                          "token): every position is a real token")
+    toks = {int(k): v for k, v in (cache.get("tokens_written") or {}).items()}
+    where = f"{cache['op']} writes {min(toks) if toks else '?'} token(s) at a time into a {s}-slot cache {cache['dims']}"
+    prompt = max((t for t in toks if t > 1), default=None)
+    n = ctx.steps or 0
+    if prompt:
+        return prompt + (n + 1) / 2, f"{where}; the trace's prompt write filled {prompt} slots, then {n:g} decode steps"
+    isl, osl = ctx.workload.get("isl"), ctx.workload.get("osl")
+    if isl:
+        mean = float(isl) + (float(osl) / 2 if osl else 0.0)
+        return mean, (f"{where}; the trace has no prompt write: filled slots from the workload, isl {isl:g}"
+                      + (f" + osl/2 {float(osl) / 2:g}" if osl else "") + " (not from the trace)")
+    return None, f"{where}; nothing says how many are filled (no prompt write in the trace, no workload isl)"
+
+
+def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
+    """A decode attention needs the K and V of its KV heads over the filled context only:
+    - KV heads: config.json's num_key_value_heads where the K/V it is given carry more heads (a GQA
+      broadcast materialised before it, repeat_kv): a GQA-aware kernel reads the KV heads in place;
+    - context: the filled slots (_filled), not a preallocated cache's empty ones.
+    Prefill: the model's bytes (Q, K, V, O once) with the KV heads of config.json."""
+    from roofline.opclasses.base import Necessary
+
+    hq, hkv, d, b = shape["n_q_heads"], shape["n_kv_heads"], shape["head_dim"], shape["batch"]
+    ev, kinds = [], []
+    kv_cfg = cfg(ctx.config, "num_key_value_heads", "num_kv_heads")
+    nkv = hkv
+    if isinstance(kv_cfg, int) and 0 < kv_cfg < hkv and hkv % kv_cfg == 0:
+        nkv = kv_cfg
+        ev.append(f"K/V carry {hkv} heads, config.json num_key_value_heads = {kv_cfg}: the KV heads were broadcast "
+                  f"{hkv // kv_cfg}x before the attention (a GQA-aware kernel reads the {kv_cfg} in place)")
+        kinds.append("kv_heads_broadcast")
+    if shape.get("regime", ctx.regime) == "prefill" or "seq_len" not in shape:
+        if nkv == hkv:
+            return None
+        q, s = shape.get("q_len", shape.get("seq_len")), shape.get("seq_len")
+        kv_bytes = b * s * d * 2 * dt["act_bytes"] * (hkv - nkv) if (q and s) else None
+        if kv_bytes is None:
+            return None
+        return Necessary(max(0.0, bytes_est - kv_bytes), kind="kv_heads_broadcast", evidence=ev,
+                         lever="read the KV heads in place (GQA-aware attention): no expanded K/V")
+    filled, why = _filled(shape, ctx)
+    if filled is None:
+        return Necessary(None, evidence=ev, missing=why)
+    filled = min(float(filled), float(shape["seq_len"]))
+    if filled < shape["seq_len"] * 0.98:
+        kinds.append("empty_slots")
+    ev.append(why)
+    _, nec = _model.decode_counts(b, filled, hq, nkv, d, dt["kv_bytes"])
+    lever = None
+    if kinds:
+        lever = ("read only what the result needs: " + " and ".join(
+            {"kv_heads_broadcast": f"the {nkv} KV heads in place (GQA-aware attention, no repeat_kv)",
+             "empty_slots": f"the ~{filled:.0f} filled of {shape['seq_len']} cache slots (pass the filled "
+                            "length / a varlen or paged kernel instead of the whole static cache)"}[k] for k in kinds))
+    return Necessary(float(nec), kind="+".join(kinds) if kinds else "as_modelled", evidence=ev, lever=lever)
+
+
+register(OpClass("attn", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, necessary=necessary,
                  shape_keys=frozenset({"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged",
                                        "causal", "regime", "mask_bytes"}),
                  dim_keys=frozenset({"batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim"})))

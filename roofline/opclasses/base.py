@@ -1,7 +1,7 @@
 """The registration record of an op class and the registry it goes into (see __init__.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 
@@ -47,7 +47,10 @@ class OpClass:
     missing_hint:  what gives a missing dimension, for the L2 reason ("" = the generic hint);
     not_modelled:  why the class has no model (the L2 reason), for a class without one;
     roof:          the bandwidth roof of its memory axis: "hbm" (the peak table's hbm_bw_bytes_s) or
-                   "interconnect" (interconnect_bw_bytes_s: collectives).
+                   "interconnect" (interconnect_bw_bytes_s: collectives);
+    necessary:     (shape, dtypes, bytes the model moves, NecessaryCtx) -> Necessary: the fewest bytes
+                   (and FLOPs) the same result needs for one launch of that shape, with the trace
+                   evidence that says so (roofline.necessary); None: the model's bytes are the fewest.
     """
     name: str
     model: Callable | None = None
@@ -59,6 +62,41 @@ class OpClass:
     missing_hint: str = ""
     not_modelled: str = ""
     roof: str = "hbm"
+    necessary: Callable | None = None
+
+
+@dataclass
+class NecessaryCtx:
+    """What a class's necessary job may read besides its shape: config.json, the workload, the
+    analysed regime, every shape of the entry in that regime (with its launches: how shapes change
+    step by step), the regime's step count, and the trace-level evidence `roofline topn` wrote
+    (Top-N `trace_evidence`: the KV caches and how they are written)."""
+    config: dict | None
+    workload: dict
+    regime: str
+    shapes: list
+    launches: list | None
+    steps: float | None
+    trace_evidence: dict
+
+
+@dataclass
+class Necessary:
+    """The fewest bytes the same result needs, for ONE launch of one shape (the unit of bytes_est).
+
+    bytes:     None when the evidence is absent (`missing` says what is missing; no guess);
+    flops:     None: the model's FLOPs are the useful ones;
+    kind:      what makes part of the bytes avoidable ("as_modelled": nothing found);
+    evidence:  what the trace / config / counters say, in words (each claim checkable);
+    removable: the launch need not run at all (a copy its consumer could read in place);
+    lever:     the byte-reduction lever, in words, when some bytes are avoidable."""
+    bytes: float | None
+    flops: float | None = None
+    kind: str = "as_modelled"
+    evidence: list = field(default_factory=list)
+    missing: str | None = None
+    removable: bool = False
+    lever: str | None = None
 
 
 REGISTRY: dict[str, OpClass] = {}
