@@ -45,7 +45,7 @@ def fusion(out: dict, me: dict, all_light: list[dict]) -> list[dict]:
         lv.append(_lever("fusion", f"fuse {o['short_name']} ({kind}, {o['pct_gpu_time']:.2f}% GPU) into this kernel: "
                          "removes an activation round-trip and that kernel's own time",
                          f"{partners[o['name']]} of the same tensor: {ex.get(o['name'], 'matching shapes, launched next to it')}",
-                         o["pct_gpu_time"]))
+                         o["pct_gpu_time"]) | {"partner": o["name"]})
     if len(cands) > MAX_FUSE_LEVERS:
         rest = cands[MAX_FUSE_LEVERS:]
         lv.append(_lever("fusion", f"fuse: {len(rest)} more small fusable producers/consumers in the Top-N "

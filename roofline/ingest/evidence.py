@@ -22,7 +22,7 @@ from roofline.opclasses.aten import NON_TENSOR, tensor_list
 # in-place writes of new K/V into a cache tensor: op -> (index of the destination, of the source,
 # of the `dim` argument in Concrete Inputs or None (index_put_: the index tuple says the dim))
 CACHE_WRITES = {"aten::index_copy_": (0, 3, 1), "aten::index_copy": (0, 3, 1)}
-EXAMPLES_KEPT = 2
+PARTNERS_KEPT = 4          # producers / consumers kept per kernel name, each with one example
 
 
 def _launch_sigs(pt) -> list:
@@ -199,12 +199,10 @@ def dataflow(pt, cpu_r: dict, gpu_r: dict, fold_into: dict) -> dict[str, dict]:
         prod_c[nb][na] += 1
         text = (f"{pt.sigs[sa].name} writes {_fmt(o)}, read next by {pt.sigs[sb].name}"
                 + (" in the same step" if step[a] >= 0 else ""))
-        if len(ex[na]) < EXAMPLES_KEPT * 4:
-            ex[na].setdefault(nb, text)
-        if len(ex[nb]) < EXAMPLES_KEPT * 4:
-            ex[nb].setdefault(na, text)
+        ex[na].setdefault(nb, text)
+        ex[nb].setdefault(na, text)
     out = {}
     for n in set(prod_c) | set(cons_c):
-        out[n] = {"producers": dict(prod_c[n].most_common(4)), "consumers": dict(cons_c[n].most_common(4)),
-                  "examples": ex[n]}
+        p, c = dict(prod_c[n].most_common(PARTNERS_KEPT)), dict(cons_c[n].most_common(PARTNERS_KEPT))
+        out[n] = {"producers": p, "consumers": c, "examples": {k: ex[n][k] for k in {**p, **c}}}
     return out

@@ -177,14 +177,15 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
     if filled < shape["seq_len"] * 0.98:
         kinds.append("empty_slots")
     ev.append(why)
-    _, nec = _model.decode_counts(b, filled, hq, nkv, d, dt["kv_bytes"])
+    flops, nec = _model.decode_counts(b, filled, hq, nkv, d, dt["kv_bytes"])
     lever = None
     if kinds:
         lever = ("read only what the result needs: " + " and ".join(
             {"kv_heads_broadcast": f"the {nkv} KV heads in place (GQA-aware attention, no repeat_kv)",
              "empty_slots": f"the ~{filled:.0f} filled of {shape['seq_len']} cache slots (pass the filled "
                             "length / a varlen or paged kernel instead of the whole static cache)"}[k] for k in kinds))
-    return Necessary(float(nec), kind="+".join(kinds) if kinds else "as_modelled", evidence=ev, lever=lever)
+    return Necessary(float(nec), float(flops), kind="+".join(kinds) if kinds else "as_modelled", evidence=ev,
+                     lever=lever)
 
 
 register(OpClass("attn", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, necessary=necessary,

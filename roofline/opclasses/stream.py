@@ -255,7 +255,7 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
         else:
             return Necessary(bytes_est, evidence=[f"aten::cat appends {app} elements to {kept}, but the trace shows "
                                                   "no re-copy step after step (one shape, one step)"])
-        return Necessary(float(nec), kind=kind, evidence=[ev],
+        return Necessary(float(nec), float(app), kind=kind, evidence=[ev],
                          lever=("stop copying the cache: " + ("a preallocated (static) or paged cache writes only "
                                 "the new token's K and V in place (index_copy_ / paged writes)" if kind ==
                                 "cache_append" else "a ring buffer (or paged) window writes only the new token "
