@@ -208,7 +208,7 @@ def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
 
 def larger_gain_key(e: dict) -> tuple[float, bool]:
     """What ranking_by_larger_gain sorts on: the larger of the tuning gain (gain_rank_key) and the
-    avoidable gain (docs/method.md section 6; of a kernel with verdicts in both regimes, the largest)."""
+    avoidable gain (docs/method.md section 11; of a kernel with verdicts in both regimes, the largest)."""
     g, has = gain_rank_key(e)
     avoid = [float(v["avoidable_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
              if v.get("avoidable_gain_pct") is not None]

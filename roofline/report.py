@@ -374,7 +374,7 @@ def legend(art: dict) -> list[str]:
          "its class reaches (saturated >= 90% of it, moderate >= 60%, else underperforming). `attainable`: "
          "target_eff / roofline (>= 1x), the speedup a good kernel would give. `e2e gain`: % GPU x (1 - "
          "1/attainable), the run's GPU time saved by tuning; `avoidable`: the GPU time saved by not moving the bytes the "
-         "result does not need (bytes_necessary: docs/method.md section 6); `wall gain`: the same saving as a share of the step's wall "
+         "result does not need (bytes_necessary: docs/method.md section 11); `wall gain`: the same saving as a share of the step's wall "
          "time (GPU idle time included: docs/method.md section 4). Rows `- shape xL (T us/launch)` under a kernel: "
          "one per captured shape, L launches of T each, with that shape's own bound and roofline. `conf`: low = estimated shapes or unvalidated peaks (no "
          "verdict, display only), medium = captured shapes, high = measured counters (stage C). `bound`: memory | "
