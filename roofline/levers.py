@@ -103,8 +103,10 @@ def padding(out: dict) -> list[dict]:
 def detail(out: dict, op: str, necessary_levers: list, me: dict, all_light: list[dict], info: dict,
            dt: dict) -> list[dict]:
     """Every lever of one entry with its evidence and what it saves (% of GPU time)."""
-    lv = [_lever(k, t, ev, out.get("avoidable_gain_pct") if len(necessary_levers) == 1 else None)
-          for k, t, ev in necessary_levers]
+    gain = out.get("avoidable_gain_pct")
+    # NB: each avoidable-bytes lever saves its kind's share of the avoidable bytes (necessary.assess)
+    lv = [_lever(k, t, ev, gain * frac if gain is not None and frac is not None else None)
+          for k, t, ev, frac in necessary_levers]
     lv += fusion(out, me, all_light)
     lv += experts(out, info) + padding(out) + precision(out, op, dt)
     return lv

@@ -26,7 +26,7 @@ class Assessment:
     evidence: list = field(default_factory=list)
     missing: str | None = None
     removable: bool = False                          # every launch need not run
-    levers: list = field(default_factory=list)      # (kind, text, evidence)
+    levers: list = field(default_factory=list)      # (kind, text, evidence, its share of the avoidable bytes)
 
 
 def context(topn, env, config, regime: str, w) -> NecessaryCtx:
@@ -58,14 +58,21 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
             a.flops = sum(wt * (n.flops if n.flops is not None else r.candidates[
                 min(chosen_i, len(r.candidates) - 1)].flops_est) for wt, n, r in zip(w.weights, per, w.results))
     a.removable = all(n.removable for n in per)
+    # each kind's share of the avoidable bytes (launch-weighted): what its lever saves of the whole
+    avoid: dict[str, float] = {}
+    for wt, n, r in zip(w.weights, per, w.results):
+        moved = r.candidates[min(chosen_i, len(r.candidates) - 1)].bytes_est
+        if n.bytes is not None and n.kind != "as_modelled":
+            avoid[n.kind] = avoid.get(n.kind, 0.0) + wt * max(0.0, moved - n.bytes)
+    total = sum(avoid.values())
     for n in per:
         if n.kind != "as_modelled" and n.kind not in a.kinds:
             a.kinds.append(n.kind)
         for x in n.evidence:
             if x not in a.evidence:
                 a.evidence.append(x)
-        if n.lever and n.kind not in [k for k, _, _ in a.levers]:
-            a.levers.append((n.kind, n.lever, "; ".join(n.evidence)))
+        if n.lever and n.kind not in [lv[0] for lv in a.levers]:
+            a.levers.append((n.kind, n.lever, "; ".join(n.evidence), avoid.get(n.kind, 0.0) / total if total else None))
     return a
 
 

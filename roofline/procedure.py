@@ -25,7 +25,7 @@ from roofline.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_
 from roofline.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms  # noqa: F401  (re-exported)
 from roofline.residency import cache_residency, _flag_rows_over_roof
 from roofline.shapes import work_mix
-from roofline.stagec.merge import apply_stage_c  # noqa: F401  (a step of this procedure: stage C's merge)
+from roofline.stagec.merge import apply_stage_c, explained_by_mix  # noqa: F401  (steps of this procedure: stage C's merge)
 
 DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
 LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
@@ -464,6 +464,11 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
     l2_resident = cache_residency(op_class, w, chosen, peaks, out, notes)
+    if counters is not None and w.shape_source == "captured":
+        ci = alts.index(chosen)
+        counters = explained_by_mix(counters, [(wt, r.candidates[min(ci, len(r.candidates) - 1)].bytes_est,
+                                                r.candidates[min(ci, len(r.candidates) - 1)].flops_est)
+                                               for wt, r in zip(w.weights, w.results)], notes)
     m, bytes_est, confidence, cdtype, peak_flops = apply_stage_c(out, chosen, w.shape_source, counters, peaks,
                                                                  cdtype, peak_flops, t_s, peak_bw, n_l, notes)
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)

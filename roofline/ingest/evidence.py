@@ -87,7 +87,8 @@ def _cat_cache(sig, n: int, recs: dict) -> None:
     except (ValueError, IndexError):
         return
     a, b = lst
-    if any(x != y for i, (x, y) in enumerate(zip(a, b)) if i != d) or not (a[d] > b[d] >= 1):
+    # NB: not along the last dim (head_dim): that lengthens rows, it appends no token (stream._append_of)
+    if d == 3 or any(x != y for i, (x, y) in enumerate(zip(a, b)) if i != d) or not (a[d] > b[d] >= 1):
         return
     dims = [a[i] + b[i] if i == d else a[i] for i in range(4)]
     key = (sig.name, tuple(dims), d)

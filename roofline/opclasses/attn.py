@@ -6,6 +6,7 @@ candidate). Trace: the aten attention ops below. Stage C: no GEMM re-run."""
 from __future__ import annotations
 
 from roofline.models import attention as _model
+from roofline.opclasses import kvcache
 from roofline.opclasses.aten import distinct_elems, dtype_of
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.stage_a import cfg, fill, workload
@@ -114,34 +115,18 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 def _filled(shape: dict, ctx) -> tuple[float | None, str]:
     """(mean filled KV length per launch, the evidence) of a decode attention, or (None, what is missing).
-    The K length is the filled context unless the K/V come from a preallocated cache of that many
-    slots (trace_evidence.kv_caches: written in place a token at a time): then the filled slots come
-    from a prompt write in the same trace plus the decode steps after it, else from the workload's isl
-    (the prompts' length) plus the mean decode position osl/2 (said so: not from the trace)."""
+    The K length is the filled context unless the K/V come from a cache record of that many slots
+    (trace_evidence.kv_caches, kvcache.filled); with none, a K length that grows step by step is
+    the filled context."""
     s = shape["seq_len"]
     lens = sorted({x.get("seq_len") for x in ctx.shapes if isinstance(x.get("seq_len"), (int, float))})
-    cache = next((c for c in ctx.trace_evidence.get("kv_caches", []) if c.get("slots") == s
-                  and c.get("dims", [None])[0] == shape.get("batch")), None)
+    cache = kvcache.find(ctx, s, shape.get("batch"))
     if cache is None:
         if len(lens) >= 2:
             return float(s), f"the K length grows step by step ({int(lens[0])} -> {int(lens[-1])}): it is the filled context"
         return None, (f"the trace does not say how many of the attention's {s} K positions are filled: no in-place "
                       "cache write of that many slots, no K length that grows step by step")
-    if cache.get("whole_output"):
-        return float(s), (f"the K/V are the output of {cache['op']} {cache['dims']} (the kept cache plus the new "
-                          "token): every position is a real token")
-    toks = {int(k): v for k, v in (cache.get("tokens_written") or {}).items()}
-    where = f"{cache['op']} writes {min(toks) if toks else '?'} token(s) at a time into a {s}-slot cache {cache['dims']}"
-    prompt = max((t for t in toks if t > 1), default=None)
-    n = ctx.steps or 0
-    if prompt:
-        return prompt + (n + 1) / 2, f"{where}; the trace's prompt write filled {prompt} slots, then {n:g} decode steps"
-    isl, osl = ctx.workload.get("isl"), ctx.workload.get("osl")
-    if isl:
-        mean = float(isl) + (float(osl) / 2 if osl else 0.0)
-        return mean, (f"{where}; the trace has no prompt write: filled slots from the workload, isl {isl:g}"
-                      + (f" + osl/2 {float(osl) / 2:g}" if osl else "") + " (not from the trace)")
-    return None, f"{where}; nothing says how many are filled (no prompt write in the trace, no workload isl)"
+    return kvcache.filled(cache, ctx)
 
 
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
@@ -174,16 +159,11 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
     if filled is None:
         return Necessary(None, evidence=ev, missing=why)
     filled = min(float(filled), float(shape["seq_len"]))
-    if filled < shape["seq_len"] * 0.98:
+    if filled < shape["seq_len"] * kvcache.FULL_FRAC:
         kinds.append("empty_slots")
     ev.append(why)
     flops, nec = _model.decode_counts(b, filled, hq, nkv, d, dt["kv_bytes"])
-    lever = None
-    if kinds:
-        lever = ("read only what the result needs: " + " and ".join(
-            {"kv_heads_broadcast": f"the {nkv} KV heads in place (GQA-aware attention, no repeat_kv)",
-             "empty_slots": f"the ~{filled:.0f} filled of {shape['seq_len']} cache slots (pass the filled "
-                            "length / a varlen or paged kernel instead of the whole static cache)"}[k] for k in kinds))
+    lever = kvcache.lever(kinds, nkv, filled, shape["seq_len"]) if kinds else None
     return Necessary(float(nec), float(flops), kind="+".join(kinds) if kinds else "as_modelled", evidence=ev,
                      lever=lever)
 

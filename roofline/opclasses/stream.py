@@ -92,7 +92,9 @@ def _append_of(elems: list, dim_text: str) -> dict:
     except ValueError:
         return {}
     a, b = elems
-    if any(x != y for i, (x, y) in enumerate(zip(a, b)) if i != d) or not (a[d] > b[d] >= 1):
+    # NB: a cache appends tokens, each a row along the last dim (head_dim): a cat along the LAST
+    # dim lengthens rows (attention logits joined with sinks, rotary halves, token ids), no cache
+    if d == len(a) - 1 or any(x != y for i, (x, y) in enumerate(zip(a, b)) if i != d) or not (a[d] > b[d] >= 1):
         return {}
     return {"kept_len": int(a[d]), "append_elems": int(prod(b))}
 
@@ -218,6 +220,26 @@ def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...
     return ("elems_in",) if "shape" not in s else ()
 
 
+def growth_run(lens: list[int], kept: int) -> list[int] | None:
+    """The kept lengths of one cache that grows step by step, among the sorted kept lengths of a
+    cat's shapes (same appended size): split where the gap differs from the smallest gap (the
+    per-step growth); the run that holds `kept`, if it has two lengths or more. NB: several caches
+    may share one kernel (a sliding layer's constant window beside a global layer's growing cache:
+    1023 and 1792, 1793, ...): the window is no part of the growth."""
+    gaps = [b - a for a, b in zip(lens, lens[1:])]
+    if not gaps:
+        return None
+    g = min(gaps)
+    run = [lens[0]]
+    for a, b in zip(lens, lens[1:]):
+        if b - a != g:
+            if kept in run:
+                break
+            run = []
+        run.append(b)
+    return run if kept in run and len(run) >= 2 else None
+
+
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     """The fewest bytes a streaming op's result needs (docs/method.md section 11):
     - a copy that materialises a broadcast (its source has stride 0 on a dimension: `broadcast`)
@@ -225,7 +247,7 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
       attention reads the KV heads directly). The whole launch need not run;
     - a cat that appends to a cache (`kept_len` + `append_elems`) needs only the appended token(s)
       (read and written once), where the shapes show the kept part is re-copied every step: it grows
-      step by step (one shape per step), or a constant window is copied in every step;
+      step by step (one shape per step: growth_run), or a constant window is copied in every step;
     - otherwise the model's bytes (each element read and written once)."""
     f = shape.get("broadcast")
     if isinstance(f, int) and f > 1:
@@ -239,14 +261,13 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     kept, app = shape.get("kept_len"), shape.get("append_elems")
     if isinstance(kept, int) and isinstance(app, int) and app > 0:
         nec = app * (dt["act_bytes"] + dt["out_bytes"])
-        grown = sorted({s.get("kept_len") for s in ctx.shapes if s.get("append_elems") == app
-                        and isinstance(s.get("kept_len"), int)})
-        steps = [b - a for a, b in zip(grown, grown[1:])]
+        run = growth_run(sorted({s.get("kept_len") for s in ctx.shapes if s.get("append_elems") == app
+                                 and isinstance(s.get("kept_len"), int)}), kept)
         i = next((j for j, s in enumerate(ctx.shapes) if s is shape), None)
         n_launch = ctx.launches[i] if ctx.launches and i is not None else None
-        if len(grown) >= 2 and steps and max(steps) == min(steps):
-            ev = (f"aten::cat appends {app} elements to a cache whose kept length grows by {steps[0]} per step "
-                  f"({grown[0]} -> {grown[-1]} over {len(grown)} shapes): the whole cache is re-copied each step")
+        if run is not None:
+            ev = (f"aten::cat appends {app} elements to a cache whose kept length grows by {run[1] - run[0]} per step "
+                  f"({run[0]} -> {run[-1]} over {len(run)} shapes): the whole cache is re-copied each step")
             kind = "cache_append"
         elif ctx.steps and ctx.steps >= 2 and n_launch and n_launch >= ctx.steps:
             ev = (f"aten::cat copies a constant window of {kept} (+{app} appended elements) in each of the "
