@@ -113,6 +113,8 @@ def test_a_sliding_window_re_copied_every_step_and_an_unsaturated_copy_route(tmp
 
 # every kind of lever and what in the trace supports it (test_every_lever_of_the_corpus_has_its_evidence)
 MEMORY_KINDS = ("lower_precision_weights", "lower_precision_kv")
+NECESSARY_KINDS = ("materialised_broadcast", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
+                   "kv_heads_broadcast+empty_slots")
 CASES = [c for c in sorted(META) if (CORPUS / f"{c}.json.gz").exists()]
 
 
@@ -131,7 +133,9 @@ def test_every_lever_of_the_corpus_has_its_evidence(case, tmp_path):
     - memory levers only on memory-bound entries, fp8 math only on compute-bound ones."""
     topn, art = analyse(case, tmp_path)
     ev = _events(case)
-    seq = _kernel_seq(ev)
+    # a split-K reduce folded into its GEMM is half of that op: the GEMM's consumer follows the reduce
+    folded = {f["name"] for x in topn["entries"] for f in x.get("folded_kernels") or []}
+    seq = [k for k in _kernel_seq(ev) if k not in folded]
     short = {e["name"]: e["short_name"] for e in topn["entries"]}
     ops = [e for e in ev if e.get("cat") == "cpu_op"]
     in_dims = {json.dumps(d) for e in ops for d in (e["args"].get("Input Dims") or [])
@@ -156,10 +160,23 @@ def test_every_lever_of_the_corpus_has_its_evidence(case, tmp_path):
                         and len(x["args"]["Input Dims"][0]) == 2 and len(x["args"]["Input Dims"][0][0]) == 4]
                 kept = {c[0][2] for c in cats if c[1][2] < c[0][2]}
                 assert (len(kept) >= 2) if d["kind"] == "cache_append" else (len(kept) >= 1), (case, kept)
+            if "kv_heads_broadcast" in d["kind"] and d["evidence"].startswith("batched GEMM"):
+                # an eager attention's matmul: the trace has that bmm, its batch = sequences x q heads
+                a, b = d["evidence"].split("batched GEMM ")[1].split(" = ")[0].split(" x ")
+                B, M, K = json.loads(a)
+                N = json.loads(b)[2]
+                bmm = [x["args"]["Input Dims"] for x in ops if x["name"] == "aten::bmm"]
+                assert [[B, M, K], [B, K, N]] in bmm, (case, d["evidence"])
+                cfg = json.loads((CORPUS / "configs" / f"{case}.json").read_text())
+                assert f"x {cfg['num_attention_heads']} heads" in d["evidence"], (case, d["evidence"])
             if d["kind"] == "materialised_broadcast":
                 assert any(0 in (x["args"]["Input Strides"][1] or []) for x in ops if x["name"] == "aten::copy_")
             if d["kind"] in MEMORY_KINDS:
                 assert e["bound_type"] == "memory", (case, e.get("short_name"), d["kind"])
             if d["kind"] == "fp8_math":
                 assert e["bound_type"] == "compute", (case, e.get("short_name"))
+        nec = [d["saves_pct"] for d in e.get("levers_detail") or [] if d["kind"] in NECESSARY_KINDS]
+        if nec and e.get("avoidable_gain_pct") is not None:
+            # each avoidable-bytes lever saves its kind's share: together, the whole avoidable gain
+            assert sum(nec) == pytest.approx(e["avoidable_gain_pct"], rel=1e-6, abs=1e-9), (case, e["short_name"])
     assert n > 0

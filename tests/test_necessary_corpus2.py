@@ -221,3 +221,18 @@ def test_fp8_grouped_gemm_issued_vs_useful_work_names_the_padding(tmp_path, regi
     assert f"issued {issued / useful:.2f}x the useful FLOPs" in lv["text"]
     assert f"about {rows / cfg['num_local_experts']:.1f} rows per expert" in lv["evidence"]
     assert (lv["saves_pct"] == 0) == (e["bound_type"] != "compute")
+
+
+def test_a_window_and_a_growing_cache_in_one_kernel_are_told_apart():
+    """stream.growth_run on the kept lengths of every cache cat of the Gemma-3 trace (the sliding layers'
+    constant 1023 and the global layer's 1792, 1793, ... as if one kernel launched both): the growth
+    is the global layer's run, the window is no part of it."""
+    from roofline.opclasses.stream import growth_run
+
+    m = META["gemma3_swa_eager"]["decode"]
+    kept = sorted({a["Input Dims"][0][0][2] for a in _ops("gemma3_swa_eager", "aten::cat") if a["Concrete Inputs"][1] == "-2"
+                   and len(a["Input Dims"][0]) == 2 and len(a["Input Dims"][0][0]) == 4 and a["Input Dims"][0][1][2] == 1})
+    window = _cfg("gemma3_swa_eager")["sliding_window"] - 1
+    assert kept[0] == window and len(kept) == 1 + m["steps"]
+    assert growth_run(kept, window) is None
+    assert growth_run(kept, kept[2]) == list(range(m["context_start"], m["context_start"] + m["steps"]))
