@@ -91,7 +91,8 @@ def padding(out: dict) -> list[dict]:
     sh = out.get("shape") or {}
     rows = ""
     if sh.get("pairs") and sh.get("E"):
-        rows = f"; about {sh['pairs'] / sh['E']:.1f} rows per expert on average, each padded to a full tile"
+        rows = (f"; about {sh['pairs'] / sh['E']:.1f} rows per expert on average: tile rows beyond a group's own "
+                "rows are issued work on padding")
     saves = _share(out) * (1 - 1 / r) if out.get("bound_type") == "compute" else 0.0
     return [_lever("padding", f"padding: the hardware issued {r:.2f}x the useful FLOPs (tile padding); remove it "
                    "(smaller or swapped tiles for few rows per group, pack rows across groups)",
