@@ -218,7 +218,7 @@ def larger_gain_key(e: dict) -> tuple[float, bool]:
 
 
 def ranking_by_larger_gain(entries: list[dict]) -> list[str]:
-    """A third ordering beside the seed's two (which stay as they are): by the larger of the tuning
-    and the avoidable gain; ties go to the larger pct_gpu_time."""
+    """A third ordering beside ranking_by_pct and ranking_by_expected_gain (which stay as they are):
+    by the larger of the tuning and the avoidable gain; ties go to the larger pct_gpu_time."""
     return [e["name"] for e in sorted(entries, key=lambda e: (-larger_gain_key(e)[0], -e["pct_gpu_time"],
                                                               not larger_gain_key(e)[1]))]

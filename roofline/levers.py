@@ -1,5 +1,5 @@
 """Levers with their evidence (docs/method.md section 11): `levers_detail` = [{kind, text, evidence,
-saves_pct}], and the seed's `byte_reduction_levers` strings drawn from it (saturated heads only;
+saves_pct}], and the contract's `byte_reduction_levers` strings drawn from it (saturated heads only;
 other heads carry the same texts in `other_levers`). A lever is given only where the evidence
 supports it:
 
@@ -114,7 +114,7 @@ def detail(out: dict, op: str, necessary_levers: list, me: dict, all_light: list
 
 
 def apply(out: dict, op: str, necessary_levers: list, all_light: list[dict], info: dict, dt: dict) -> None:
-    """levers_detail, and its texts as the seed's byte_reduction_levers (saturated heads) or, for any
+    """levers_detail, and its texts as the contract's byte_reduction_levers (saturated heads) or, for any
     other head, in front of other_levers."""
     me = next((o for o in all_light if o.get("name") == out.get("name")), {})
     out["levers_detail"] = detail(out, op, necessary_levers, me, all_light, info, dt)

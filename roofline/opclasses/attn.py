@@ -120,7 +120,7 @@ def _filled(shape: dict, ctx) -> tuple[float | None, str]:
     the filled context."""
     s = shape["seq_len"]
     lens = sorted({x.get("seq_len") for x in ctx.shapes if isinstance(x.get("seq_len"), (int, float))})
-    cache = kvcache.find(ctx, s, shape.get("batch"))
+    cache = kvcache.cache_of(ctx, s, shape.get("batch"))
     if cache is None:
         if len(lens) >= 2:
             return float(s), f"the K length grows step by step ({int(lens[0])} -> {int(lens[-1])}): it is the filled context"

@@ -18,7 +18,7 @@ def heads_of(cache: dict) -> tuple[int, int, int, int] | None:
     return int(dims[0]), int(dims[3 - sd]), int(dims[sd]), int(dims[3])
 
 
-def find(ctx, slots, batch) -> dict | None:
+def cache_of(ctx, slots, batch) -> dict | None:
     """The cache record of `slots` positions and `batch` sequences, or None."""
     return next((c for c in ctx.trace_evidence.get("kv_caches", []) if c.get("slots") == slots
                  and (c.get("dims") or [None])[0] == batch), None)
