@@ -32,6 +32,7 @@ def _light(e: Entry) -> dict:
     return {"name": e.name, "short_name": e.short_name or _short_name(e.name),
             "op_class": opclasses.seed_class(kind), "op_kind": kind, "pct_gpu_time": e.pct_gpu_time,
             "adjacent": adj, "has_neighbours": bool(nb), "aten_ops": set(ops),
+            "dataflow": raw.get("dataflow") if isinstance(raw.get("dataflow"), dict) else None,
             "n_shapes": len(e.shapes or [])}
 
 
@@ -91,6 +92,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
+    art["ranking_by_larger_gain"] = ranking_by_larger_gain(art["entries"])
     _run_fields(art, topn)
     _after_entries(art, topn, matched)
     return art
@@ -187,3 +189,21 @@ def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
             "route": "host_side" if e.editable is False else "pct_fallback",
             "route_reason": routing.ROUTES["host_side" if e.editable is False else "pct_fallback"],
             "notes": f"degraded (L2): {reason}"}
+
+
+def larger_gain_key(e: dict) -> tuple[float, bool]:
+    """What ranking_by_larger_gain sorts on: the larger of the tuning gain (gain_rank_key) and the
+    avoidable gain (docs/method.md section 11; of a kernel with verdicts in both regimes, the largest)."""
+    g, has = gain_rank_key(e)
+    avoid = [float(v["avoidable_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
+             if v.get("avoidable_gain_pct") is not None]
+    if avoid and (not has or max(avoid) > g):
+        return max(avoid), True
+    return g, has
+
+
+def ranking_by_larger_gain(entries: list[dict]) -> list[str]:
+    """A third ordering beside ranking_by_pct and ranking_by_expected_gain (which stay as they are):
+    by the larger of the tuning and the avoidable gain; ties go to the larger pct_gpu_time."""
+    return [e["name"] for e in sorted(entries, key=lambda e: (-larger_gain_key(e)[0], -e["pct_gpu_time"],
+                                                              not larger_gain_key(e)[1]))]

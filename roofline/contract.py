@@ -28,7 +28,8 @@ SEED_ENTRY_FIELDS = (
 # docs/method.md section 7 L3 fields: present on every entry too (null unless the entry is suspect / modelled).
 L3_FIELDS = ("roofline_pct_raw", "bytes_upper_bound")
 # Ours, also on every entry (null / empty where they do not apply).
-OWN_ENTRY_FIELDS = ("op_kind", "other_levers", "route", "route_reason", "model_contradicted")
+OWN_ENTRY_FIELDS = ("op_kind", "other_levers", "route", "route_reason", "model_contradicted", "bytes_necessary",
+                    "avoidable_gain_pct", "levers_detail")
 
 SEED_TOP_FIELDS = ("skill", "skill_version", "gfx", "peaks", "stage", "entries", "ranking_by_pct",
                    "ranking_by_expected_gain", "degraded", "skill_errors")
@@ -46,7 +47,7 @@ def complete_entry(e: dict) -> dict:
     (lists: empty; model_contradicted: false). Returns a new dict."""
     for k in SEED_ENTRY_FIELDS + L3_FIELDS + OWN_ENTRY_FIELDS:
         if k not in e:
-            e[k] = [] if k in ("byte_reduction_levers", "other_levers") else (False if k == "model_contradicted"
+            e[k] = [] if k in ("byte_reduction_levers", "other_levers", "levers_detail") else (False if k == "model_contradicted"
                                                                                 else None)
     if e.get("notes") is None:
         e["notes"] = ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline import opclasses, routing
+from roofline import contract, necessary, opclasses, routing
 from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
@@ -26,7 +26,7 @@ from roofline.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_t
 from roofline.residency import cache_residency, _flag_rows_over_roof
 from roofline.shapes import work_mix
 from roofline.values import UNKNOWN
-from roofline.stagec.merge import apply_stage_c  # noqa: F401  (a step of this procedure: stage C's merge)
+from roofline.stagec.merge import apply_stage_c, explained_by_mix  # noqa: F401  (steps of this procedure: stage C's merge)
 
 DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
 LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
@@ -394,18 +394,17 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
     out["confidence"] = confidence
 
 
-def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict) -> None:
-    """Route (docs/method.md section 5) and levers. docs/artifact.md: byte_reduction_levers only on saturated
-    heads; every other lever (latency: occupancy, fusion, split-K; the evidence-based stop-reading
-    lever of an unsaturated MoE) goes to other_levers."""
-    out["route"] = routing.route(out)
-    out["route_reason"] = routing.ROUTES[out["route"]]
-    out["byte_reduction_levers"] = (routing.byte_reduction_levers(out, all_light, info, dt)
-                                    if out["headroom_class"] == "saturated" else [])
+def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict,
+                     necessary_levers: list | None = None) -> None:
+    """Route (docs/method.md section 5; by the larger of the tuning and the avoidable gain) and levers
+    with their evidence (roofline.levers: levers_detail; byte_reduction_levers on saturated heads
+    only, docs/artifact.md; every other lever goes to other_levers)."""
+    from roofline import levers
+
+    out["route"] = routing.route_by_gain(out)
+    out["route_reason"] = routing.route_reason(out)
     out["other_levers"] = routing.other_levers(out)
-    if out["headroom_class"] != "saturated":
-        me = next((o for o in all_light if o.get("name") == out["name"]), {})
-        out["other_levers"] = routing.copy_levers(out, me) + out["other_levers"]
+    levers.apply(out, op_class, necessary_levers or [], all_light, info, dt)
     oc = opclasses.of(op_class)
     if oc.finish_levers is not None:
         # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
@@ -434,6 +433,11 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
     l2_resident = cache_residency(op_class, w, chosen, peaks, out, notes)
+    if counters is not None and w.shape_source == "captured":
+        ci = alts.index(chosen)
+        counters = explained_by_mix(counters, [(wt, r.candidates[min(ci, len(r.candidates) - 1)].bytes_est,
+                                                r.candidates[min(ci, len(r.candidates) - 1)].flops_est)
+                                               for wt, r in zip(w.weights, w.results)], notes)
     m, bytes_est, confidence, cdtype, peak_flops = apply_stage_c(out, chosen, w.shape_source, counters, peaks,
                                                                  cdtype, peak_flops, t_s, peak_bw, n_l, notes)
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
@@ -445,7 +449,9 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
     attain = oc.kernel_speedup(split, attain, out, notes) if oc.kernel_speedup is not None else attain
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
-    route_and_levers(out, op_class, all_light, w.res.info, w.dt)
+    nec = necessary.assess(op_class, w, alts.index(chosen), necessary.context(topn, env, config, regime, w))
+    necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes)
+    route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers)
     out["notes"] = "; ".join(notes)
     return out, w.res.info
 

@@ -90,8 +90,8 @@ def table_rows(art: dict) -> list[list[str]]:
                      e.get("bound_type", "unknown"), pct, hc, _x(e.get("attainable_speedup")) + (
                          " ({:.1f}-{:.1f})".format(*e["attainable_speedup_range"])
                          if e.get("attainable_speedup_range") and e.get("attainable_speedup") else ""),
-                     _gain(e.get("expected_e2e_gain_pct")), _gain(e.get("expected_gain_pct_of_step_wall")),
-                     e.get("confidence", "low"), e.get("route", "")])
+                     _gain(e.get("expected_e2e_gain_pct")), _gain(e.get("avoidable_gain_pct")),
+                     _gain(e.get("expected_gain_pct_of_step_wall")), e.get("confidence", "low"), e.get("route", "")])
         rows += _shape_rows(e)
         rows += _regime_rows(e)
     return rows
@@ -109,7 +109,7 @@ def _regime_rows(e: dict) -> list[list[str]]:
         rows.append(["", "", f"  [{v.get('regime')} regime" + (f", {t * 1e3:.1f} us per launch]" if t else "]"),
                      f"{v.get('regime_pct_gpu_time', 0.0):.2f}", v.get("bound_type", "unknown"),
                      _pct(v.get("roofline_pct")) + (" (suspect)" if v.get("suspect") else ""), hc,
-                     _x(v.get("attainable_speedup")), _gain(v.get("expected_e2e_gain_pct")),
+                     _x(v.get("attainable_speedup")), _gain(v.get("expected_e2e_gain_pct")), _gain(v.get("avoidable_gain_pct")),
                      _gain(v.get("expected_gain_pct_of_step_wall")), v.get("confidence", "low"), v.get("route", "")])
         rows += [["", "", "  " + r[2]] + r[3:] for r in _shape_rows(v)]
     return rows
@@ -145,7 +145,7 @@ def _shape_rows(e: dict) -> list[list[str]]:
                              f"({r['t_ms'] * 1e3:.1f} us/launch)", "-" if share is None else f"{share:.2f}",
                      r.get("bound_type") or r.get("roof_axis", "-"),
                      _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else ""), "", "", "", "",
-                     "", ""])
+                     "", "", ""])
     if rest:
         share = sum(base * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
         pcts = [r["roofline_pct"] for r in rest if r.get("roofline_pct") is not None]
@@ -153,12 +153,12 @@ def _shape_rows(e: dict) -> list[list[str]]:
                      "-" if share is None else f"{share:.2f}",
                      "/".join(sorted({r.get("bound_type") or r.get("roof_axis", "-") for r in rest})),
                      ("-" if not pcts else _pct(min(pcts)) if _pct(min(pcts)) == _pct(max(pcts))
-                      else f"{_pct(min(pcts))}-{_pct(max(pcts))}"), "", "", "", "", "", ""])
+                      else f"{_pct(min(pcts))}-{_pct(max(pcts))}"), "", "", "", "", "", "", ""])
     return rows
 
 
 HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain",
-           "wall gain", "conf", "route"]
+           "avoidable", "wall gain", "conf", "route"]
 HOST_BOUND_IDLE_PCT = 50.0   # a step whose GPU idles more than this is bound by the host, not a kernel
 
 
@@ -208,7 +208,8 @@ def legend(art: dict) -> list[str]:
          "bandwidth, or the FLOP/s of its dtype). `headroom`: roofline against `target_eff`, what a good kernel of "
          "its class reaches (saturated >= 90% of it, moderate >= 60%, else underperforming). `attainable`: "
          "target_eff / roofline (>= 1x), the speedup a good kernel would give. `e2e gain`: % GPU x (1 - "
-         "1/attainable), the run's GPU time saved; `wall gain`: the same saving as a share of the step's wall "
+         "1/attainable), the run's GPU time saved by tuning; `avoidable`: the GPU time saved by not moving the bytes the "
+         "result does not need (bytes_necessary: docs/method.md section 11); `wall gain`: the same saving as a share of the step's wall "
          "time (GPU idle time included: docs/method.md section 4). Rows `- shape xL (T us/launch)` under a kernel: "
          "one per captured shape, L launches of T each, with that shape's own bound and roofline. `conf`: low = estimated shapes or unvalidated peaks (no "
          "verdict, display only), medium = captured shapes, high = measured counters (stage C). `bound`: memory | "
@@ -262,6 +263,9 @@ def _md_head(art: dict, pk: dict) -> list[str]:
         L.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     if not rows:
         L.append("\n_No entry at or above the head threshold._")
+    from roofline.report_levers import ranking_lines
+
+    L += ranking_lines(art)
     L += [""] + [f"{w}." for w in wall_lines(art)] + (["" ] if wall_lines(art) else []) + legend(art)
     if art.get("plot"):
         L += ["", f"![roofline]({art['plot']})"]
@@ -330,8 +334,9 @@ def _md_entry(e: dict) -> list[str]:
         L.append(f"- predicted vs measured: attainable {_x(e.get('attainable_speedup'))} predicted, "
                  f"{_x(ms.get('measured_attainable_speedup'))} measured ({ms.get('verdict', '')})")
     L.append(f"- route: {e.get('route_reason', '')}")
-    for lv in e.get("byte_reduction_levers", []):
-        L.append(f"  - lever: {lv}")
+    from roofline.report_levers import entry_lines
+
+    L += entry_lines(e)      # necessary vs moved bytes, every lever with its evidence
     if e.get("notes"):
         L.append(f"- notes: {e['notes']}")
     L.append("")

@@ -89,58 +89,25 @@ def other_levers(entry: dict) -> list[str]:
     return out
 
 
-MAX_FUSE_LEVERS = 5  # fuse levers named one by one; the rest are summed in one line
+def route_by_gain(entry: dict) -> str:
+    """The routing table (route), then the larger gain decides (docs/method.md section 5): when
+    removing the avoidable bytes saves more than tuning the kernel would, the route is the byte-
+    reduction track whatever the headroom class (a copy at 25% of the roof that need not run is no
+    tuning job)."""
+    r = route(entry)
+    avoid, tune = entry.get("avoidable_gain_pct"), entry.get("expected_e2e_gain_pct")
+    if avoid is not None and avoid > 0 and avoid > (tune or 0.0):
+        return "byte_reduction"
+    return r
 
 
-def copy_levers(entry: dict, me: dict) -> list[str]:
-    """A concatenation whose size grows step by step (torch.cat of a KV cache: one more token each
-    decode step, so one captured shape per step) re-copies the whole cache to append one token: the
-    lever is to stop copying, not to fuse."""
-    ops = me.get("aten_ops") or set()
-    if ops & {"aten::cat", "aten::_cat", "aten::concat", "aten::concatenate"} and me.get("n_shapes", 0) >= 3 \
-            and entry.get("regime") == "decode":
-        return ["stop copying the cache: torch.cat re-copies the whole KV cache every decode step to append one "
-                "token (its captured shapes grow step by step); a preallocated (static) or paged cache appends "
-                "in place (index_copy_ / paged writes move only the new token's K and V)"]
-    return []
-
-
-def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict, dtypes: dict) -> list[str]:
-    """docs/method.md section 5 (`byte_reduction`): levers that make a saturated kernel move fewer bytes for the same work."""
-    levers: list[str] = []
-    me = next((o for o in all_entries if o.get("name") == entry.get("name")), {})
-    # 0. a KV cache grown with torch.cat copies the whole cache every step to append one token
-    levers += copy_levers(entry, me)
-    # 1. fuse an adjacent op away: a prologue/epilogue kernel that appears separately in the Top-N
-    # AND runs next to this kernel in the launch stream (launched just before or after it: the
-    # producer or consumer of its tensors). Without launch-order evidence no kernel is named.
-    adj = me.get("adjacent") or set()
-    fusable = sorted((o for o in all_entries if o is not entry and o.get("name") != entry.get("name")
-                      and opclasses.of(opclasses.kind_of(o)).fusable  # (never "fuse this kernel into itself")
-                      and o.get("name") in adj),
-                     key=lambda o: -o["pct_gpu_time"])
-    for other in fusable[:MAX_FUSE_LEVERS]:  # the largest few: a 100,000-entry Top-N lists no 100,000 levers
-        kind = opclasses.kind_of(other)
-        levers.append(
-            f"fuse {other['short_name']} ({kind}, {other['pct_gpu_time']:.2f}% GPU) into "
-            "this kernel: removes an activation round-trip and that kernel's own time")
-    if len(fusable) > MAX_FUSE_LEVERS:
-        rest = fusable[MAX_FUSE_LEVERS:]
-        levers.append(f"fuse: {len(rest)} more small fusable entries in the Top-N "
-                      f"({sum(o['pct_gpu_time'] for o in rest):.2f}% GPU together)")
-    # 2. stop reading what isn't used (the class says what its kernel reads that the work does not use)
-    oc = opclasses.of(opclasses.kind_of(entry))
-    if oc.stop_reading_levers is not None:
-        levers += oc.stop_reading_levers(entry, model_info)
-    # 3. layout / packing
-    waste_ratio = entry.get("padding_waste_ratio")
-    if waste_ratio is not None and waste_ratio > 1.05:
-        levers.append(f"layout/packing: the hardware issued {waste_ratio:.2f}x the useful FLOPs (padding); "
-                      "remove padding waste, improve coalescing and L2 reuse between stages")
-    else:
-        levers.append("layout/packing: remove padding waste, improve coalescing, improve L2 reuse between "
-                      "stages of the same logical op")
-    # 4. lower precision (lossy): of what the class's bytes are (weights, KV cache)
-    if oc.precision_levers is not None:
-        levers += oc.precision_levers(entry, dtypes)
-    return levers
+def route_reason(entry: dict) -> str:
+    """The route in words; a route the avoidable gain decided says both gains."""
+    text = ROUTES[entry["route"]]
+    avoid, tune = entry.get("avoidable_gain_pct"), entry.get("expected_e2e_gain_pct")
+    if entry["route"] == "byte_reduction" and avoid and avoid > (tune or 0.0):
+        text += (f" - removing the avoidable bytes saves {avoid:.2f}% of GPU time, tuning the kernel "
+                 + (f"{tune:.2f}%" if tune is not None else "an unknown share (no verdict)"))
+        if entry.get("editable") is False:
+            text += "; the kernel is not editable: the change is at its call site"
+    return text

@@ -209,11 +209,13 @@ def test_routing_table_rows(hc, bt, pct, conf, editable, expected):
                           "editable": editable}) == expected
 
 
-def test_saturated_levers_fuse_only_launch_adjacent_topn_ops_and_lower_precision():
-    # rms_norm runs just before the GEMM (its producer), silu after it (its consumer); rope runs
-    # elsewhere in the stream: a fusion lever names the first two only
+def test_saturated_levers_fuse_only_producers_and_consumers_and_lower_precision():
+    # rms_norm writes the tensor the GEMM reads (its producer), silu reads the GEMM's output (its
+    # consumer), both launched next to it (Top-N dataflow); rope runs elsewhere: a fusion lever names
+    # the first two only, each with its evidence
     sat = gemm_entry("sat", 30, 64, 4096, 4096, 0.85)
-    sat["launch_neighbours"] = {"before": {"rms_norm_kernel": 10}, "after": {"silu_and_mul_kernel": 10}}
+    sat["dataflow"] = {"producers": {"rms_norm_kernel": 10}, "consumers": {"silu_and_mul_kernel": 10},
+                       "examples": {"rms_norm_kernel": "aten::mul writes [64,4096], read next by aten::mm"}}
     a = run(sat,
             entry("rms_norm_kernel", 3.0, 0.01, shapes=[{"elems_in": 4096}]),
             entry("silu_and_mul_kernel", 2.0, 0.01, shapes=[{"elems_in": 4096}]),
@@ -223,9 +225,13 @@ def test_saturated_levers_fuse_only_launch_adjacent_topn_ops_and_lower_precision
     assert any(x.startswith("fuse silu_and_mul_kernel (elementwise, 2.00% GPU)") for x in lv)
     assert not any("rotary" in x for x in lv)
     assert any("lower-precision weights (bf16 -> fp8)" in x and "accuracy gate" in x for x in lv)
+    det = {d["text"].split(" (")[0]: d for d in E(a, "sat")["levers_detail"] if d["kind"] == "fusion"}
+    assert det["fuse rms_norm_kernel"]["evidence"].startswith("producer of the same tensor: aten::mul writes")
+    assert det["fuse silu_and_mul_kernel"]["evidence"].startswith("consumer of the same tensor")
     assert len(a["entries"]) == 1   # the fusion candidates are below the head, so absent
-    # without launch-order evidence (a pipeline Top-N with no launch_neighbours) no kernel is named
-    sat.pop("launch_neighbours")
+    # launch adjacency alone (launch_neighbours, no dataflow) is no evidence: no kernel is named
+    sat.pop("dataflow")
+    sat["launch_neighbours"] = {"before": {"rms_norm_kernel": 10}, "after": {"silu_and_mul_kernel": 10}}
     lv2 = E(run(sat, entry("rms_norm_kernel", 3.0, 0.01, shapes=[{"elems_in": 4096}])), "sat")["byte_reduction_levers"]
     assert not any(x.startswith("fuse ") for x in lv2)
 

@@ -28,7 +28,9 @@ TRACES = sorted((FIX / "traces").glob("*.json.gz")) + sorted((FIX / "traces_real
 # containers whose keys are data (a dtype, a regime, an event name, a metric), with the page saying so
 MAPS = {
     "topn": {"source.cuda_graph.launch_events", "wall_time", "entries[].aten_ops", "device_properties[]",
-             "entries[].launch_neighbours.before", "entries[].launch_neighbours.after", "entries[].counters.extra"},
+             "entries[].launch_neighbours.before", "entries[].launch_neighbours.after", "entries[].counters.extra",
+             "entries[].dataflow.producers", "entries[].dataflow.consumers", "entries[].dataflow.examples",
+             "trace_evidence.kv_caches[].tokens_written"},
     "env": {"generated_by.sources"},
     "artifact": {"peaks.flops", "peaks.flops_kind", "peaks.sources",
                  "entries[].counters.tensor_flops_by_dtype",

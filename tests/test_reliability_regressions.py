@@ -194,7 +194,7 @@ def test_a_100000_entry_topn_lists_few_fuse_levers(rd):
     names = [f"triton_poi_fused_add_{i}" for i in range(100000)]
     top["entries"] += [dict(small, name=n) for n in names]
     for b in top["entries"][:len(R.BASE_TOPN["entries"])]:
-        b["launch_neighbours"] = {"before": {n: 1 for n in names}, "after": {}}
+        b["dataflow"] = {"producers": {n: 1 for n in names}, "consumers": {}}
     (rd / "profile_topN.json").write_text(json.dumps(top))
     code, out, err = R.cli(["analyze", str(rd / "profile_topN.json"), "--format", "json", "--no-write"])
     assert code == 0, err

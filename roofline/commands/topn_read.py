@@ -82,6 +82,11 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
         src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
     doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
                      round_no=round_no, source=src)
+    from roofline.ingest.evidence import kv_caches
+
+    caches = kv_caches(pt)
+    if caches:   # what says whether the attention's bytes are necessary (docs/topn.md)
+        doc["trace_evidence"] = {"kv_caches": caches}
     wall = walltime.wall_time(pt, step_ranges(pt, plan)[1])
     if wall:   # the steps' wall time: GPU busy / memcpy / idle (docs/topn.md)
         if gl:

@@ -23,6 +23,10 @@ namespace)::`, `<unnamed>::`, `{anonymous}::`), casts before literals (`(int)128
 long)3`, `(bool)0`, `(cutlass::Enum)2`), literal suffixes (`3ul`), `true`/`false`, `const` and
 `volatile`, every namespace or class qualifier and all whitespace go.
 
+4. identifiers, for a mangled Top-N name the demangler refuses (a long CUTLASS instantiation):
+   the identifiers of the counter's readable name all spelled in the mangled one, unique both
+   ways (`_by_identifiers`).
+
 Counter records that match no entry are returned by name: the caller reports them.
 """
 from __future__ import annotations
@@ -129,9 +133,73 @@ def match(entries: list[dict], counters: list[KernelCounters]
 
     unique_pass(canonical_name, False)
     unique_pass(short_name, True)
+    _by_identifiers(names, counters, out, used)
     _fold_reduces(entries, counters, out, used)
     unmatched = [kc.name for i, kc in enumerate(counters) if i not in used]
     return out, unmatched
+
+
+@functools.lru_cache(maxsize=4096)
+def _refused(name: str) -> bool:
+    """A mangled name that the demangler is there for but cannot read (a long CUTLASS
+    instantiation in a PyTorch trace: cxxfilt.InvalidName); False without a demangler."""
+    if not name.startswith("_Z"):
+        return False
+    try:
+        import cxxfilt
+    except Exception:  # noqa: BLE001 - no demangler: the name stays mangled (and unmatched), as before
+        return False
+    try:
+        cxxfilt.demangle(name)
+    except Exception:  # noqa: BLE001 - InvalidName
+        return True
+    return False
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_NOT_NAMES = frozenset("void bool char short int long float double unsigned signed const volatile true false "
+                       "struct class enum typename operator".split())
+
+
+@functools.lru_cache(maxsize=4096)
+def mangled_identifiers(name: str) -> frozenset:
+    """Every source name an Itanium-mangled name may spell as <length><identifier>: for each run of
+    digits, each of its suffixes read as a length n, followed by n identifier characters. NB: a
+    superset (a literal such as `Li8E` may read as a spurious name; a name ending in digits, SM90,
+    glues onto the next length): every real source name is in it."""
+    out = set()
+    for m in re.finditer(r"\d+", name):
+        run = m.group()
+        for k in range(len(run)):
+            if run[k] == "0":
+                continue
+            n = int(run[k:])
+            t = name[m.end():m.end() + n]
+            if len(t) == n and _IDENT.fullmatch(t):
+                out.add(t)
+    return frozenset(out)
+
+
+def _identifiers(name: str) -> frozenset:
+    """The identifiers a demangled name spells (its argument list and builtin type words left out)."""
+    return frozenset(w for w in _IDENT.findall(_strip_args(name)) if w not in _NOT_NAMES)
+
+
+def _by_identifiers(names: list[str], counters: list[KernelCounters], out: dict, used: set) -> None:
+    """A Top-N name the demangler refuses (_refused) and a readable counter name are one kernel when
+    every identifier the readable one spells is in the mangled one (mangled_identifiers), each the
+    only candidate of the other (two instantiations that differ only in numbers stay unmatched).
+    NB: no short-name test: the two sides' short names differ (ncu's template-stripped name is not
+    the mangled name's)."""
+    left = [n for n in names if n not in out and _refused(n)]
+    if not left:
+        return
+    free = [i for i, kc in enumerate(counters) if i not in used and not kc.name.startswith("_Z")]
+    cand = {n: [i for i in free if _identifiers(counters[i].name) <= mangled_identifiers(n)] for n in left}
+    for n, idx in cand.items():
+        if len(idx) == 1 and sum(idx[0] in c for c in cand.values()) == 1:
+            out[n] = counters[idx[0]]
+            used.add(idx[0])
 
 
 def folded_into(entries: list[dict], name: str) -> list[str]:

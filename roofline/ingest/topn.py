@@ -54,6 +54,7 @@ class KernelAgg:
     folded: dict = field(default_factory=dict)             # split-K reduce name -> [launches, us]
     before: Counter = field(default_factory=Counter)       # kernel launched just before -> times
     after: Counter = field(default_factory=Counter)        # kernel launched just after -> times
+    dataflow: dict | None = None                            # producers / consumers (roofline.ingest.evidence)
 
     @property
     def all_us(self) -> float:
@@ -87,6 +88,11 @@ def aggregate_trace(pt, plan: StepPlan, graph_corr: set | None = None):
     fold_into, extra_us = _splitk_folds(pt, notes)
     aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us)
     _launch_neighbours(pt, aggs, fold_into)
+    from roofline.ingest.evidence import dataflow
+
+    flows = dataflow(pt, cpu_r, gpu_r, fold_into)
+    for a in aggs:
+        a.dataflow = flows.get(a.name)
     if not pt.sigs:
         notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
                      "profile with record_shapes=True (vLLM: VLLM_TORCH_PROFILER_RECORD_SHAPES=1)")
@@ -409,6 +415,8 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
                             "one logical op")
     if a.before or a.after:
         e["launch_neighbours"] = {"before": dict(a.before), "after": dict(a.after)}
+    if a.dataflow:
+        e["dataflow"] = a.dataflow
     if a.sigs and sigs is not None:
         _shapes_of(e, a, cls, steps, sigs)
     return e

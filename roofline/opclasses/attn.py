@@ -6,6 +6,7 @@ candidate). Trace: the aten attention ops below. Stage C: no GEMM re-run."""
 from __future__ import annotations
 
 from roofline.models import attention as _model
+from roofline.opclasses import kvcache
 from roofline.opclasses.aten import distinct_elems, dtype_of
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.levers import NARROWER
@@ -175,6 +176,61 @@ def precision_levers(entry: dict, dtypes: dict) -> list[str]:
     return []
 
 
+def _filled(shape: dict, ctx) -> tuple[float | None, str]:
+    """(mean filled KV length per launch, the evidence) of a decode attention, or (None, what is missing).
+    The K length is the filled context unless the K/V come from a cache record of that many slots
+    (trace_evidence.kv_caches, kvcache.filled); with none, a K length that grows step by step is
+    the filled context."""
+    s = shape["seq_len"]
+    lens = sorted({x.get("seq_len") for x in ctx.shapes if isinstance(x.get("seq_len"), (int, float))})
+    cache = kvcache.cache_of(ctx, s, shape.get("batch"))
+    if cache is None:
+        if len(lens) >= 2:
+            return float(s), f"the K length grows step by step ({int(lens[0])} -> {int(lens[-1])}): it is the filled context"
+        return None, (f"the trace does not say how many of the attention's {s} K positions are filled: no in-place "
+                      "cache write of that many slots, no K length that grows step by step")
+    return kvcache.filled(cache, ctx)
+
+
+def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
+    """A decode attention needs the K and V of its KV heads over the filled context only:
+    - KV heads: config.json's num_key_value_heads where the K/V it is given carry more heads (a GQA
+      broadcast materialised before it, repeat_kv): a GQA-aware kernel reads the KV heads in place;
+    - context: the filled slots (_filled), not a preallocated cache's empty ones.
+    Prefill: the model's bytes (Q, K, V, O once) with the KV heads of config.json."""
+    from roofline.opclasses.base import Necessary
+
+    hq, hkv, d, b = shape["n_q_heads"], shape["n_kv_heads"], shape["head_dim"], shape["batch"]
+    ev, kinds = [], []
+    kv_cfg = cfg(ctx.config, "num_key_value_heads", "num_kv_heads")
+    nkv = hkv
+    if isinstance(kv_cfg, int) and 0 < kv_cfg < hkv and hkv % kv_cfg == 0:
+        nkv = kv_cfg
+        ev.append(f"K/V carry {hkv} heads, config.json num_key_value_heads = {kv_cfg}: the KV heads were broadcast "
+                  f"{hkv // kv_cfg}x before the attention (a GQA-aware kernel reads the {kv_cfg} in place)")
+        kinds.append("kv_heads_broadcast")
+    if shape.get("regime", ctx.regime) == "prefill" or "seq_len" not in shape:
+        if nkv == hkv:
+            return None
+        q, s = shape.get("q_len", shape.get("seq_len")), shape.get("seq_len")
+        kv_bytes = b * s * d * 2 * dt["act_bytes"] * (hkv - nkv) if (q and s) else None
+        if kv_bytes is None:
+            return None
+        return Necessary(max(0.0, bytes_est - kv_bytes), kind="kv_heads_broadcast", evidence=ev,
+                         lever="read the KV heads in place (GQA-aware attention): no expanded K/V")
+    filled, why = _filled(shape, ctx)
+    if filled is None:
+        return Necessary(None, evidence=ev, missing=why)
+    filled = min(float(filled), float(shape["seq_len"]))
+    if filled < shape["seq_len"] * kvcache.FULL_FRAC:
+        kinds.append("empty_slots")
+    ev.append(why)
+    flops, nec = _model.decode_counts(b, filled, hq, nkv, d, dt["kv_bytes"])
+    lever = kvcache.lever(kinds, nkv, filled, shape["seq_len"]) if kinds else None
+    return Necessary(float(nec), float(flops), kind="+".join(kinds) if kinds else "as_modelled", evidence=ev,
+                     lever=lever)
+
+
 register(OpClass("attn", seed_class="attn",
                  # FlashAttention, cuDNN SDPA, xformers/cutlass fmha, FlashInfer, paged, MLA (before GEMM)
                  name_rules=((40, r"flash|fmha|sdpa|attention|attn|xformers|flashinfer|paged_?att|"
@@ -192,7 +248,7 @@ register(OpClass("attn", seed_class="attn",
                  },
                  prior_key=prior_key, choose_model=choose_model, residency=residency, precision_levers=precision_levers,
                  regime_vote=regime_vote, regime_vote_rank=1, regime_label="attention", dtype_roles=("kv",),
-                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
+                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, necessary=necessary,
                  shape_keys=frozenset({"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged",
                                        "causal", "regime", "mask_bytes"}),
                  dim_keys=frozenset({"batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim"})))

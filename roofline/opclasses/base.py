@@ -73,8 +73,6 @@ class OpClass:
                    (the largest feasible candidate; docs/method.md section 2);
     model_notes:   (alternatives, notes) -> None: what the class says about its candidates once the
                    figures are recorded;
-    necessary:     (entry, shape, dtypes, evidence) -> the bytes a kernel of this class must move
-                   (bytes_necessary), or None: "not modelled" (the default);
     roof:          the bandwidth roof of its memory axis: "hbm" (the peak table's hbm_bw_bytes_s) or
                    "interconnect" (interconnect_bw_bytes_s: collectives);
     compulsory_bytes: its model counts bytes the kernel must move at least once (the counters'
@@ -113,6 +111,9 @@ class OpClass:
     dtype_roles:   the dtype roles its Top-N entries speak for in the env report's starter
                    ("weight": model_dtype; "kv": kv_cache_dtype);
     arch_class:    the model_arch_class a kernel of this class implies ("moe"), or None.
+    necessary:     (shape, dtypes, bytes the model moves, NecessaryCtx) -> Necessary: the fewest bytes
+                   (and FLOPs) the same result needs for one launch of that shape, with the trace
+                   evidence that says so (roofline.necessary); None: the model's bytes are the fewest.
     """
     name: str
     seed_class: str = "unknown"
@@ -164,6 +165,41 @@ class OpClass:
     def prior(self, regime: str | None, shape: dict | None = None) -> tuple[str, str | None]:
         """(the target_eff key of a kernel of this class in ``regime``, a note or None)."""
         return self.prior_key(regime, shape or {}) if self.prior_key is not None else (self.name, None)
+
+
+
+@dataclass
+class NecessaryCtx:
+    """What a class's necessary job may read besides its shape: config.json, the workload, the
+    analysed regime, every shape of the entry in that regime (with its launches: how shapes change
+    step by step), the regime's step count, and the trace-level evidence `roofline topn` wrote
+    (Top-N `trace_evidence`: the KV caches and how they are written)."""
+    config: dict | None
+    workload: dict
+    regime: str
+    shapes: list
+    launches: list | None
+    steps: float | None
+    trace_evidence: dict
+
+
+@dataclass
+class Necessary:
+    """The fewest bytes the same result needs, for ONE launch of one shape (the unit of bytes_est).
+
+    bytes:     None when the evidence is absent (`missing` says what is missing; no guess);
+    flops:     None: the model's FLOPs are the useful ones;
+    kind:      what makes part of the bytes avoidable ("as_modelled": nothing found);
+    evidence:  what the trace / config / counters say, in words (each claim checkable);
+    removable: the launch need not run at all (a copy its consumer could read in place);
+    lever:     the byte-reduction lever, in words, when some bytes are avoidable."""
+    bytes: float | None
+    flops: float | None = None
+    kind: str = "as_modelled"
+    evidence: list = field(default_factory=list)
+    missing: str | None = None
+    removable: bool = False
+    lever: str | None = None
 
 
 REGISTRY: dict[str, OpClass] = {}

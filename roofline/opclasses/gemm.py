@@ -8,8 +8,9 @@ from __future__ import annotations
 from math import prod
 
 from roofline.models import gemm as _model
+from roofline.opclasses import kvcache
 from roofline.opclasses.aten import dtype_of
-from roofline.opclasses.base import OpClass, Problem, register
+from roofline.opclasses.base import Necessary, OpClass, Problem, register
 from roofline.opclasses.levers import split_k_levers, weight_precision_levers
 from roofline.opclasses.stage_a import fill_m
 
@@ -106,6 +107,45 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
+def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
+    """A decode batched GEMM of an eager attention over a KV cache (docs/method.md section 11):
+    QK^T [B, q, d] x [B, d, S] or PV [B, q, S] x [B, S, d], where the trace's cache record
+    (trace_evidence.kv_caches) has S slots of head_dim d for b sequences and B = b x hq. Its result
+    needs the KV heads once (hk of them, not the hq the materialised broadcast repeats) over the
+    filled slots only (kvcache.filled), plus its own Q / P and output over those slots. Nothing
+    matches (no cache of those dims, another regime): the model's bytes (None)."""
+    B, M, N, K = shape.get("batch"), shape.get("M"), shape.get("N"), shape.get("K")
+    if ctx.regime != "decode" or not all(isinstance(x, int) and x > 0 for x in (B, M, N, K)) or B < 2:
+        return None
+    for c in ctx.trace_evidence.get("kv_caches", []):
+        h = kvcache.heads_of(c)
+        if h is None:
+            continue
+        b, hk, S, d = h
+        qk = N == S and K == d
+        if not (qk or (K == S and N == d)) or B % b or (B // b) % hk:
+            continue
+        hq = B // b
+        fill, why = kvcache.filled(c, ctx)
+        if fill is None:
+            return Necessary(None, missing=why)
+        fill = min(float(fill), float(S))
+        kinds = [k for k, on in (("kv_heads_broadcast", hq > hk), ("empty_slots", fill < S * kvcache.FULL_FRAC)) if on]
+        if not kinds:
+            return None
+        a, kv, o = dt["act_bytes"], dt["weight_bytes"], dt["out_bytes"]
+        # NB: K (or V) of the hk KV heads over the filled slots once; QK^T reads Q and writes the
+        # scores over the filled slots, PV reads those probabilities and writes the output
+        nec = b * hk * fill * d * kv + (B * M * d * a + B * M * fill * o if qk else B * M * fill * a + B * M * d * o)
+        op = "QK^T" if qk else "PV"
+        ev = [f"batched GEMM [{B},{M},{K}] x [{B},{K},{N}] = the {op} of an eager attention over the {S}-slot cache "
+              f"{c['op']} {c['dims']}: batch {B} = {b} sequences x {hq} heads"
+              + (f", the cache holds {hk} KV heads (broadcast {hq // hk}x before this GEMM)" if hq > hk else ""), why]
+        return Necessary(float(nec), 2.0 * B * M * fill * d, kind="+".join(kinds), evidence=ev,
+                         lever=kvcache.lever(kinds, hk, fill, S))
+    return None
+
+
 register(OpClass(
     "gemm", seed_class="gemm",
     # cuBLAS/cuBLASLt incl. nvjet, CUTLASS, ThunderKittens, DeepGEMM, hipBLASLt/Tensile, Marlin/AWQ/GPTQ
@@ -119,7 +159,7 @@ register(OpClass(
     residency=residency, regime_vote=regime_vote, regime_vote_rank=2, regime_label="GEMM",
     stop_reading_levers=None, precision_levers=weight_precision_levers, latency_levers=split_k_levers,
     folds_splitk_reduce=True, dtype_roles=("weight",), compulsory_bytes=True,
-    model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
+    necessary=necessary, model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
     shape_keys=frozenset({"M", "N", "K", "batch"}), dim_keys=frozenset({"M", "N", "K", "batch"}),
     missing_hint=(": a GEMM's N and K come only from captured shapes (profile with record_shapes=True) or "
                   "an est_shape in the Top-N")))

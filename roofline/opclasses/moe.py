@@ -169,7 +169,7 @@ def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> N
     """An unsaturated MoE whose all-expert model is infeasible: that is itself evidence for the
     stop-reading lever (other_levers)."""
     if out["headroom_class"] != "saturated" and any(not a["feasible"] for a in out.get("alternatives", [])):
-        out["other_levers"] += stop_reading_levers(out, info)
+        out["other_levers"] += [t for t in stop_reading_levers(out, info) if t not in out["other_levers"]]
 
 
 register(OpClass("moe", seed_class="moe",

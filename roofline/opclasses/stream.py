@@ -11,8 +11,8 @@ from math import prod
 
 from roofline.errors import EntryError
 from roofline.models import elementwise as _model
-from roofline.opclasses.aten import dtype_of, tensor_elems, tensor_list, tensors
-from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.aten import NON_TENSOR, dtype_of, tensor_elems, tensor_list, tensors
+from roofline.opclasses.base import Necessary, OpClass, register
 from roofline.opclasses.stage_a import cfg, workload
 
 # Gathers: op -> (index of the table, index of the indices). Rows are along dim 0 (embedding; and
@@ -76,7 +76,27 @@ def list_copy_shape(sig):
     if not elems:
         return None
     n = sum(int(prod(x)) if x else 1 for x in elems)
-    return {"elems_in": n, "elems_out": n}, {}
+    out = {"elems_in": n, "elems_out": n}
+    out.update(_append_of(elems, sig.concrete[1] if len(sig.concrete) > 1 else ""))
+    return out, {}
+
+
+def _append_of(elems: list, dim_text: str) -> dict:
+    """The cache-append pattern of a cat: two inputs equal in every dimension but the cat dim, the
+    first longer along it (the kept cache), the second the appended token(s). -> {kept_len,
+    append_elems} (shape evidence for the necessary job: how kept_len changes step by step), or {}."""
+    if len(elems) != 2 or not elems[0] or len(elems[0]) != len(elems[1]):
+        return {}
+    try:
+        d = int(dim_text or "0") % len(elems[0])
+    except ValueError:
+        return {}
+    a, b = elems
+    # NB: a cache appends tokens, each a row along the last dim (head_dim): a cat along the LAST
+    # dim lengthens rows (attention logits joined with sinks, rotary halves, token ids), no cache
+    if d == len(a) - 1 or any(x != y for i, (x, y) in enumerate(zip(a, b)) if i != d) or not (a[d] > b[d] >= 1):
+        return {}
+    return {"kept_len": int(a[d]), "append_elems": int(prod(b))}
 
 
 def _gather_or_scatter(sig):
@@ -118,6 +138,20 @@ def _gather_or_scatter(sig):
     return None
 
 
+def _strides_of(sig, k: int) -> tuple:
+    """The strides of the k-th tensor argument (the order of tensors()), () when not recorded."""
+    strides = getattr(sig, "strides", ()) or ()
+    j = -1
+    for i, d in enumerate(sig.dims):
+        t = sig.types[i] if i < len(sig.types) else ""
+        if t in NON_TENSOR or not isinstance(d, tuple) or (d and isinstance(d[0], tuple)) or (d == () and len(sig.dims) > 1):
+            continue
+        j += 1
+        if j == k:
+            return strides[i] if i < len(strides) and isinstance(strides[i], tuple) else ()
+    return ()
+
+
 def trace_shape(sig):
     """elementwise / norm / quant: elements read and written.
 
@@ -144,6 +178,13 @@ def trace_shape(sig):
         return r
     if sig.name == "aten::copy_" and len(ts) >= 2:
         out = {"elems_in": reads[1], "elems_out": sizes[0]}
+        if 0 < reads[1] < sizes[1] and sizes[0] == sizes[1]:
+            # NB: the source is an expanded view (stride 0 on a dimension of size > 1): the copy
+            # materialises a broadcast, writing `broadcast` times the elements it reads
+            out["broadcast"] = int(round(sizes[1] / reads[1]))
+            out["broadcast_dims"] = ",".join(str(i) for i, (n, st) in enumerate(zip(ts[1][0], _strides_of(sig, 1)))
+                                             if st == 0 and n > 1)
+            out["broadcast_src"] = "x".join(str(int(n)) for n in ts[1][0])
         dt = {"act": dtype_of(ts[1][1]), "out": dtype_of(ts[0][1])}
     else:
         out = {"elems_in": sum(reads), "elems_out": max(sizes) if "norm" not in sig.name else sizes[0]}
@@ -194,12 +235,77 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
-_STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape"})
+def growth_run(lens: list[int], kept: int) -> list[int] | None:
+    """The kept lengths of one cache that grows step by step, among the sorted kept lengths of a
+    cat's shapes (same appended size): split where the gap differs from the smallest gap (the
+    per-step growth); the run that holds `kept`, if it has two lengths or more. NB: several caches
+    may share one kernel (a sliding layer's constant window beside a global layer's growing cache:
+    1023 and 1792, 1793, ...): the window is no part of the growth."""
+    gaps = [b - a for a, b in zip(lens, lens[1:])]
+    if not gaps:
+        return None
+    g = min(gaps)
+    run = [lens[0]]
+    for a, b in zip(lens, lens[1:]):
+        if b - a != g:
+            if kept in run:
+                break
+            run = []
+        run.append(b)
+    return run if kept in run and len(run) >= 2 else None
+
+
+def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
+    """The fewest bytes a streaming op's result needs (docs/method.md section 11):
+    - a copy that materialises a broadcast (its source has stride 0 on a dimension: `broadcast`)
+      needs none: its consumer can read the source in place (an expanded view is free; a GQA-aware
+      attention reads the KV heads directly). The whole launch need not run;
+    - a cat that appends to a cache (`kept_len` + `append_elems`) needs only the appended token(s)
+      (read and written once), where the shapes show the kept part is re-copied every step: it grows
+      step by step (one shape per step: growth_run), or a constant window is copied in every step;
+    - otherwise the model's bytes (each element read and written once)."""
+    f = shape.get("broadcast")
+    if isinstance(f, int) and f > 1:
+        ev = (f"aten::copy_ from a {shape.get('broadcast_src', '?')} view with stride 0 on dim "
+              f"{shape.get('broadcast_dims', '?')} (Input Strides): it writes {f}x the {shape['elems_in']} elements "
+              "it reads, materialising a broadcast")
+        return Necessary(0.0, 0.0, "materialised_broadcast", [ev], removable=True,
+                         lever=("do not materialise the broadcast: let the consumer read the source in place (pass "
+                                "the expanded view; for repeat_kv, a GQA-aware attention reads the KV heads directly, "
+                                "e.g. SDPA enable_gqa=True); removes this copy"))
+    kept, app = shape.get("kept_len"), shape.get("append_elems")
+    if isinstance(kept, int) and isinstance(app, int) and app > 0:
+        nec = app * (dt["act_bytes"] + dt["out_bytes"])
+        run = growth_run(sorted({s.get("kept_len") for s in ctx.shapes if s.get("append_elems") == app
+                                 and isinstance(s.get("kept_len"), int)}), kept)
+        i = next((j for j, s in enumerate(ctx.shapes) if s is shape), None)
+        n_launch = ctx.launches[i] if ctx.launches and i is not None else None
+        if run is not None:
+            ev = (f"aten::cat appends {app} elements to a cache whose kept length grows by {run[1] - run[0]} per step "
+                  f"({run[0]} -> {run[-1]} over {len(run)} shapes): the whole cache is re-copied each step")
+            kind = "cache_append"
+        elif ctx.steps and ctx.steps >= 2 and n_launch and n_launch >= ctx.steps:
+            ev = (f"aten::cat copies a constant window of {kept} (+{app} appended elements) in each of the "
+                  f"{ctx.steps:g} {ctx.regime} steps ({n_launch:g} launches): the window is re-copied every step")
+            kind = "cache_window"
+        else:
+            return Necessary(bytes_est, evidence=[f"aten::cat appends {app} elements to {kept}, but the trace shows "
+                                                  "no re-copy step after step (one shape, one step)"])
+        return Necessary(float(nec), float(app), kind=kind, evidence=[ev],
+                         lever=("stop copying the cache: " + ("a preallocated (static) or paged cache writes only "
+                                "the new token's K and V in place (index_copy_ / paged writes)" if kind ==
+                                "cache_append" else "a ring buffer (or paged) window writes only the new token "
+                                "in place instead of re-copying the window")))
+    return None
+
+
+_STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape", "broadcast", "broadcast_dims", "broadcast_src", "kept_len",
+                          "append_elems"})
 _STREAM_DIMS = frozenset({"elems_in", "elems_out"})
 # the jobs the three streaming classes share: one model, one L2 rule, fusable into a neighbour, and
 # bytes every launch must move at least once (the counters' plausibility rule 4)
 _STREAM = dict(seed_class="elementwise", model=_model.model, trace_shape=trace_shape, residency=residency,
-               fusable=True, compulsory_bytes=True, dim_keys=_STREAM_DIMS)
+               fusable=True, compulsory_bytes=True, dim_keys=_STREAM_DIMS, necessary=necessary)
 # reduce: the elementwise shape of a reduction (one op per input element), written by roofline topn.
 # norm and quant stream the same way (one model); their stage-A fill differs
 register(OpClass(

@@ -41,6 +41,38 @@ def counters_block(kc: KernelCounters) -> dict:
     return out
 
 
+def explained_by_mix(kc: KernelCounters, per_shape: list[tuple[float, float, float]], notes: list[str]
+                     ) -> KernelCounters:
+    """Launches of one kernel name that disagree (`unstable`) because the entry itself is a mix of
+    captured shapes (a grouped GEMM's gate_up and down launches): where the counters' spread of DRAM
+    bytes and of issued FLOPs is the spread of the entry's per-shape model bytes and FLOPs (within
+    the aggregate's band), the mean over the launches is the entry's mix, and the record is used.
+    per_shape: (launch weight, bytes, FLOPs) of each shape. NB: assumes the profiled launches hold
+    the shapes in the entry's proportions (one step of the same run); said in the notes."""
+    from roofline.counters.aggregate import UNSTABLE_BAND
+
+    if not kc.unstable or len(per_shape) < 2:
+        return kc
+    tot = sum(w for w, _, _ in per_shape)
+
+    def model_spread(i):
+        vals = [x[i] for x in per_shape]
+        mean = sum(x[0] * x[i] for x in per_shape) / tot if tot else 0.0
+        return (max(vals) - min(vals)) / mean if mean > 0 else None
+
+    pairs = [(kc.extra.get("launch_spread.dram_bytes"), model_spread(1))]
+    if kc.extra.get("launch_spread.flops_issued") is not None:
+        pairs.append((kc.extra["launch_spread.flops_issued"], model_spread(2)))
+    if any(c is None or m is None or abs(c - m) > UNSTABLE_BAND for c, m in pairs):
+        return kc
+    notes.append("stage C: the launches of this kernel differ as the entry's captured shapes do (spread of DRAM bytes "
+                 f"{pairs[0][0]:.2f} measured vs {pairs[0][1]:.2f} modelled): their mean is the entry's shape mix "
+                 "(assuming the profiled launches hold the shapes in the entry's proportions)")
+    from dataclasses import replace
+
+    return replace(kc, unstable=False)
+
+
 def _usable(kc: KernelCounters | None) -> bool:
     return kc is not None and kc.dram_bytes is not None and kc.dram_bytes > 0 and not kc.unstable
 
