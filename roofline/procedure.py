@@ -157,15 +157,19 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
     return Work(dt, shapes, weights, shape_dts, shape_t_ms, shape_launches, shape_source, dts, results, res)
 
 
-def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, notes: list[str]) -> Work:
+def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, notes: list[str],
+                  t_ms: float | None = None) -> Work:
     """No byte/FLOP model (`why`: no shapes, ...), but matched counters with DRAM bytes: they are the
-    work (roofline.stagec.merge.measured_result); without them the entry degrades with `why`."""
+    work (roofline.stagec.merge.measured_result; counters whose launches differ in work stand in when
+    they time the entry's own launches, ``t_ms`` per launch); without them the entry degrades with `why`."""
     from roofline.stagec.merge import measured_result
 
-    res = measured_result(counters, e.launches_per_logical_op, norm_dtype(env.model_dtype))
+    res = measured_result(counters, e.launches_per_logical_op, norm_dtype(env.model_dtype), t_ms)
     if res is None and counters is not None:
-        lack = "they differ across launches" if counters.unstable else \
-            "they hold no DRAM bytes (collect dram__bytes.sum, e.g. ncu --set roofline)"
+        lack = ((f"they differ across launches and time {counters.t_ms:.4g} ms per launch against this entry's "
+                 f"{t_ms:.4g} ms: not the same launches (their mix of sizes is not this entry's)"
+                 if counters.groups and counters.t_ms and t_ms else "they differ across launches")
+                if counters.unstable else "they hold no DRAM bytes (collect dram__bytes.sum, e.g. ncu --set roofline)")
         raise EntryError(f"{why}; the matched counters cannot stand in: {lack}")
     if res is None:
         raise why
@@ -423,6 +427,13 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
         if verdict:
             out["provisional_headroom_class"] = band
     out["confidence"] = confidence
+    for g in out.get("measured_groups") or []:
+        # each group of like launches on the entry's rules: bound type, and its band against the target
+        # (none for a group timed by dispatch)
+        if g.get("roofline_pct") is not None:
+            g["bound_type"] = bound_of(g["hbm_util"], g["compute_util"], g["roof_axis"], g["t_ms"])
+            g["headroom_class"] = (routing.headroom_class(g["roofline_pct"], tgt)
+                                   if tgt and g["t_ms"] > DISPATCH_FLOOR_MS else "unknown")
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict) -> None:
@@ -464,7 +475,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     try:
         w = model_work(op_class, e, env, config, regime, notes)
     except EntryError as exc:
-        w = measured_work(e, env, counters, exc, notes)   # re-raises exc without usable counters
+        w = measured_work(e, env, counters, exc, notes, reg.base_latency_ms)   # re-raises exc without usable counters
     t_s, n_l = logical_time(e, reg, out, notes, fused_moe_launches(e, op_class, w, reg, config, notes))
     peak_bw, _ = collective.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)

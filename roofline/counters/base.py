@@ -31,6 +31,9 @@ class KernelCounters:
     # count metrics this record has only as rate x duration (the report stored `M.per_second`,
     # e.g. `ncu --set roofline`: dram__bytes.sum.per_second, no dram__bytes.sum), by metric name
     derived_from_rate: list[str] = field(default_factory=list)
+    # launches whose work differs (`unstable`): one row per group of like launches (aggregate.launch_groups),
+    # each {"launches", "t_ms", "dram_bytes", "flops_issued"} per launch of the group; [] otherwise
+    groups: list[dict] = field(default_factory=list)
 
     @property
     def flops_issued(self) -> float | None:
