@@ -1,8 +1,8 @@
 """The registration record of an op class and the registry it goes into (see __init__.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 
 @dataclass
@@ -28,44 +28,155 @@ class Problem:
         return self.E is not None
 
 
+# the seed's closed op_class enum (seed 002, the artifact's `op_class`): every class maps into it
+SEED_CLASSES = ("gemm", "moe", "attn", "elementwise", "unknown")
+
+
 @dataclass(frozen=True)
 class OpClass:
-    """Everything the tool knows about one op class, registered once.
+    """Everything the tool knows about one op class, registered once. Every field but ``name`` has
+    a default, so a class file gives only what it does; nothing outside roofline/opclasses/ names
+    a class (tests/test_opclasses.py scans the package for class-name literals).
 
-    model:         (shape, dtypes) -> roofline.models.ModelResult, a pure byte/FLOP model;
+    Identity
+    name:          the class (the artifact's `op_kind`, and the key of everything below);
+    seed_class:    the seed's closed op_class enum value (SEED_CLASSES) the artifact's `op_class`
+                   holds for it (norm -> elementwise; a class the seed has no word for -> unknown).
+
+    Classification (roofline.classify builds its tables from these, ordered by rank)
+    name_rules:    ((rank, regex), ...) searched case-insensitively in the kernel name; over all
+                   classes, the lowest rank that matches wins (a class may hold rows at several ranks);
+    op_rules:      ((rank, regex), ...) on an op-name hint (the aten op that launched the kernel),
+                   used only when no name rule matches;
+    hint_aliases:  profiler classification words that mean this class ("attention" -> attn); the
+                   class's own name always does.
+
+    Shape
     fill:          stage-A fill of one shape from the workload and config.json:
                    fill(shape, op_class, entry, workload, config, regime, assumed) -> the keys it
                    needs (roofline.shapes.resolve_shapes checks them);
     trace_shape:   a recorded aten-op signature (roofline.ingest.trace_tables.OpSig) ->
                    (shape, dtypes) or None (roofline topn);
-    gemm_problems: an artifact entry -> the GEMMs of one logical op (list[Problem]) for the
-                   stage-C re-run (roofline.rerun);
     shape_keys:    the shape keys the model reads, plus what `roofline topn` writes for provenance
                    (roofline.lint warns about the others);
-    dim_keys:      those of them that are dimensions: a number or null in a Top-N, never coerced
-                   (roofline.inputs refuses "64" or true there);
+    dim_keys:      those of them that are dimensions: a number or null in a Top-N, never coerced;
     missing_hint:  what gives a missing dimension, for the L2 reason ("" = the generic hint);
+    regime_vote:   shape of a recorded op -> (regime, evidence) or None: what the op's shape says
+                   about prefill / decode (roofline.ingest.regime_shapes); classes vote in
+                   regime_vote_rank order, and regime_label names them in the evidence.
+
+    Byte/FLOP model
+    model:         (shape, dtypes) -> roofline.models.ModelResult, a pure byte/FLOP model whose
+                   candidates are the class's byte models;
     not_modelled:  why the class has no model (the L2 reason), for a class without one;
+    choose_model:  (alternatives, notes) -> the chosen alternative, or None for the generic rule
+                   (the largest feasible candidate; docs/method.md section 2);
+    model_notes:   (alternatives, notes) -> None: what the class says about its candidates once the
+                   figures are recorded;
+    necessary:     (entry, shape, dtypes, evidence) -> the bytes a kernel of this class must move
+                   (bytes_necessary), or None: "not modelled" (the default);
     roof:          the bandwidth roof of its memory axis: "hbm" (the peak table's hbm_bw_bytes_s) or
-                   "interconnect" (interconnect_bw_bytes_s: collectives).
+                   "interconnect" (interconnect_bw_bytes_s: collectives);
+    compulsory_bytes: its model counts bytes the kernel must move at least once (the counters'
+                   plausibility rule 4: DRAM bytes far under them are implausible).
+
+    Time and launches
+    launches:      (entry, work, regime record, config, notes) -> launches per logical op, or None
+                   (the Top-N's launches_per_logical_op);
+    judged_time:   (entry, regime record, out, notes) -> (the regime record the roofline judges,
+                   a split passed to kernel_speedup): the part of the kernel time the roof judges;
+    kernel_speedup: (split, speedup of the judged part, out, notes) -> the kernel's speedup.
+
+    Prior and verdict
+    target_eff:    {prior key: target efficiency}: how close a well-implemented kernel of this
+                   class gets to its roofline bound (docs/method.md section 4; routing.TARGET_EFF
+                   is every class's);
+    prior_key:     (regime, shape) -> (prior key, note or None); None: the class's name;
+    residency:     (work, chosen alternative, L2 bytes, out, notes) -> whether the L2, not HBM,
+                   serves the op (True: no verdict); notes where DRAM bytes above the model are expected;
+    bound_type:    a bound type the class always has ("latency" for a class the roofline cannot
+                   judge by its bytes), None: from the utilizations (docs/method.md section 3);
+    verdict:       False: no headroom verdict from the roof (the figures are shown, the class's
+                   levers stand).
+
+    Levers (roofline.routing; docs/method.md section 5)
+    fusable:       a kernel of this class may be fused into its producer / consumer (named by the
+                   fuse lever of a neighbouring saturated kernel);
+    stop_reading_levers: (entry, model info) -> levers: bytes read that the work does not use;
+    precision_levers: (entry, dtypes) -> lower-precision levers (LOSSY);
+    latency_levers: (entry) -> extra levers of a latency-bound kernel;
+    finish_levers: (out, model info, dtypes) -> None: the class's last word on the levers (it may
+                   replace them: collectives).
+
+    Elsewhere
+    gemm_problems: an artifact entry -> the GEMMs of one logical op (list[Problem]) for the
+                   stage-C re-run (roofline.rerun);
+    folds_splitk_reduce: a split-K reduce kernel launched right after it is half of its op;
+    dtype_roles:   the dtype roles its Top-N entries speak for in the env report's starter
+                   ("weight": model_dtype; "kv": kv_cache_dtype);
+    arch_class:    the model_arch_class a kernel of this class implies ("moe"), or None.
     """
     name: str
-    model: Callable | None = None
+    seed_class: str = "unknown"
+    # classification
+    name_rules: tuple = ()
+    op_rules: tuple = ()
+    hint_aliases: tuple = ()
+    # shape
     fill: Callable | None = None
     trace_shape: Callable | None = None
-    gemm_problems: Callable | None = None
     shape_keys: frozenset = frozenset()
     dim_keys: frozenset = frozenset()
     missing_hint: str = ""
+    regime_vote: Callable | None = None
+    regime_vote_rank: int = 0
+    regime_label: str = ""
+    # byte/FLOP model
+    model: Callable | None = None
     not_modelled: str = ""
+    choose_model: Callable | None = None
+    model_notes: Callable | None = None
+    necessary: Callable | None = None
     roof: str = "hbm"
+    compulsory_bytes: bool = False
+    # time and launches
+    launches: Callable | None = None
+    judged_time: Callable | None = None
+    kernel_speedup: Callable | None = None
+    # prior and verdict
+    target_eff: Mapping = field(default_factory=dict)
+    prior_key: Callable | None = None
+    residency: Callable | None = None
+    bound_type: str | None = None
+    verdict: bool = True
+    # levers
+    fusable: bool = False
+    stop_reading_levers: Callable | None = None
+    precision_levers: Callable | None = None
+    latency_levers: Callable | None = None
+    finish_levers: Callable | None = None
+    # elsewhere
+    gemm_problems: Callable | None = None
+    folds_splitk_reduce: bool = False
+    dtype_roles: tuple = ()
+    arch_class: str | None = None
+
+    def __hash__(self) -> int:          # target_eff is a dict: one registration per name
+        return hash(self.name)
+
+    def prior(self, regime: str | None, shape: dict | None = None) -> tuple[str, str | None]:
+        """(the target_eff key of a kernel of this class in ``regime``, a note or None)."""
+        return self.prior_key(regime, shape or {}) if self.prior_key is not None else (self.name, None)
 
 
 REGISTRY: dict[str, OpClass] = {}
 
 
 def register(oc: OpClass) -> OpClass:
-    """Add an op class; a second registration of the same name is an error."""
+    """Add an op class; a second registration of the same name, or a seed class outside the
+    seed's enum, is an error."""
+    if oc.seed_class not in SEED_CLASSES:
+        raise ValueError(f"op class {oc.name!r}: seed_class {oc.seed_class!r} is not in the seed's enum {SEED_CLASSES}")
     if oc.name in REGISTRY:
         raise ValueError(f"op class {oc.name!r} is registered twice")
     REGISTRY[oc.name] = oc
