@@ -9,12 +9,13 @@ import datetime as _dt
 import traceback
 from typing import Any
 
-from roofline import contract, multirank, routing
+from roofline import contract, multirank, opclasses, routing
 from roofline.classify import classify, short_name as _short_name
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
+from roofline.values import UNKNOWN
 from roofline.procedure import (  # noqa: F401  (re-exported: the per-entry steps live in roofline.procedure)
     BOUND_TYPES, DISPATCH_FLOOR_MS, HEADROOM_CLASSES, LATENCY_UTIL, SUSPECT_LOW, _compute_peak, _feasible, _finite,
     REAL_TIME_PCT, _metrics, _min_conf, _verbatim_lps, _verbatim_pct, analyze_entry, pick_regime, regime_shares,
@@ -28,7 +29,7 @@ def _light(e: Entry) -> dict:
     adj = {n for side in ("before", "after") if isinstance(nb.get(side), dict) for n in nb[side]}
     ops = raw.get("aten_ops") if isinstance(raw.get("aten_ops"), dict) else {}
     return {"name": e.name, "short_name": e.short_name or _short_name(e.name),
-            "op_class": contract.seed_op_class(kind), "op_kind": kind, "pct_gpu_time": e.pct_gpu_time,
+            "op_class": opclasses.seed_class(kind), "op_kind": kind, "pct_gpu_time": e.pct_gpu_time,
             "adjacent": adj, "has_neighbours": bool(nb), "aten_ops": set(ops),
             "n_shapes": len(e.shapes or [])}
 
@@ -130,7 +131,7 @@ def _match_counters(head: list[Entry], order: list[Entry], counters: list) -> tu
 def _run_fields(art: dict, topn: TopN) -> None:
     """The run's ranks (a Top-N of several ranks), and the link roof only where a collective is
     judged against it."""
-    if not any(e.get("op_class") == "comm" for e in art["entries"]):
+    if not any(opclasses.on_interconnect(opclasses.kind_of(e)) for e in art["entries"]):
         art["peaks"].pop("interconnect_bw_bytes_s", None)
         art["peaks"].get("sources", {}).pop("interconnect_bw_bytes_s", None)
     r = multirank.run_ranks(topn)
@@ -189,7 +190,7 @@ def gain_rank_key(e: dict) -> tuple[float, bool]:
     on its own regime's share); for every other entry its pct_gpu_time, the most it could give (a
     head without a verdict is never buried below a +0.00% saturated one). -> (key %, has_gain)."""
     gains = [float(v["expected_e2e_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
-             if v.get("headroom_class") not in (None, "unknown") and v.get("confidence") in ("medium", "high")
+             if v.get("headroom_class") not in (None, UNKNOWN) and v.get("confidence") in ("medium", "high")
              and v.get("expected_e2e_gain_pct") is not None]
     if gains:
         return max(gains), True

@@ -3,20 +3,19 @@ the fields every entry carries. One source of truth for the analysis (which fill
 Schema (which checks them) and the README block that documents them.
 
 A reader written to docs/artifact.md must never meet a missing key or a category it has no rule for:
-- `op_class` is the documented closed set plus `comm` (collectives, on the interconnect roof); the
-  finer kind our classifier knows (norm, quant) is kept in `op_kind`.
+- `op_class` is the seed's closed set (gemm|moe|attn|elementwise|unknown): each op class says which
+  value it is (roofline/opclasses/, `seed_class`); the class itself (norm, quant, comm, ...) is
+  kept in `op_kind`.
 - every seed field is present on every entry, degraded and no-verdict ones included, `null`
   where there is no value.
 """
 from __future__ import annotations
 
-# docs/artifact.md: the closed set of op classes, and `comm`: collectives (NCCL, custom all-reduce)
-# have a model of their own, on the interconnect roof (docs/method.md, "Collectives"), so a reader
-# routes them apart from the HBM-bound classes instead of reading them as unknown.
-OP_CLASSES = ("gemm", "moe", "attn", "elementwise", "comm", "unknown")
-# Our classifier's finer kinds -> the artifact class. Norm and quant kernels stream like elementwise
-# ones (docs/method.md section 2 models them together).
-_SEED_CLASS = {"norm": "elementwise", "quant": "elementwise"}
+from roofline import opclasses
+from roofline.opclasses.base import SEED_CLASSES
+
+# the seed's closed op_class set (one definition: roofline.opclasses.base)
+OP_CLASSES = SEED_CLASSES
 
 # docs/artifact.md: every field of an entry, in the documented order.
 SEED_ENTRY_FIELDS = (
@@ -37,10 +36,8 @@ CONFIDENCES = ("low", "medium", "high")
 
 
 def seed_op_class(kind: str | None) -> str:
-    """Our classifier's kind -> the documented closed op_class set."""
-    k = kind or "unknown"
-    k = _SEED_CLASS.get(k, k)
-    return k if k in OP_CLASSES else "unknown"
+    """An op class -> the seed's closed op_class set (the class's seed_class)."""
+    return opclasses.seed_class(kind)
 
 
 def complete_entry(e: dict) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from roofline.classify import OP_CLASSES, OP_HINT_RULES, _HINT_ALIASES, classify
 from roofline.inputs import TopN
-from roofline.opclasses import REGISTRY
+from roofline.opclasses import FALLBACK, REGISTRY
 
 # keys each op class's byte/FLOP model reads, plus what `roofline topn` writes for provenance
 # (q_len, regime): registered with the op class (roofline/opclasses/)
@@ -33,7 +33,7 @@ def topn_warnings(t: TopN) -> list[str]:
         cls = classify(e.name, e.classification)
         if e.classification and not _known_hint(e.classification):
             out.append(f"{where}: classification {e.classification!r} is not an op class "
-                       f"({'|'.join(c for c in OP_CLASSES if c != 'unknown')}) nor an op name: ignored; "
+                       f"({'|'.join(c for c in OP_CLASSES if c != FALLBACK)}) nor an op name: ignored; "
                        f"classified by its name as {cls!r}")
         known = SHAPE_KEYS.get(cls, _ANY_KEYS)
         for label, shapes in (("est_shape", [e.est_shape] if e.est_shape else []), ("shapes", e.shapes or [])):

@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from roofline.values import UNKNOWN
+
 HEADROOM_COLORS = {
     "underperforming": "#d62728",  # red: real headroom
     "moderate": "#ff7f0e",
     "saturated": "#2ca02c",        # green: tuning has nothing left; byte reduction does
-    "unknown": "#7f7f7f",
+    UNKNOWN: "#7f7f7f",
 }
 DTYPE_STYLES = ["-", "--", "-.", ":"]
 
@@ -68,7 +70,7 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
         hc = e.get("headroom_class") or "unknown"
         points.append({"name": e.get("name"), "label": label, "x": x, "y": y,
                        "pct_gpu_time": float(e.get("pct_gpu_time") or 0.0), "headroom_class": hc,
-                       "color": HEADROOM_COLORS.get(hc, HEADROOM_COLORS["unknown"]),
+                       "color": HEADROOM_COLORS.get(hc, HEADROOM_COLORS[UNKNOWN]),
                        "compute_dtype": e.get("compute_dtype"), "suspect": bool(e.get("suspect")),
                        "roofline_pct": _num(e.get("roofline_pct")), "bound_type": e.get("bound_type")})
         bm, bmod = _num(e.get("bytes_measured")), _num(e.get("bytes_model"))

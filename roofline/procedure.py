@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from roofline import collective, contract, opclasses, routing
+from roofline import opclasses, routing
 from roofline.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.errors import EntryError
 from roofline.inputs import Entry, Env, TopN
@@ -25,13 +25,14 @@ from roofline.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_
 from roofline.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms  # noqa: F401  (re-exported)
 from roofline.residency import cache_residency, _flag_rows_over_roof
 from roofline.shapes import work_mix
+from roofline.values import UNKNOWN
 from roofline.stagec.merge import apply_stage_c  # noqa: F401  (a step of this procedure: stage C's merge)
 
 DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
 LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
 SUSPECT_LOW = 0.001            # roofline_pct under this is as impossible as one above 1.0
-BOUND_TYPES = ("memory", "compute", "latency", "unknown")   # CLOSED set
-HEADROOM_CLASSES = ("underperforming", "moderate", "saturated", "unknown")
+BOUND_TYPES = ("memory", "compute", "latency", UNKNOWN)   # CLOSED set
+HEADROOM_CLASSES = ("underperforming", "moderate", "saturated", UNKNOWN)
 
 
 def resolve_dtypes(e: Entry, env: Env) -> dict[str, Any]:
@@ -67,12 +68,12 @@ def _shape_dtypes(dt: dict, override: dict) -> dict:
 
 def entry_head(e: Entry) -> tuple[dict, str]:
     """The fields every entry has, modelled or not; and the finer op kind that picks the model."""
-    # op_class is the documented closed set in the artifact; the finer kind (norm, quant, comm) picks
-    # the model and the prior here and is kept as op_kind
+    # op_class is the seed's closed set in the artifact (the class's seed_class); the class itself
+    # (norm, quant, comm, ...) picks the model and the prior here and is kept as op_kind
     op_class = classify(e.name, e.classification)
     sname = e.short_name or _short_name(e.name)
     out: dict[str, Any] = {"name": e.name, "short_name": sname, "pct_gpu_time": _verbatim_pct(e),
-                           "op_class": contract.seed_op_class(op_class), "op_kind": op_class,
+                           "op_class": opclasses.seed_class(op_class), "op_kind": op_class,
                            "editable": e.editable, "modeled": False}
     return out, op_class
 
@@ -106,7 +107,7 @@ def check_modelable(e: Entry, op_class: str, peaks: Peaks) -> None:
         raise EntryError(oc.not_modelled if oc is not None and oc.not_modelled else
                          f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
                          "classification hint): no guess is made")
-    no_roof = collective.missing_roof_reason(peaks, op_class)
+    no_roof = opclasses.missing_roof_reason(peaks, op_class)
     if no_roof:
         raise EntryError(no_roof)
     if is_splitk_reduce(e.name):
@@ -183,39 +184,12 @@ def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, not
     return Work(dt, [{}], [1.0], [{}], [], None, "measured", [dt], [res], res)
 
 
-def moe_layers(config: dict | None) -> int | None:
-    """The MoE layers of a model from config.json: the layer count less the leading dense layers
-    (first_k_dense_replace), or every decoder_sparse_step-th layer; None when it says nothing."""
-    if not config or not isinstance(config.get("num_hidden_layers"), int):
-        return None
-    n = int(config["num_hidden_layers"])
-    dense = config.get("first_k_dense_replace")
-    if isinstance(dense, int) and 0 <= dense < n:
-        return n - dense
-    step = config.get("decoder_sparse_step")
-    if isinstance(step, int) and step > 1:
-        return n // step
-    return n
-
-
-def fused_moe_launches(e: Entry, op_class: str, w: "Work", reg, config: dict | None, notes: list[str]) -> int:
-    """A fused MoE layer model (stage A, no stage in the shape) counts a whole layer's expert work;
-    a fused_moe kernel is launched once per stage (gate/up, then down). Where the Top-N does not say
-    how many launches form one logical op, the launches per step over the MoE layers of config.json
-    say it (2 launches a layer: stage 1 + stage 2), and the notes say so."""
-    if op_class != "moe" or "launches_per_logical_op" in (e.raw or {}) or not w.shapes \
-            or "pairs" in w.shapes[0] or w.shapes[0].get("stage") is not None:
-        return e.launches_per_logical_op
-    layers = moe_layers(config)
-    if not layers:
-        return e.launches_per_logical_op
-    per_layer = reg.launches_per_step / layers
-    if per_layer >= 1.5 and abs(per_layer - round(per_layer)) < 0.05:
-        n = int(round(per_layer))
-        notes.append(f"{reg.launches_per_step:g} launches per step over {layers} MoE layers (config.json) = {n} "
-                     f"launches per layer: one logical op (a layer's expert GEMMs) = {n} launches")
-        return n
-    return e.launches_per_logical_op
+def launches_per_logical_op(e: Entry, op_class: str, w: "Work", reg, config: dict | None, notes: list[str]) -> int:
+    """The launches forming one logical op: the class's rule where it has one and it applies (a fused
+    MoE layer: launches per step over config.json's MoE layers), else the Top-N's count."""
+    oc = opclasses.of(op_class)
+    n = oc.launches(e, w, reg, config, notes) if oc.launches is not None else None
+    return e.launches_per_logical_op if n is None else n
 
 
 def logical_time(e: Entry, reg, out: dict, notes: list[str], n_l: int | None = None) -> tuple[float, int]:
@@ -251,20 +225,11 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
                      "feasible": _feasible(m, tol_c), "note": c.note, "_m": m})
     feasible = [a for a in alts if a["feasible"]]
     chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
-    mean_ctx = next((a for a in alts if a["model"] == "mean_context"), None)
-    if op_class == "attn" and mean_ctx is not None:
-        # docs/method.md section 2: attention's seq_len is the CURRENT average context (isl + osl/2), not the
-        # max. The max context is no second byte model for the feasibility rule: it is only the
-        # upper end of the displayed range.
-        chosen = mean_ctx
-        notes.append("attention point estimate at the mean context "
-                     f"({mean_ctx['note']}, isl + osl/2); the max context "
-                     + ", ".join(a["note"] for a in alts if a["model"] == "max_context")
-                     + " (isl + osl) is only the upper end of the displayed range")
-        for a in alts:
-            if not a["feasible"]:
-                notes.append(f"{a['model']} ({a['note']}) implies {a['roofline_pct_raw']:.0%} of the roof: infeasible, "
-                             "left out of the range")
+    oc = opclasses.of(op_class)
+    own = oc.choose_model(alts, notes) if oc.choose_model is not None else None
+    if own is not None:
+        # the class's own rule (attention: the mean context, the max only the top of the range)
+        chosen = own
     elif len(alts) > 1:
         if feasible:
             notes.append(f"byte model: {chosen['model']} (largest feasible of {', '.join(a['model'] for a in alts)})")
@@ -314,9 +279,9 @@ def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float,
     out["byte_model"] = chosen["model"]
     if len(alts) > 1:
         out["alternatives"] = [{k: v for k, v in a.items() if k != "_m"} for a in alts]
-        if op_class == "moe" and any(a["model"] == "all_experts" for a in alts):
-            allx = next(a for a in alts if a["model"] == "all_experts")
-            notes.append(f"all-expert model: {allx['bytes_est'] / 1e6:.1f} MB -> {allx['roofline_pct_raw']:.1%}")
+        oc = opclasses.of(op_class)
+        if oc.model_notes is not None:
+            oc.model_notes(alts, notes)
     return pct_raw
 
 
@@ -324,12 +289,11 @@ def record_target(out: dict, op_class: str, regime: str, alts: list[dict], pct_r
                   paged: bool | None = None, notes: list[str] | None = None) -> float | None:
     """The class prior (target efficiency), the range over the feasible byte models and the
     reported ratio (clamped into [0, 1], the raw one kept). Returns the target."""
-    tgt = routing.target_eff_for(op_class, regime, paged)
+    key, why = opclasses.of(op_class).prior(regime, {"paged": paged})
+    tgt = routing.TARGET_EFF.get(key)
     out["target_eff"] = tgt
-    if op_class == "attn" and regime == "decode" and notes is not None:
-        notes.append(f"target_eff {tgt:g}: the prior for a {'contiguous' if paged is False else 'paged'} KV cache "
-                     + ("(read sequentially, like a copy; the trace's attention op reads a contiguous cache)"
-                        if paged is False else "(block-table gathers; nothing in the input says the cache is contiguous)"))
+    if why and regime == "decode" and notes is not None:
+        notes.append(f"target_eff {tgt:g}: {why}")
     feas_pcts = [a["roofline_pct_raw"] for a in alts if a["feasible"]]
     if len(feas_pcts) > 1 and "bytes_measured" not in out:
         lo, hi = min(feas_pcts), max(feas_pcts)
@@ -364,7 +328,7 @@ def bound_of(hbm_util: float, compute_util: float, roof_axis: str, t_ms: float) 
 
 
 def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: float, peak_bw: float, t_s: float,
-                  notes: list[str], l2_resident: bool = False) -> bool:
+                  notes: list[str], l2_resident: bool = False, oc: opclasses.OpClass | None = None) -> bool:
     """Bound type and the no-verdict cases (dispatch floor, L3 suspect). Returns whether a
     verdict may be given."""
     out["suspect"] = False
@@ -392,7 +356,12 @@ def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: fl
         # the L2 serves it: the HBM ratio is no evidence about the kernel (cache_residency)
         bound = "latency"
         verdict = False
-    out["bound_type"] = bound if bound in BOUND_TYPES else "unknown"
+    if oc is not None and oc.no_verdict:
+        # the class says the roof cannot judge it (opclasses/, no_verdict); the bound type stays the
+        # utilizations' (the seed defines it by them)
+        verdict = False
+        notes.append(oc.no_verdict)
+    out["bound_type"] = bound if bound in BOUND_TYPES else UNKNOWN
     return verdict
 
 
@@ -416,12 +385,12 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
     (else provisional)."""
     # NB: the gain is on the share of GPU time of the regime analysed, never the kernel's whole share
     gain = out["regime_pct_gpu_time"] * (1.0 - 1.0 / attain) if attain else None
-    band = routing.headroom_class(pct_raw, tgt) if tgt else "unknown"
+    band = routing.headroom_class(pct_raw, tgt) if tgt else UNKNOWN
     if verdict and confidence != "low":
         out["headroom_class"] = band
         out["attainable_speedup"], out["expected_e2e_gain_pct"] = attain, gain
     else:
-        out["headroom_class"] = "unknown"
+        out["headroom_class"] = UNKNOWN
         out["attainable_speedup"] = attain if verdict else None
         out["expected_e2e_gain_pct"] = gain if verdict else None
         if verdict:
@@ -448,16 +417,10 @@ def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict
     if out["headroom_class"] != "saturated":
         me = next((o for o in all_light if o.get("name") == out["name"]), {})
         out["other_levers"] = routing.copy_levers(out, me) + out["other_levers"]
-    if op_class == "comm":
-        out["byte_reduction_levers"] = ([routing.COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else [])
-        out["other_levers"] = collective.levers(out)
-        if out.get("attainable_speedup") is None:
-            out.pop("attainable_speedup_transfer", None)
-    if (op_class == "moe" and out["headroom_class"] != "saturated"
-            and any(not a["feasible"] for a in out.get("alternatives", []))):
-        # the all-expert model being infeasible is itself evidence for the stop-reading lever
-        out["other_levers"] += [lv for lv in routing.byte_reduction_levers(out, [], info, dt)
-                                if lv.startswith("stop reading")]
+    oc = opclasses.of(op_class)
+    if oc.finish_levers is not None:
+        # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
+        oc.finish_levers(out, all_light, info, dt)
 
 
 def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
@@ -471,13 +434,14 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     regime, reg = place_regime(e, topn, out, notes, regime)
     check_modelable(e, op_class, peaks)
     # a collective: the roofline judges its transfer, not its wait for the other ranks
-    reg, split = collective.transfer_split(e, reg, out, notes) if op_class == "comm" else (reg, None)
+    oc = opclasses.of(op_class)
+    reg, split = oc.judged_time(e, reg, out, notes) if oc.judged_time is not None else (reg, None)
     try:
         w = model_work(op_class, e, env, config, regime, notes)
     except EntryError as exc:
         w = measured_work(e, env, counters, exc, notes, reg.base_latency_ms)   # re-raises exc without usable counters
-    t_s, n_l = logical_time(e, reg, out, notes, fused_moe_launches(e, op_class, w, reg, config, notes))
-    peak_bw, _ = collective.memory_roof(peaks, op_class)
+    t_s, n_l = logical_time(e, reg, out, notes, launches_per_logical_op(e, op_class, w, reg, config, notes))
+    peak_bw, _ = opclasses.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
     l2_resident = cache_residency(op_class, w, chosen, peaks, out, notes)
@@ -485,12 +449,12 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                                                                  cdtype, peak_flops, t_s, peak_bw, n_l, notes)
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
     pct_raw = record_figures(out, op_class, w, m, bytes_est, chosen, alts, cdtype, e, regime, peak_bw, peaks, notes)
-    paged = w.shapes[0].get("paged") if op_class == "attn" else None
+    paged = w.shapes[0].get("paged")
     tgt = record_target(out, op_class, regime, alts, pct_raw, paged if isinstance(paged, bool) else None, notes)
     pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
-    verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident)
-    attain = collective.kernel_speedup(split, attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes),
-                                       out, notes)
+    verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident, oc)
+    attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
+    attain = oc.kernel_speedup(split, attain, out, notes) if oc.kernel_speedup is not None else attain
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
     route_and_levers(out, op_class, all_light, w.res.info, w.dt)
     out["notes"] = "; ".join(notes)

@@ -3,6 +3,8 @@
 Writes (write_artifact, atomic_write) are crash-safe; see the comment above write_artifact."""
 from __future__ import annotations
 
+from roofline import opclasses
+
 import errno
 import json
 import os
@@ -411,7 +413,7 @@ def _md_head(art: dict, pk: dict) -> list[str]:
     L.append(f"Device **{pk['device']}** ({art.get('gfx')}); memory roof {pk['hbm_bw_bytes_s'] / 1e12:.2f} TB/s "
              f"({pk['hbm_bw_kind']}); compute roofs: {flops}. Peaks: {pk['source']}, confidence {pk['confidence']}."
              + (f" Interconnect roof (collectives) {pk['interconnect_bw_bytes_s'] / 1e9:.0f} GB/s per direction."
-                if pk.get("interconnect_bw_bytes_s") and any(e.get("op_class") == "comm" for e in art["entries"])
+                if pk.get("interconnect_bw_bytes_s") and any(opclasses.on_interconnect(opclasses.kind_of(e)) for e in art["entries"])
                 else "")
              if pk.get("hbm_bw_bytes_s") else f"Device **{pk['device']}**: no memory roof.")
     L.append("")

@@ -5,58 +5,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from roofline import opclasses
 from roofline.peaks import Peaks
 
 if TYPE_CHECKING:  # pragma: no cover
     from roofline.procedure import Work
 
-STREAM_KINDS = ("elementwise", "norm", "quant")
-
-
 def cache_residency(op_class: str, w: "Work", chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
     """Where the L2 decides the DRAM bytes (docs/method.md section 4), measured on the real-model
-    corpus with ncu in the run's own cache state:
-    - a streaming op whose whole traffic fits in half the L2 reads what the kernel before it just
-      wrote and writes what the next one reads: its DRAM bytes were a few % of the model's
-      (decode elementwise ops). The HBM roof does not bind it: no verdict (returns True);
-    - a GEMM operand, or an attention mask, larger than half the L2 is re-read from DRAM tile by
-      tile: DRAM bytes above the fewest-bytes count are expected (prefill GEMMs 1.0-2.1x)."""
+    corpus with ncu in the run's own cache state: each class's rule (roofline/opclasses/, `residency`):
+    a streaming op served from the L2 gets no verdict (returns True); a GEMM operand, an expert's
+    weights or an attention mask above half the L2 is re-read from DRAM (a note)."""
     l2 = peaks.l2_bytes()
-    if not l2:
+    oc = opclasses.of(op_class)
+    if not l2 or oc.residency is None:
         return False
-    half = l2 / 2
-    if op_class in STREAM_KINDS and chosen["bytes_est"] <= half:
-        out["l2_resident"] = True
-        notes.append(f"L2-resident: the op moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                     f"({l2 / 1e6:.0f} MB): in a serving step it is served from L2 (ncu DRAM bytes of such ops "
-                     "are a few % of the model's), so the HBM roof does not bind it: no verdict; the lever is "
-                     "fusion with its producer or consumer")
-        return True
-    if op_class == "gemm":
-        big = []
-        for sh, d in zip(w.shapes, w.dts):
-            if not all(k in sh for k in ("M", "N", "K")):
-                continue                      # measured work (counters) has no operands to size
-            bt = float(sh.get("batch", 1))
-            a = float(sh["M"]) * float(sh["K"]) * d["act_bytes"] * bt
-            b = float(sh["K"]) * float(sh["N"]) * d["weight_bytes"] * bt
-            if max(a, b) > half and min(a, b) > 0.01 * half:
-                big.append(f"{sh['M']}x{sh['N']}x{sh['K']}: {'A' if a >= b else 'B'} {max(a, b) / 1e6:.0f} MB")
-        if big:
-            notes.append(f"operands larger than half the L2 ({l2 / 1e6:.0f} MB) are re-read from DRAM tile by tile "
-                         f"({'; '.join(big[:3])}): DRAM bytes above this fewest-bytes count are expected; the "
-                         "compute axis is unaffected")
-    info = w.res.info or {}
-    if op_class == "moe" and info.get("grouped") and info.get("expert_weight_bytes", 0) > half:
-        rows_per_expert = info["pairs"] / max(info["experts_hit"], 1.0)
-        if rows_per_expert > 128:
-            notes.append(f"each expert's weights ({info['expert_weight_bytes'] / 1e6:.0f} MB) exceed half the L2 and "
-                         f"its ~{rows_per_expert:.0f} rows span several row tiles: weight tiles are re-read from DRAM "
-                         "for each row tile, so DRAM bytes above the model's are expected")
-    if op_class == "attn" and (w.res.info or {}).get("mask_bytes", 0) > half:
-        notes.append(f"the attention mask ({w.res.info['mask_bytes'] / 1e6:.0f} MB) exceeds half the L2 and is "
-                     "re-read from DRAM for the heads it is broadcast over: DRAM bytes above the model's are expected")
-    return False
+    return bool(oc.residency(w, chosen, l2, out, notes))
 
 
 def _flag_rows_over_roof(rows: list[dict], peaks: Peaks, notes: list[str]) -> None:

@@ -2,26 +2,13 @@
 byte-reduction levers. Every prior lives in TARGET_EFF and nowhere else."""
 from __future__ import annotations
 
+from roofline import opclasses
+from roofline.values import UNKNOWN
+
 # target_eff: how close a WELL-implemented kernel of this class gets to its roofline bound. Set by
-# access regularity. Priors, not constants: `roofline playbook` proposes corrections (docs/method.md section 9).
-TARGET_EFF: dict[str, float] = {
-    "gemm": 0.90,          # regular, dense compute
-    "moe": 0.90,           # decode weight streaming is essentially a memcpy
-    "elementwise": 0.85,   # pure streaming: trivial streams top out near 0.85 of the pin rate
-    "norm": 0.85,          # (seed: 0.85-0.90; the low end, since a row reduction adds a dependency)
-    "quant": 0.85,
-    "attn_decode": 0.50,   # irregular paged KV access (block-table gathers), occupancy-sensitive
-    # a contiguous (non-paged) KV cache is read sequentially, like a copy: the streaming prior. On the
-    # real-model corpus cuDNN's decode SDPA over a contiguous cache ran at 84% of the HBM roof.
-    "attn_decode_contiguous": 0.85,
-    "attn_prefill": 0.70,  # NB: no source figure; flash-style prefill reaches ~0.6-0.75 of the tensor roof on Hopper
-    "comm": 0.80,          # NB: no source figure; a collective's bus bandwidth against one direction of the link:
-                           # large NCCL all-reduces over NVLink reach roughly 0.8 of it (protocol overhead,
-                           # channel count), small ones far less (latency); a prior, corrected by `roofline playbook`
-}
-# the byte-reduction lever of a saturated collective (the fuse / layout levers of HBM kernels do not apply)
-COMM_BYTE_LEVER = ("fewer bytes on the link: reduce or gather in a narrower dtype (e.g. an fp8 all-reduce); LOSSY, "
-                   "must pass the accuracy gate")
+# access regularity. Priors, not constants: `roofline playbook` proposes corrections (docs/method.md
+# section 9). Each class states its own (roofline/opclasses/<class>.py, `target_eff`); this is all of them.
+TARGET_EFF: dict[str, float] = opclasses.target_eff()
 
 # Headroom bands, against target_eff (docs/method.md section 4).
 SATURATED_FRAC = 0.9
@@ -45,13 +32,8 @@ ROUTES = {
 
 
 def target_prior(op_class: str, regime: str, paged: bool | None = None) -> str:
-    """The TARGET_EFF key for a kernel: attention by regime and, at decode, by KV access pattern
-    (paged = block-table gathers, the default where nothing says; contiguous = a sequential read)."""
-    if op_class == "attn":
-        if regime == "prefill":
-            return "attn_prefill"
-        return "attn_decode_contiguous" if paged is False else "attn_decode"
-    return op_class
+    """The TARGET_EFF key for a kernel (its class's prior_key: attention by regime and KV access)."""
+    return opclasses.prior_key(op_class, regime, {"paged": paged})
 
 
 def target_eff_for(op_class: str, regime: str, paged: bool | None = None) -> float | None:
@@ -70,10 +52,10 @@ def route(entry: dict) -> str:
     """The routing table of docs/method.md section 5, applied after the shippability gate. Returns a ROUTES key."""
     if entry.get("editable") is False:
         return "host_side"
-    if entry.get("dispatch_bound") or (entry.get("l2_resident") and entry.get("headroom_class") in (None, "unknown")):
+    if entry.get("dispatch_bound") or (entry.get("l2_resident") and entry.get("headroom_class") in (None, UNKNOWN)):
         return "fusion_or_graph"
     hc, bt = entry.get("headroom_class"), entry.get("bound_type")
-    if hc in (None, "unknown") or entry.get("confidence") == "low":
+    if hc in (None, UNKNOWN) or entry.get("confidence") == "low":
         return "pct_fallback"
     if entry.get("pct_gpu_time", 0.0) < HIGH_PCT_GPU_TIME:
         return "low_priority"
@@ -101,14 +83,13 @@ def other_levers(entry: dict) -> list[str]:
     out = ["occupancy: more resident warps/CTAs per SM (smaller tiles, fewer registers)",
            "shorter dependency chains: more independent work in flight per warp",
            "fusion with a neighbouring kernel"]
-    if entry.get("op_class") in ("gemm", "moe") and entry.get("regime") == "decode":
-        out.append("split-K: more CTAs for a skinny decode GEMM")
+    oc = opclasses.of(opclasses.kind_of(entry))
+    if oc.latency_levers is not None:
+        out += oc.latency_levers(entry)
     return out
 
 
-_FUSABLE = ("elementwise", "norm", "quant")
 MAX_FUSE_LEVERS = 5  # fuse levers named one by one; the rest are summed in one line
-_NARROWER = {"fp32": "bf16", "bf16": "fp8", "fp16": "fp8", "fp8": "fp4"}
 
 
 def copy_levers(entry: dict, me: dict) -> list[str]:
@@ -135,11 +116,11 @@ def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict
     # producer or consumer of its tensors). Without launch-order evidence no kernel is named.
     adj = me.get("adjacent") or set()
     fusable = sorted((o for o in all_entries if o is not entry and o.get("name") != entry.get("name")
-                      and (o.get("op_kind") or o.get("op_class")) in _FUSABLE  # (never "fuse this kernel into itself")
+                      and opclasses.of(opclasses.kind_of(o)).fusable  # (never "fuse this kernel into itself")
                       and o.get("name") in adj),
                      key=lambda o: -o["pct_gpu_time"])
     for other in fusable[:MAX_FUSE_LEVERS]:  # the largest few: a 100,000-entry Top-N lists no 100,000 levers
-        kind = other.get("op_kind") or other.get("op_class")
+        kind = opclasses.kind_of(other)
         levers.append(
             f"fuse {other['short_name']} ({kind}, {other['pct_gpu_time']:.2f}% GPU) into "
             "this kernel: removes an activation round-trip and that kernel's own time")
@@ -147,14 +128,10 @@ def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict
         rest = fusable[MAX_FUSE_LEVERS:]
         levers.append(f"fuse: {len(rest)} more small fusable entries in the Top-N "
                       f"({sum(o['pct_gpu_time'] for o in rest):.2f}% GPU together)")
-    # 2. stop reading what isn't used
-    if entry.get("op_class") == "moe" and model_info.get("experts_hit") is not None:
-        hit, E = model_info["experts_hit"], model_info["E"]
-        if hit < E - 0.5:
-            waste = (E - hit) * model_info["expert_weight_bytes"]
-            levers.append(
-                f"stop reading unrouted experts: routing touches ~{hit:.0f} of {E} experts; streaming all "
-                f"of them moves {waste / 1e6:.0f} MB more per logical op")
+    # 2. stop reading what isn't used (the class says what its kernel reads that the work does not use)
+    oc = opclasses.of(opclasses.kind_of(entry))
+    if oc.stop_reading_levers is not None:
+        levers += oc.stop_reading_levers(entry, model_info)
     # 3. layout / packing
     waste_ratio = entry.get("padding_waste_ratio")
     if waste_ratio is not None and waste_ratio > 1.05:
@@ -163,16 +140,7 @@ def byte_reduction_levers(entry: dict, all_entries: list[dict], model_info: dict
     else:
         levers.append("layout/packing: remove padding waste, improve coalescing, improve L2 reuse between "
                       "stages of the same logical op")
-    # 4. lower precision (lossy)
-    op = entry.get("op_class")
-    if op == "attn":
-        kv = dtypes.get("kv")
-        if kv in _NARROWER:
-            levers.append(f"lower-precision KV cache ({kv} -> {_NARROWER[kv]}): halves KV bytes; LOSSY, must "
-                          "pass the accuracy gate")
-    else:
-        w = dtypes.get("weight")
-        if op in ("gemm", "moe") and w in _NARROWER:
-            levers.append(f"lower-precision weights ({w} -> {_NARROWER[w]}): halves weight bytes; LOSSY, must "
-                          "pass the accuracy gate")
+    # 4. lower precision (lossy): of what the class's bytes are (weights, KV cache)
+    if oc.precision_levers is not None:
+        levers += oc.precision_levers(entry, dtypes)
     return levers

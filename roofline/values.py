@@ -14,6 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+# the seed's "no value of mine" in its closed enums (bound_type, headroom_class): compared by this
+# name, never by a literal that also names an op class (tests/test_opclasses.py scans for those)
+UNKNOWN = "unknown"
+
 MAX_DIM = 2 ** 48  # no tensor dimension, token count, step count or batch is this large: a corrupt
                    # value (and products of such numbers overflow a float)
 MIN_LATENCY_MS = 1e-6  # 1 ns: no kernel launch is shorter (and a rate over a shorter time overflows)

@@ -26,7 +26,7 @@ PKG = ROOT / "roofline"
 REG_DIR = PKG / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
 # the modules of roofline/opclasses/ that register classes (the rest are shared helpers)
-CLASS_MODULES = ("gemm", "moe", "attn", "stream", "unmodelled")
+CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled")
 # where the four jobs are done outside the registry: path -> the functions that do them (None: all)
 JOB_SITES = {"roofline/shapes.py": None, "roofline/models/__init__.py": None,
              "roofline/models/gemm.py": None, "roofline/models/moe.py": None, "roofline/models/attention.py": None,
@@ -139,7 +139,7 @@ def test_a_second_registration_is_refused():
 
 def test_each_class_registers_its_jobs():
     modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.model is not None}
-    assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm"}
+    assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm", "routing_sort"}
     for c in modelled:
         oc = opclasses.get(c)
         assert oc.fill is not None and oc.shape_keys and not oc.not_modelled, c
@@ -150,7 +150,7 @@ def test_each_class_registers_its_jobs():
         assert oc.not_modelled and (oc.fill, oc.trace_shape, oc.gemm_problems) == (None, None, None), c
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {"gemm", "moe", "attn", "elementwise",
-                                                                            "norm", "quant"}
+                                                                            "norm", "quant", "routing_sort"}
 
 
 def test_the_lookups_answer_through_the_registration():
@@ -218,3 +218,78 @@ def test_dimension_keys_come_from_the_registrations():
     # the re-run takes exactly the classes that register GEMM problems
     assert {n for n in opclasses.REGISTRY if opclasses.rerunnable(n)} == {"gemm", "moe"}
     assert not opclasses.rerunnable(None) and not opclasses.rerunnable("no-such-class")
+
+
+# ---------------------------------------------------------------- no class name outside opclasses/
+
+def _strs(n) -> list[str]:
+    """The string constants of a node: itself, or the elements of a tuple / list / set literal."""
+    elts = n.elts if isinstance(n, (ast.Tuple, ast.List, ast.Set)) else [n]
+    return [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+
+
+def class_literals(rel: str, src: str, classes=None) -> list[str]:
+    """Where ``src`` names an op class by a literal: a comparison or membership test against it
+    (``kind == "attn"``, ``c in ("gemm", "moe")``), a dict key (``{"comm": 0.8}``), or a tuple / list /
+    set made only of class names (``("elementwise", "norm")``, a list of classes handed on)."""
+    classes = set(opclasses.REGISTRY) if classes is None else classes
+    out = []
+    for n in ast.walk(ast.parse(src)):
+        hits = []
+        if isinstance(n, ast.Compare):
+            hits = [v for x in [n.left, *n.comparators] for v in _strs(x) if v in classes]
+        elif isinstance(n, ast.Dict):
+            hits = [k.value for k in n.keys if isinstance(k, ast.Constant) and k.value in classes]
+        elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+            vals = _strs(n)
+            hits = vals if vals and len(vals) == len(n.elts) and all(v in classes for v in vals) else []
+        out += [f"{rel}:{n.lineno} names the op class {h!r}" for h in hits]
+    return out
+
+
+def test_nothing_outside_the_registry_names_an_op_class():
+    # every module of the package, found by walking it (no list to forget a module in)
+    scanned = list(_sources_outside_the_registry())
+    assert len(scanned) >= 80 and any(rel == "roofline/routing.py" for rel, _ in scanned)
+    bad = [v for rel, src in scanned for v in class_literals(rel, src)]
+    assert not bad, bad
+
+
+def test_the_literal_scan_catches_each_way_of_naming_a_class():
+    cases = ["if op_class == 'attn':\n    pass\n", "x = kind in ('gemm', 'moe')\n", "T = {'comm': 0.80}\n",
+             "K = ('elementwise', 'norm', 'quant')\n", "y = 'routing_sort' != c\n", "f(topn, 'weight', ['gemm'])\n"]
+    for src in cases:
+        assert class_literals("roofline/x.py", src), src
+    # not a class: another enum's word, the shared UNKNOWN by name, a mixed list (click choices)
+    clean = ("if bt == 'latency' or hc in (None, UNKNOWN):\n    pass\nC = ['dense', 'moe']\n"
+             "s = {'underperforming': 1}\n")
+    assert class_literals("roofline/x.py", clean) == []
+
+
+def test_the_schema_enums_are_the_registry():
+    """The artifact's op_class enum is the seed's closed set, and exactly the classes' seed_class
+    values; its op_kind enum is every registered class (regenerate: python3 tools/schema_enums.py)."""
+    from roofline import contract
+    from roofline.opclasses.base import SEED_CLASSES
+    from roofline.schema import artifact_schema
+
+    props = artifact_schema()["$defs"]["entry"]["properties"]
+    assert props["op_class"]["enum"] == list(SEED_CLASSES) == list(contract.OP_CLASSES)
+    assert set(SEED_CLASSES) == {oc.seed_class for oc in opclasses.REGISTRY.values()} | {opclasses.FALLBACK}
+    assert props["op_kind"]["enum"] == list(opclasses.REGISTRY)
+
+
+def test_a_seed_class_outside_the_seed_enum_is_refused():
+    before = dict(opclasses.REGISTRY)
+    with pytest.raises(ValueError, match="not in the seed's enum"):
+        opclasses.register(opclasses.OpClass("linear_attn", seed_class="comm"))
+    assert opclasses.REGISTRY == before
+
+
+def test_classify_reads_its_tables_from_the_registry():
+    # one row per (class, rank), ordered by rank: the class files hold them, not classify.py
+    rows = sorted((r, rx, oc.name) for oc in opclasses.REGISTRY.values() for r, rx in oc.name_rules)
+    assert classify.RULES == [(rx, c) for _, rx, c in rows]
+    assert [c for _, c in classify.RULES][:2] == ["comm", "elementwise"]      # collectives before all
+    assert classify.RULES[-1][1] == "elementwise"                             # the streaming catch-all last
+    assert classify.classify("x", "collective") == "comm" and classify.classify("x", "attention") == "attn"

@@ -1,6 +1,8 @@
 """`roofline topn`: a profile_topN.json from a PyTorch trace or an Nsight Compute report."""
 from __future__ import annotations
 
+from roofline import opclasses
+
 import json
 import os
 import re
@@ -87,7 +89,7 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
         doc["wall_time"] = wall
     if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
         doc["device_properties"] = pt.device_properties
-    if collectives is not None or any(e.get("op_class") == "comm" for e in doc["entries"]):
+    if collectives is not None or any(opclasses.on_interconnect(e.get("op_class")) for e in doc["entries"]):
         _comm_shapes(source, doc, collectives, world_size)
     if graph:
         only = set(graph["replayed_only"])

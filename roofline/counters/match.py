@@ -95,7 +95,7 @@ def canonical_name(name: str) -> str:
 
 def short_name(name: str) -> str:
     """The project's one short-name rule (roofline/classify.py), so both sides of a match agree."""
-    from roofline.classify import short_name as _sn
+    from roofline.kernelnames import short_name as _sn
 
     return _sn(name)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from roofline.classify import classify
 from roofline.opclasses.aten import dtype_of
+from roofline.opclasses import on_interconnect
 
 _NAME_RX = re.compile(rb'"name"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
 _ITEM_START = b"\n  {"
@@ -163,7 +164,7 @@ def _event_of(e: dict, pcomms: dict) -> CollEvent | None:
     ts, dur = _num(e.get("ts")), _num(e.get("dur"))
     if ts is None or dur is None or dur < 0:
         return None
-    if cat == "kernel" and classify(name) == "comm":
+    if cat == "kernel" and on_interconnect(classify(name)):
         rec = _record(args) if "Collective name" in args or "In msg nelems" in args else {}
         coll, dt, algo = _from_name(name)
         return CollEvent("kernel", name, ts, dur, rec.get("coll") or coll, rec.get("nelems"), rec.get("dtype") or dt,
@@ -194,8 +195,8 @@ def _items(data: bytes, lim: int):
     """Decoded items of Kineto's layout holding a candidate name, among those starting before lim."""
     for m in _NAME_RX.finditer(data, 0, lim):
         nm = m.group(1)
-        if not (nm.startswith(b"gloo:") or nm == b"record_param_comms" or classify(nm.decode("utf-8", "replace"))
-                == "comm"):
+        if not (nm.startswith(b"gloo:") or nm == b"record_param_comms" or on_interconnect(
+                classify(nm.decode("utf-8", "replace")))):
             continue
         a = data.rfind(_ITEM_START, 0, m.start())
         b = data.find(_ITEM_END, m.end())
@@ -302,7 +303,7 @@ def comm_shapes(doc: dict, evs: list[CollEvent]) -> int:
         slot[3] += ev.dur_us
     n = 0
     for e in doc.get("entries", []):
-        if e.get("op_class") != "comm" or e.get("shapes"):
+        if not on_interconnect(e.get("op_class")) or e.get("shapes"):
             continue
         got = by_name.get(e["name"])
         if not got:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from roofline import opclasses
+
 # env_report field -> (the `roofline topn` flag that gives it, what it is)
 FLAGS = {
     "gfx": ("--gfx sm_90", "the device key"),
@@ -103,7 +105,7 @@ def device_from_head(head: dict) -> tuple[str | None, str | None, list[str]]:
     return name, gfx, notes
 
 
-def _weighted(topn: dict, key: str, classes: tuple[str, ...] | None = None) -> Counter:
+def _weighted(topn: dict, key: str, classes: frozenset | None = None) -> Counter:
     c: Counter = Counter()
     for e in topn.get("entries", []):
         dt = e.get("dtypes") or {}
@@ -118,9 +120,9 @@ def _weighted(topn: dict, key: str, classes: tuple[str, ...] | None = None) -> C
 def dtypes_from_topn(topn: dict) -> tuple[str | None, str | None]:
     """(model_dtype, kv_cache_dtype): the GEMM/MoE weight dtype carrying the most GPU time (else the
     activation dtype of any entry), and the attention kv dtype, from the captured shapes' dtypes."""
-    w = _weighted(topn, "weight", ("gemm", "moe")) or _weighted(topn, "act", ("gemm", "moe")) \
-        or _weighted(topn, "act")
-    kv = _weighted(topn, "kv", ("attn",))
+    weights = opclasses.with_role("weight")     # the classes whose entries speak for the weights (GEMM, MoE)
+    w = _weighted(topn, "weight", weights) or _weighted(topn, "act", weights) or _weighted(topn, "act")
+    kv = _weighted(topn, "kv", opclasses.with_role("kv"))
     return (w.most_common(1)[0][0] if w else None), (kv.most_common(1)[0][0] if kv else None)
 
 
@@ -191,8 +193,9 @@ def starter_env(head: dict, topn: dict, *, isl=None, osl=None, conc=None, config
     arch = model_arch_class or _config_arch(config)
     if arch is None:
         classes = {e.get("classification") or e.get("op_class") for e in topn.get("entries", [])}
-        arch = "moe" if "moe" in classes else "dense"
-        src["model_arch_class"] = (f"ASSUMED from the kernels ({'an MoE kernel is' if arch == 'moe' else 'no MoE kernel'}"
+        implied = opclasses.arch_of(classes)    # an MoE kernel: "moe"
+        arch = implied or "dense"
+        src["model_arch_class"] = (f"ASSUMED from the kernels ({'an MoE kernel is' if implied else 'no MoE kernel'}"
                                    " in the Top-N); give --model-arch-class or --config to be sure")
         notes.append(f"model_arch_class '{arch}' assumed from the kernel names: pass --model-arch-class or --config")
     else:

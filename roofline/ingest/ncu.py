@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from roofline.counters.errors import CounterReadError
 from roofline.classify import classify, is_splitk_reduce
+from roofline.opclasses import of
 from roofline.counters.aggregate import combine, group_average
 from roofline.counters.ncu import (DURATION, WITH_DEVICE, csv_launches, csv_table, device_records, launch_counters,
                                    rep_launches)
@@ -94,7 +95,7 @@ def _fold_splitk(launches) -> list[tuple]:
     for ln in launches:
         prev = out[-1] if out else None
         if (is_splitk_reduce(ln.name) and prev is not None and prev[1] is None
-                and not is_splitk_reduce(prev[0].name) and classify(prev[0].name) == "gemm"):
+                and not is_splitk_reduce(prev[0].name) and of(classify(prev[0].name)).folds_splitk_reduce):
             out[-1] = (prev[0], ln)
         else:
             out.append((ln, None))

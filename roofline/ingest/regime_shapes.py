@@ -6,59 +6,49 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
-from roofline.opclasses import trace_shape
+from roofline.opclasses import regime_voters, trace_shape
 
 if TYPE_CHECKING:  # pragma: no cover
     from roofline.ingest.topn import KernelAgg
 
-# Regime from shapes (docs/method.md section 3): a decode step feeds each sequence ONE new token, so
-# its attention has q_len 1 and its GEMMs have as many rows as sequences in the batch; a prefill
-# step feeds whole prompts. Attention decides where the trace has it; GEMM rows otherwise.
-DECODE_Q_LEN_MAX = 1           # q_len <= this: decode (speculative decoding's few draft tokens are not inferred)
-PREFILL_Q_LEN_MIN = 16         # q_len >= this: prefill
-PREFILL_GEMM_ROWS_MIN = 2048   # a GEMM of this many rows or more: prefill (decode batches above 2048 are rare)
-DECODE_GEMM_ROWS_MAX = 512     # a GEMM of this many rows or fewer: decode
+# Regime from shapes (docs/method.md section 3): each class that can tell says it from its recorded
+# ops' shapes (roofline/opclasses/, `regime_vote`: attention by q_len, then GEMM rows), in rank order.
+
+
+def _vote(sig) -> tuple[str | None, str, str | None]:
+    """(regime, evidence, the voting class) an op's own shape says; (None, "", None) when it says nothing."""
+    for oc in regime_voters():
+        r = trace_shape(oc.name, sig)
+        v = oc.regime_vote(r[0]) if r is not None else None
+        if v is not None:
+            return v[0], v[1], oc.name
+    return None, "", None
 
 
 def regime_of_sig(sig) -> tuple[str | None, str]:
     """The regime an op's own shape says, with the evidence; (None, "") when it says nothing."""
-    for cls in ("attn", "gemm"):
-        r = trace_shape(cls, sig)
-        if r is None:
-            continue
-        shp = r[0]
-        if cls == "attn" and "q_len" in shp:
-            q = shp["q_len"]
-            if q <= DECODE_Q_LEN_MAX:
-                return "decode", f"attention q_len {q}"
-            if q >= PREFILL_Q_LEN_MIN:
-                return "prefill", f"attention q_len {q}"
-        if cls == "gemm" and "M" in shp and "batch" not in shp:
-            m = shp["M"]
-            if m >= PREFILL_GEMM_ROWS_MIN:
-                return "prefill", f"GEMM of {m} rows"
-            if m <= DECODE_GEMM_ROWS_MAX:
-                return "decode", f"GEMM of {m} rows"
-    return None, ""
+    reg, ev, _ = _vote(sig)
+    return reg, ev
 
 
 def window_regime(pt) -> tuple[str | None, str]:
-    """The regime of a window with no step ranges, from what its recorded ops' shapes say:
-    attention ops first (q_len), GEMM rows otherwise; the majority of the ops that say something."""
-    votes = {"attn": Counter(), "gemm": Counter()}
+    """The regime of a window with no step ranges, from what its recorded ops' shapes say: the
+    first voting class (attention ops: q_len) that has votes decides; GEMM rows otherwise; the
+    majority of its ops that say something."""
+    voters = regime_voters()
+    votes = {oc.name: Counter() for oc in voters}
     why: dict[tuple, str] = {}
     for sig in getattr(pt, "sigs", []) or []:
-        reg, ev = regime_of_sig(sig)
+        reg, ev, kind = _vote(sig)
         if reg is None:
             continue
-        kind = "attn" if ev.startswith("attention") else "gemm"
         votes[kind][reg] += 1
         why.setdefault((kind, reg), ev)
-    for kind in ("attn", "gemm"):
-        if votes[kind]:
-            reg, n = votes[kind].most_common(1)[0]
-            return reg, (f"{n} of {sum(votes[kind].values())} recorded {'attention' if kind == 'attn' else 'GEMM'} "
-                         f"op shapes say {reg} (e.g. {why[(kind, reg)]})")
+    for oc in voters:
+        if votes[oc.name]:
+            reg, n = votes[oc.name].most_common(1)[0]
+            return reg, (f"{n} of {sum(votes[oc.name].values())} recorded {oc.regime_label} "
+                         f"op shapes say {reg} (e.g. {why[(oc.name, reg)]})")
     return None, ""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from roofline.classify import classify, is_library_kernel, is_splitk_reduce, short_name
 from roofline.errors import RooflineError
 from roofline.opclasses import trace_shape
+from roofline import opclasses
 from roofline.ingest.regime_shapes import _launch_neighbours, _regime_of_agg, window_regime
 
 REGIMES = ("decode", "prefill")
@@ -302,7 +303,7 @@ def _pair_splitk(pt):
     red = [k for k, nm in enumerate(names) if is_splitk_reduce(nm)]
     if not red:
         return None, None
-    gemm = [k for k, nm in enumerate(names) if k not in red and classify(nm) == "gemm"]
+    gemm = [k for k, nm in enumerate(names) if k not in red and opclasses.of(classify(nm)).folds_splitk_reduce]
     kn = np.frombuffer(pt.k_name, dtype=np.int64) if pt.k_name.itemsize == 8 else np.asarray(pt.k_name)
     order = np.argsort(np.frombuffer(pt.k_ts, dtype=np.float64), kind="stable")
     sn = kn[order]
@@ -369,7 +370,7 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
         top_sig = sigs[s0]
     cls = classify(a.name, hint=top_sig.name if top_sig is not None else None)
     e = {"name": a.name, "short_name": short_name(a.name), "pct_gpu_time": round(pct, 6)}
-    if cls != "unknown":
+    if cls != opclasses.FALLBACK:
         e["classification"] = cls
     if is_library_kernel(a.name):
         e["editable"] = False

@@ -25,9 +25,83 @@ from __future__ import annotations
 from roofline.opclasses.base import REGISTRY, OpClass, Problem, register  # noqa: F401
 
 
+# the class of a kernel no rule recognised (unmodelled.py registers it): listed, never guessed
+FALLBACK = "unknown"
+
+
 def get(op_class: str) -> OpClass | None:
     """The registration of ``op_class``, or None for a name that is no op class."""
     return REGISTRY.get(op_class)
+
+
+def of(op_class: str | None) -> OpClass:
+    """The registration of ``op_class``; the fallback class for None or a name that is no class."""
+    return REGISTRY.get(op_class) if op_class in REGISTRY else REGISTRY[FALLBACK]
+
+
+def seed_class(op_class: str | None) -> str:
+    """The seed's closed op_class enum value of a class (the artifact's `op_class`)."""
+    return of(op_class).seed_class
+
+
+def kind_of(entry: dict) -> str | None:
+    """An artifact entry's op class (its op_kind; an older artifact's op_class)."""
+    return entry.get("op_kind") or entry.get("op_class")
+
+
+def on_interconnect(op_class: str | None) -> bool:
+    """Whether a class's memory axis is the interconnect roof (collectives), not HBM."""
+    return of(op_class).roof == "interconnect"
+
+
+def memory_roof(peaks, op_class: str) -> tuple[float | None, str]:
+    """(bytes/s, what it is) of the roof an op class's memory axis is judged against."""
+    if on_interconnect(op_class):
+        return peaks.interconnect_bw_bytes_s, "interconnect"
+    return peaks.hbm_bw_bytes_s, "hbm"
+
+
+def missing_roof_reason(peaks, op_class: str) -> str | None:
+    """The L2 reason when the class's memory roof is absent, else None."""
+    bw, what = memory_roof(peaks, op_class)
+    if bw is not None:
+        return None
+    if what == "interconnect":
+        return (f"no interconnect roof for {peaks.device} (the peak table has no interconnect_bw_bytes_s): a "
+                "collective is judged against the link, not HBM")
+    return f"no memory peak for {peaks.device}"
+
+
+def target_eff() -> dict[str, float]:
+    """Every class's priors: prior key -> target efficiency (docs/method.md section 4)."""
+    out: dict[str, float] = {}
+    for oc in REGISTRY.values():
+        for k, v in oc.target_eff.items():
+            if k in out:
+                raise ValueError(f"prior {k!r} is given by two op classes")
+            out[k] = v
+    return out
+
+
+def prior_key(op_class: str | None, regime: str | None, shape: dict | None = None) -> str:
+    """The target_eff key of a kernel of ``op_class`` in ``regime``."""
+    return of(op_class).prior(regime, shape)[0]
+
+
+def regime_voters() -> list[OpClass]:
+    """The classes whose recorded ops' shapes say the regime, in the order they decide."""
+    return sorted((oc for oc in REGISTRY.values() if oc.regime_vote is not None), key=lambda oc: oc.regime_vote_rank)
+
+
+def with_role(role: str) -> frozenset:
+    """The classes whose Top-N entries speak for a dtype role ("weight", "kv")."""
+    return frozenset(oc.name for oc in REGISTRY.values() if role in oc.dtype_roles)
+
+
+def arch_of(classes) -> str | None:
+    """The model_arch_class the kernels' classes imply (an MoE kernel: "moe"), or None."""
+    return next((REGISTRY[c].arch_class for c in sorted(c for c in classes if c in REGISTRY)
+                 if REGISTRY[c].arch_class), None)
 
 
 def trace_shape(op_class: str, sig):
@@ -55,4 +129,4 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 
 # import the modules so that their register() runs
-from roofline.opclasses import gemm, moe, attn, stream, comm, unmodelled  # noqa: E402,F401
+from roofline.opclasses import gemm, moe, attn, stream, comm, routing_sort, unmodelled  # noqa: E402,F401

@@ -8,6 +8,7 @@ from __future__ import annotations
 from roofline.models import attention as _model
 from roofline.opclasses.aten import distinct_elems, dtype_of
 from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.levers import NARROWER
 from roofline.opclasses.stage_a import cfg, fill, workload
 
 # Attention ops: op -> (layout of q/k/v, index of is_causal in Concrete Inputs or None)
@@ -112,7 +113,86 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     return ("batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim")
 
 
-register(OpClass("attn", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
+# regime from a recorded attention op (docs/method.md section 3): a decode step feeds each sequence
+# ONE new token (q_len 1); a prefill step whole prompts. Attention decides where the trace has it.
+DECODE_Q_LEN_MAX = 1           # q_len <= this: decode (speculative decoding's few draft tokens are not inferred)
+PREFILL_Q_LEN_MIN = 16         # q_len >= this: prefill
+
+
+def regime_vote(shp: dict):
+    if "q_len" in shp:
+        q = shp["q_len"]
+        if q <= DECODE_Q_LEN_MAX:
+            return "decode", f"attention q_len {q}"
+        if q >= PREFILL_Q_LEN_MIN:
+            return "prefill", f"attention q_len {q}"
+    return None
+
+
+def prior_key(regime: str | None, shape: dict) -> tuple[str, str | None]:
+    """Attention by regime and, at decode, by KV access pattern (paged = block-table gathers, the
+    default where nothing says; contiguous = a sequential read)."""
+    if regime == "prefill":
+        return "attn_prefill", None
+    paged = shape.get("paged")
+    contiguous = paged is False
+    note = (f"the prior for a {'contiguous' if contiguous else 'paged'} KV cache "
+            + ("(read sequentially, like a copy; the trace's attention op reads a contiguous cache)" if contiguous
+               else "(block-table gathers; nothing in the input says the cache is contiguous)"))
+    return ("attn_decode_contiguous" if contiguous else "attn_decode"), note
+
+
+def choose_model(alts: list[dict], notes: list[str]):
+    """docs/method.md section 2: attention's seq_len is the CURRENT average context (isl + osl/2), not
+    the max. The max context is no second byte model for the feasibility rule: it is only the upper
+    end of the displayed range."""
+    mean_ctx = next((a for a in alts if a["model"] == "mean_context"), None)
+    if mean_ctx is None:
+        return None
+    notes.append("attention point estimate at the mean context "
+                 f"({mean_ctx['note']}, isl + osl/2); the max context "
+                 + ", ".join(a["note"] for a in alts if a["model"] == "max_context")
+                 + " (isl + osl) is only the upper end of the displayed range")
+    for a in alts:
+        if not a["feasible"]:
+            notes.append(f"{a['model']} ({a['note']}) implies {a['roofline_pct_raw']:.0%} of the roof: infeasible, "
+                         "left out of the range")
+    return mean_ctx
+
+
+def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+    if (w.res.info or {}).get("mask_bytes", 0) > l2 / 2:
+        notes.append(f"the attention mask ({w.res.info['mask_bytes'] / 1e6:.0f} MB) exceeds half the L2 and is "
+                     "re-read from DRAM for the heads it is broadcast over: DRAM bytes above the model's are expected")
+    return False
+
+
+def precision_levers(entry: dict, dtypes: dict) -> list[str]:
+    kv = dtypes.get("kv")
+    if kv in NARROWER:
+        return [f"lower-precision KV cache ({kv} -> {NARROWER[kv]}): halves KV bytes; LOSSY, must "
+                "pass the accuracy gate"]
+    return []
+
+
+register(OpClass("attn", seed_class="attn",
+                 # FlashAttention, cuDNN SDPA, xformers/cutlass fmha, FlashInfer, paged, MLA (before GEMM)
+                 name_rules=((40, r"flash|fmha|sdpa|attention|attn|xformers|flashinfer|paged_?att|"
+                                  r"batch_?decode|batch_?prefill|single_?decode|single_?prefill|splitkv|mla_?decode|"
+                                  r"\bmha_|_mha_|cudnn.*fprop|cudnn.*bprop"),),
+                 op_rules=((20, r"scaled_dot_product|flash_attention|efficient_attention|cudnn_attention|attention"),),
+                 hint_aliases=("attention",),
+                 target_eff={
+                     "attn_decode": 0.50,   # irregular paged KV access (block-table gathers), occupancy-sensitive
+                     # a contiguous (non-paged) KV cache is read sequentially, like a copy: the streaming prior. On
+                     # the real-model corpus cuDNN's decode SDPA over a contiguous cache ran at 84% of the HBM roof.
+                     "attn_decode_contiguous": 0.85,
+                     "attn_prefill": 0.70,  # NB: no source figure; flash-style prefill reaches ~0.6-0.75 of the
+                                            # tensor roof on Hopper
+                 },
+                 prior_key=prior_key, choose_model=choose_model, residency=residency, precision_levers=precision_levers,
+                 regime_vote=regime_vote, regime_vote_rank=1, regime_label="attention", dtype_roles=("kv",),
+                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
                  shape_keys=frozenset({"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged",
                                        "causal", "regime", "mask_bytes"}),
                  dim_keys=frozenset({"batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim"})))

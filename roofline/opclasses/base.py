@@ -94,10 +94,8 @@ class OpClass:
     prior_key:     (regime, shape) -> (prior key, note or None); None: the class's name;
     residency:     (work, chosen alternative, L2 bytes, out, notes) -> whether the L2, not HBM,
                    serves the op (True: no verdict); notes where DRAM bytes above the model are expected;
-    bound_type:    a bound type the class always has ("latency" for a class the roofline cannot
-                   judge by its bytes), None: from the utilizations (docs/method.md section 3);
-    verdict:       False: no headroom verdict from the roof (the figures are shown, the class's
-                   levers stand).
+    no_verdict:    why the roof gives no headroom verdict on this class ("" = it does): the figures
+                   are shown, the note says this, the class's levers stand.
 
     Levers (roofline.routing; docs/method.md section 5)
     fusable:       a kernel of this class may be fused into its producer / consumer (named by the
@@ -147,8 +145,7 @@ class OpClass:
     target_eff: Mapping = field(default_factory=dict)
     prior_key: Callable | None = None
     residency: Callable | None = None
-    bound_type: str | None = None
-    verdict: bool = True
+    no_verdict: str = ""
     # levers
     fusable: bool = False
     stop_reading_levers: Callable | None = None

@@ -10,6 +10,7 @@ from math import prod
 from roofline.models import gemm as _model
 from roofline.opclasses.aten import dtype_of
 from roofline.opclasses.base import OpClass, Problem, register
+from roofline.opclasses.levers import split_k_levers, weight_precision_levers
 from roofline.opclasses.stage_a import fill_m
 
 # GEMM ops: op -> (index of A, index of B, B layout). "kn": B is [K, N]; "nk": B is [N, K] (linear).
@@ -69,8 +70,56 @@ def gemm_problems(entry: dict) -> list[Problem]:
     return []
 
 
+# regime from a recorded GEMM's rows (docs/method.md section 3): a decode step feeds each sequence
+# one new token, so its GEMMs have as many rows as sequences in the batch; a prefill step whole prompts
+PREFILL_GEMM_ROWS_MIN = 2048   # a GEMM of this many rows or more: prefill (decode batches above 2048 are rare)
+DECODE_GEMM_ROWS_MAX = 512     # a GEMM of this many rows or fewer: decode
+
+
+def regime_vote(shp: dict):
+    if "M" in shp and "batch" not in shp:
+        m = shp["M"]
+        if m >= PREFILL_GEMM_ROWS_MIN:
+            return "prefill", f"GEMM of {m} rows"
+        if m <= DECODE_GEMM_ROWS_MAX:
+            return "decode", f"GEMM of {m} rows"
+    return None
+
+
+def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+    """A GEMM operand larger than half the L2 is re-read from DRAM tile by tile: DRAM bytes above
+    the fewest-bytes count are expected (prefill GEMMs 1.0-2.1x on the real-model corpus)."""
+    half = l2 / 2
+    big = []
+    for sh, d in zip(w.shapes, w.dts):
+        if not all(k in sh for k in ("M", "N", "K")):
+            continue                      # measured work (counters) has no operands to size
+        bt = float(sh.get("batch", 1))
+        a = float(sh["M"]) * float(sh["K"]) * d["act_bytes"] * bt
+        b = float(sh["K"]) * float(sh["N"]) * d["weight_bytes"] * bt
+        if max(a, b) > half and min(a, b) > 0.01 * half:
+            big.append(f"{sh['M']}x{sh['N']}x{sh['K']}: {'A' if a >= b else 'B'} {max(a, b) / 1e6:.0f} MB")
+    if big:
+        notes.append(f"operands larger than half the L2 ({l2 / 1e6:.0f} MB) are re-read from DRAM tile by tile "
+                     f"({'; '.join(big[:3])}): DRAM bytes above this fewest-bytes count are expected; the "
+                     "compute axis is unaffected")
+    return False
+
+
 register(OpClass(
-    "gemm", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
+    "gemm", seed_class="gemm",
+    # cuBLAS/cuBLASLt incl. nvjet, CUTLASS, ThunderKittens, DeepGEMM, hipBLASLt/Tensile, Marlin/AWQ/GPTQ
+    # quantised GEMM, Triton mm templates, GEMV (after MoE and attention, whose names often say "gemm")
+    name_rules=((60, r"gemm|gemv|nvjet|cublas|cutlass|xmma|\bs\d{3,5}gemm|_s\d{4,5}|h\d{4,5}gemm|matmul|"
+                     r"scaled_mm|_mm_|triton_tem_fused|wgmma|deep_?gemm|thunderkittens|\btk_|marlin|"
+                     r"hipblaslt|^cijk_|dot_kernel|splitkreduce|tensorop"),),
+    op_rules=((10, r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|_int_mm|addmv|mv|dot)$"),),
+    hint_aliases=("matmul",),
+    target_eff={"gemm": 0.90},     # regular, dense compute
+    residency=residency, regime_vote=regime_vote, regime_vote_rank=2, regime_label="GEMM",
+    stop_reading_levers=None, precision_levers=weight_precision_levers, latency_levers=split_k_levers,
+    folds_splitk_reduce=True, dtype_roles=("weight",), compulsory_bytes=True,
+    model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
     shape_keys=frozenset({"M", "N", "K", "batch"}), dim_keys=frozenset({"M", "N", "K", "batch"}),
     missing_hint=(": a GEMM's N and K come only from captured shapes (profile with record_shapes=True) or "
                   "an est_shape in the Top-N")))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from roofline.models import moe as _model
 from roofline.opclasses.base import OpClass, Problem, register
 from roofline.opclasses.aten import dtype_of
+from roofline.opclasses.levers import split_k_levers, weight_precision_levers
 from roofline.opclasses.stage_a import cfg, fill, fill_m
 
 
@@ -99,7 +100,91 @@ def gemm_problems(entry: dict) -> list[Problem]:
     return out
 
 
-register(OpClass("moe", model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
+def moe_layers(config: dict | None) -> int | None:
+    """The MoE layers of a model from config.json: the layer count less the leading dense layers
+    (first_k_dense_replace), or every decoder_sparse_step-th layer; None when it says nothing."""
+    if not config or not isinstance(config.get("num_hidden_layers"), int):
+        return None
+    n = int(config["num_hidden_layers"])
+    dense = config.get("first_k_dense_replace")
+    if isinstance(dense, int) and 0 <= dense < n:
+        return n - dense
+    step = config.get("decoder_sparse_step")
+    if isinstance(step, int) and step > 1:
+        return n // step
+    return n
+
+
+def fused_moe_launches(e, w, reg, config: dict | None, notes: list[str]) -> int | None:
+    """A fused MoE layer model (stage A, no stage in the shape) counts a whole layer's expert work;
+    a fused_moe kernel is launched once per stage (gate/up, then down). Where the Top-N does not say
+    how many launches form one logical op, the launches per step over the MoE layers of config.json
+    say it (2 launches a layer: stage 1 + stage 2), and the notes say so. None: the Top-N's count."""
+    if "launches_per_logical_op" in (e.raw or {}) or not w.shapes \
+            or "pairs" in w.shapes[0] or w.shapes[0].get("stage") is not None:
+        return None
+    layers = moe_layers(config)
+    if not layers:
+        return None
+    per_layer = reg.launches_per_step / layers
+    if per_layer >= 1.5 and abs(per_layer - round(per_layer)) < 0.05:
+        n = int(round(per_layer))
+        notes.append(f"{reg.launches_per_step:g} launches per step over {layers} MoE layers (config.json) = {n} "
+                     f"launches per layer: one logical op (a layer's expert GEMMs) = {n} launches")
+        return n
+    return None
+
+
+def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+    """Each expert's weights above half the L2, over several row tiles: re-read per row tile."""
+    info = w.res.info or {}
+    if info.get("grouped") and info.get("expert_weight_bytes", 0) > l2 / 2:
+        rows_per_expert = info["pairs"] / max(info["experts_hit"], 1.0)
+        if rows_per_expert > 128:
+            notes.append(f"each expert's weights ({info['expert_weight_bytes'] / 1e6:.0f} MB) exceed half the L2 and "
+                         f"its ~{rows_per_expert:.0f} rows span several row tiles: weight tiles are re-read from DRAM "
+                         "for each row tile, so DRAM bytes above the model's are expected")
+    return False
+
+
+def model_notes(alts: list[dict], notes: list[str]) -> None:
+    allx = next((a for a in alts if a["model"] == "all_experts"), None)
+    if allx is not None:
+        notes.append(f"all-expert model: {allx['bytes_est'] / 1e6:.1f} MB -> {allx['roofline_pct_raw']:.1%}")
+
+
+def stop_reading_levers(entry: dict, info: dict) -> list[str]:
+    """Routing touches fewer experts than the kernel streams: the unrouted experts' weights."""
+    if info.get("experts_hit") is None:
+        return []
+    hit, E = info["experts_hit"], info["E"]
+    if hit < E - 0.5:
+        waste = (E - hit) * info["expert_weight_bytes"]
+        return [f"stop reading unrouted experts: routing touches ~{hit:.0f} of {E} experts; streaming all "
+                f"of them moves {waste / 1e6:.0f} MB more per logical op"]
+    return []
+
+
+def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+    """An unsaturated MoE whose all-expert model is infeasible: that is itself evidence for the
+    stop-reading lever (other_levers)."""
+    if out["headroom_class"] != "saturated" and any(not a["feasible"] for a in out.get("alternatives", [])):
+        out["other_levers"] += stop_reading_levers(out, info)
+
+
+register(OpClass("moe", seed_class="moe",
+                 # fused MoE, grouped GEMM, routing/gating, token permutation (before attention and GEMM:
+                 # their names often say "gemm")
+                 name_rules=((30, r"fused_moe|moe_|_moe|moe::|\bmoe\b|^moe|grouped_?gemm|group_?gemm|groupgemm|"
+                                  r"gemm_?grouped|ptr_?array|array_?tma|group_?problem|grouped|topk_?gating|"
+                                  r"gating_?softmax|expert"),),
+                 op_rules=((40, r"moe|^aten::_grouped_mm$|^aten::_scaled_grouped_mm$"),),
+                 target_eff={"moe": 0.90},   # decode weight streaming is essentially a memcpy
+                 launches=fused_moe_launches, residency=residency, model_notes=model_notes,
+                 stop_reading_levers=stop_reading_levers, precision_levers=weight_precision_levers,
+                 latency_levers=split_k_levers, finish_levers=finish_levers, dtype_roles=("weight",),
+                 arch_class="moe",
+                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
                  shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage", "pairs", "N", "K",
                                        "projection"}),
                  dim_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "pairs", "N", "K"})))

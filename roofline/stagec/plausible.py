@@ -32,11 +32,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from roofline import opclasses
 from roofline.counters.base import KernelCounters
 
 _READINGS = ("t_ms", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "cuda_core_flops", "l2_bytes",
              "l1_bytes", "report_peak_hbm_bw_bytes_s", "report_sm_clock_hz")
-COMPULSORY_BYTES_KINDS = ("gemm", "elementwise", "norm", "quant")   # op kinds of rule 4
 
 
 def _ok(v: Any) -> bool:
@@ -94,7 +94,7 @@ def implausible(kc: KernelCounters, peaks, op_kind: str, shape_source: str, mode
     if load > 1.0:
         why.append(f"tensor FLOPs ({', '.join(parts)}) in {_g(t_s * 1e6)} us need {load:.0%} of the tensor peak")
     l2 = _pos((peaks.raw or {}).get("l2_bytes"))
-    if l2 and op_kind in COMPULSORY_BYTES_KINDS and shape_source == "captured" and kc.dram_bytes is not None:
+    if l2 and opclasses.of(op_kind).compulsory_bytes and shape_source == "captured" and kc.dram_bytes is not None:
         floor = model_bytes - n_launches * l2
         if kc.dram_bytes * n_launches < floor:
             why.append(f"{_g(kc.dram_bytes * n_launches)} DRAM bytes per logical op, below the {_g(floor)} the "

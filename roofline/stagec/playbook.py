@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from roofline import contract
+from roofline import opclasses
 from roofline.stagec.judge import NoiseBands, outcome
 from roofline.stagec.runroot import knowledge_dir, run_root  # noqa: F401  (where the playbook lives)
 
@@ -36,7 +37,7 @@ def record(art: dict, e: dict, **measured) -> dict:
     the caller has (measured_isolated_speedup, measured_e2e_delta_pct, verdict, source, ...)."""
     rec = dict.fromkeys(RECORD_KEYS)
     rec.update(time_utc=_now(), round=art.get("round"), kernel=e["name"],
-               op_class=contract.seed_op_class(e.get("op_kind") or e.get("op_class")), op_kind=e.get("op_kind"),
+               op_class=opclasses.seed_class(opclasses.kind_of(e)), op_kind=e.get("op_kind"),
                regime=e.get("regime"), device=(art.get("peaks") or {}).get("device"),
                roofline_pct=e.get("roofline_pct"), target_eff=e.get("target_eff"),
                predicted_attainable_speedup=e.get("attainable_speedup"),
@@ -120,8 +121,8 @@ def propose_priors(records: list[dict], bands: NoiseBands = NoiseBands()) -> dic
         s = r.get("measured_isolated_speedup") or r.get("measured_inrun_speedup")
         if s is None or r.get("roofline_pct") is None:
             continue
-        cls = contract.seed_op_class(r.get("op_kind") or r.get("op_class"))
-        key = f"attn_{r.get('regime') or 'decode'}" if cls == "attn" else cls
+        # the prior the record was judged against (its class's prior key in its regime)
+        key = opclasses.prior_key(opclasses.kind_of(r), r.get("regime") or "decode")
         g = groups.setdefault(key, {"evidence": 0, "contradictions": 0, "ratios": [], "reached": [],
                                     "e2e_errors": [], "priors": []})
         if outcome(s, bands.isolated) != "gain" and not r.get("model_contradicted"):
