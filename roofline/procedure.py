@@ -160,17 +160,15 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
 
 def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, notes: list[str],
                   t_ms: float | None = None) -> Work:
-    """No byte/FLOP model (`why`: no shapes, ...), but matched counters with DRAM bytes: they are the
-    work (roofline.stagec.merge.measured_result; counters whose launches differ in work stand in when
-    they time the entry's own launches, ``t_ms`` per launch); without them the entry degrades with `why`."""
+    """No byte/FLOP model (`why`), but matched counters with DRAM bytes (of its own launches, ``t_ms`` each,
+    where they differ in work): they are the work (stagec.merge.measured_result); else degrade with `why`."""
     from roofline.stagec.merge import measured_result
 
     res = measured_result(counters, e.launches_per_logical_op, norm_dtype(env.model_dtype), t_ms)
     if res is None and counters is not None:
-        lack = ((f"they differ across launches and time {counters.t_ms:.4g} ms per launch against this entry's "
-                 f"{t_ms:.4g} ms: not the same launches (their mix of sizes is not this entry's)"
-                 if counters.groups and counters.t_ms and t_ms else "they differ across launches")
-                if counters.unstable else "they hold no DRAM bytes (collect dram__bytes.sum, e.g. ncu --set roofline)")
+        lack = "they hold no DRAM bytes (collect dram__bytes.sum, e.g. ncu --set roofline)" if not counters.unstable \
+            else "they differ across launches" + (f" and time {counters.t_ms:.4g} ms per launch against this entry's "
+                                                  f"{t_ms:.4g} ms: not its launches" if counters.t_ms and t_ms else "")
         raise EntryError(f"{why}; the matched counters cannot stand in: {lack}")
     if res is None:
         raise why
@@ -396,13 +394,11 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
         if verdict:
             out["provisional_headroom_class"] = band
     out["confidence"] = confidence
-    for g in out.get("measured_groups") or []:
-        # each group of like launches on the entry's rules: bound type, and its band against the target
-        # (none for a group timed by dispatch)
-        if g.get("roofline_pct") is not None:
-            g["bound_type"] = bound_of(g["hbm_util"], g["compute_util"], g["roof_axis"], g["t_ms"])
-            g["headroom_class"] = (routing.headroom_class(g["roofline_pct"], tgt)
-                                   if tgt and g["t_ms"] > DISPATCH_FLOOR_MS else "unknown")
+    for g in (x for x in out.get("measured_groups") or [] if x.get("roofline_pct") is not None):
+        # each group of like launches on the entry's rules (no band for one timed by dispatch)
+        g["bound_type"] = bound_of(g["hbm_util"], g["compute_util"], g["roof_axis"], g["t_ms"])
+        g["headroom_class"] = routing.headroom_class(g["roofline_pct"], tgt) if tgt and g["t_ms"] > DISPATCH_FLOOR_MS \
+            else "unknown"
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict) -> None:

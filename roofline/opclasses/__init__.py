@@ -15,7 +15,9 @@ shape keys     the keys its model reads                             roofline.lin
 =============  ===================================================  =============================
 
 Modules: gemm.py, moe.py, attn.py, stream.py (elementwise, norm, quant), comm.py (collectives, on
-the interconnect roof), unmodelled.py (unknown); aten.py and stage_a.py hold what the shape rules
+the interconnect roof), routing_sort.py, recurrent.py and chunk_scan.py (linear-attention /
+state-space layers: the decode state update and the chunked prefill; linear_cfg.py holds what they
+share), causal_conv.py, scatter_add.py, unmodelled.py (unknown); aten.py and stage_a.py hold what the shape rules
 and the fills share. A new op class is one module here (and a row in classify.RULES);
 tests/test_opclasses.py checks that every class classify.py returns is registered exactly once and
 that nothing else wires these jobs.
@@ -129,4 +131,5 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 
 # import the modules so that their register() runs
-from roofline.opclasses import gemm, moe, attn, stream, comm, routing_sort, unmodelled  # noqa: E402,F401
+from roofline.opclasses import (gemm, moe, attn, stream, comm, routing_sort, unmodelled,  # noqa: E402,F401
+                                recurrent, chunk_scan, causal_conv, scatter_add)

@@ -115,7 +115,7 @@ def finish_levers(out: dict, all_light: list[dict], info: dict, dt: dict) -> Non
 
 
 register(OpClass("causal_conv", seed_class="elementwise",
-                 name_rules=((27, r"causal_conv1d|conv_depthwise2d|short_conv"),),
+                 name_rules=((28, r"causal_conv1d|conv_depthwise2d|short_conv"),),
                  op_rules=((17, r"^aten::_conv_depthwise2d$|causal_conv1d"),),
                  hint_aliases=("conv1d", "causal_conv"),
                  model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,

@@ -71,7 +71,7 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 
 register(OpClass("chunk_scan", seed_class="attn",
-                 name_rules=((26, r"chunk_gated_delta|chunk_delta_rule|chunk_gla|chunk_retention|chunk_fwd_kernel|"
+                 name_rules=((27, r"chunk_gated_delta|chunk_delta_rule|chunk_gla|chunk_retention|chunk_fwd_kernel|"
                                   r"chunk_local_cumsum|chunk_global_cumsum|gate_chunk_cumsum|scaled_dot_kkt|kkt_solve|"
                                   r"solve_tril|recompute_w_u|_chunk_scan_fwd|_chunk_state_fwd|state_passing_fwd|"
                                   r"bmm_chunk_fwd|_chunk_cumsum_fwd|merge_\d+x\d+_to_\d+x\d+_inverse"),),

@@ -81,7 +81,7 @@ def latency_levers(entry: dict) -> list[str]:
 
 
 register(OpClass("recurrent", seed_class="attn",
-                 name_rules=((25, r"fused_recurrent|recurrent_\w*fwd|selective_state_update|selective_scan_update|"
+                 name_rules=((26, r"fused_recurrent|recurrent_\w*fwd|selective_state_update|selective_scan_update|"
                                   r"gated_delta_rule_update|sigmoid_gating_delta_rule"),),
                  op_rules=((15, r"^FusedRecurrent\w*Function$"),),
                  hint_aliases=("linear_attention_decode", "state_update"),
