@@ -100,13 +100,12 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str 
     return regime, reg
 
 
-def check_modelable(e: Entry, op_class: str, peaks: Peaks) -> None:
-    """Raise EntryError (L2) for an entry no model may be put on."""
+def check_modelable(e: Entry, op_class: str, peaks: Peaks, counters: Any | None = None) -> None:
+    """Raise EntryError (L2) for an entry no model may be put on (a class without a model passes
+    when its counters carry DRAM bytes: measured_work)."""
     oc = opclasses.get(op_class)
-    if oc is None or oc.model is None:
-        raise EntryError(oc.not_modelled if oc is not None and oc.not_modelled else
-                         f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
-                         "classification hint): no guess is made")
+    if (oc is None or oc.model is None) and not (counters is not None and counters.dram_bytes):
+        raise EntryError(opclasses.not_modelled_reason(op_class, e.raw if isinstance(e.raw, dict) else {}))
     no_roof = opclasses.missing_roof_reason(peaks, op_class)
     if no_roof:
         raise EntryError(no_roof)
@@ -428,7 +427,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     if e.problems:
         raise EntryError("; ".join(e.problems))
     regime, reg = place_regime(e, topn, out, notes, regime)
-    check_modelable(e, op_class, peaks)
+    check_modelable(e, op_class, peaks, counters)
     # a collective: the roofline judges its transfer, not its wait for the other ranks
     oc = opclasses.of(op_class)
     reg, split = oc.judged_time(e, reg, out, notes) if oc.judged_time is not None else (reg, None)

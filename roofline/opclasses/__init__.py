@@ -106,6 +106,17 @@ def arch_of(classes) -> str | None:
                  if REGISTRY[c].arch_class), None)
 
 
+def not_modelled_reason(op_class: str, raw: dict) -> str:
+    """The L2 reason of an entry whose class has no model, saying what would give a verdict: the
+    classes a `classification` may name, and the op its launches ran inside where the trace says."""
+    oc = REGISTRY.get(op_class)
+    ops = ", ".join(raw.get("aten_ops") or {}) if isinstance(raw.get("aten_ops"), dict) else ""
+    return ((oc.not_modelled if oc is not None and oc.not_modelled else f"op class {op_class!r} cannot be modelled: "
+             "no guess is made") + " (classification: one of "
+            + ", ".join(c for c, x in REGISTRY.items() if x.model is not None) + ")"
+            + (f"; its launches ran inside {ops} (the op the trace records around them)" if ops else ""))
+
+
 def trace_shape(op_class: str, sig):
     """(shape dict, dtypes dict) for a kernel of ``op_class`` launched by ``sig``, or None."""
     oc = REGISTRY.get(op_class)
