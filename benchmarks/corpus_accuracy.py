@@ -176,6 +176,12 @@ def classify_row(r: dict) -> str:
     return "unexplained"
 
 
+def _reason(notes: str) -> str:
+    """A degraded row's reason, short: what would give it a verdict is its last clause."""
+    r = notes.removeprefix("degraded (L2): ").replace("|", "/")
+    return (r[:90] + " ... " + r[-110:]) if len(r) > 200 else r
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="work folder (default: a temporary one)")
@@ -202,7 +208,8 @@ def main(argv=None) -> int:
         me = f"{r['measured_bytes'] / 1e6:.2f}" if r["measured_bytes"] is not None else "-"
         er = f"{r['err']:+.1%}" if "err" in r else "-"
         st = r["status"] + (f" ({r['cause']})" if r.get("cause") else "") + (
-            f" ({r['why_unmeasured']})" if r.get("why_unmeasured") and r["status"] == "unmeasured" else "")
+            f" ({r['why_unmeasured']})" if r.get("why_unmeasured") and r["status"] == "unmeasured" else "") + (
+            f": {_reason(r['notes'])}" if r["status"] == "degraded" else "")
         lines.append(f"| {r['case']} | {r['regime']} | {r['kernel'][:48]} | {r['class']} | {r['shape'][:40]} | "
                      f"{r['pct']:.2f} | {mb} | {me} | {er} | {st} |")
     tot = sum(r["pct"] for r in rows)
@@ -215,6 +222,13 @@ def main(argv=None) -> int:
                *(f"  {k}: {v:.1f}% of head GPU time ({v / tot:.1%})" for k, v in sorted(by.items())),
                f"within +-{BAND:.0%} or explained: {ok / meas:.1%} of the measured head GPU time "
                f"({ok / tot:.1%} of all head GPU time)" if meas else "nothing measured"]
+    summary += ["", "per case (share of the case's head GPU time; measured: within +-15% or explained):"]
+    for case in cases:
+        mine = [r for r in rows if r["case"] == case]
+        t = sum(r["pct"] for r in mine) or 1.0
+        parts = {k: sum(r["pct"] for r in mine if r["status"] == k) / t for k in
+                 ("within", "explained", "unexplained", "degraded", "unmeasured")}
+        summary.append(f"  {case}: {len(mine)} heads; " + ", ".join(f"{k} {v:.0%}" for k, v in parts.items() if v))
     text = "\n".join(lines + [""] + summary)
     print(text)
     if a.md:
