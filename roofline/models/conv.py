@@ -16,7 +16,7 @@ def model(shape: dict, dt: dict) -> ModelResult:
     b, c, k = int(shape["batch"]), int(shape["channels"]), int(shape["k"])
     l_in = int(shape["L_in"])
     l_out = int(shape.get("L_out", l_in))
-    state = b * c * (k - 1) * 2 * dt["act_bytes"] if int(shape.get("state_update", 0)) else 0
+    state = b * c * (k - 1) * 2 * dt["act_bytes"] if shape.get("state_update") else 0
     nbytes = b * c * l_in * dt["act_bytes"] + b * c * l_out * dt["out_bytes"] + c * (k + 1) * dt["weight_bytes"] + state
     flops = 2.0 * k * b * c * l_out
     return ModelResult([Candidate("stream", float(nbytes), flops, f"{b}x{c} channels, {l_in} -> {l_out}, {k} taps")],

@@ -43,8 +43,8 @@ def recurrent(shape: dict, dt: dict) -> ModelResult:
     h, dk, dv = int(shape["heads"]), int(shape["dk"]), int(shape["dv"])
     state = b * h * dk * dv
     tok = int(shape.get("tokens", b * t))
-    s_in = float(shape.get("state_bytes", 4)) if int(shape.get("state_in", 1)) else 0.0
-    s_out = float(shape.get("state_out_bytes", shape.get("state_bytes", 4))) if int(shape.get("state_out", 1)) else 0.0
+    s_in = float(shape.get("state_bytes", 4)) if shape.get("state_in", True) else 0.0
+    s_out = float(shape.get("state_out_bytes", shape.get("state_bytes", 4)))
     rd, wr, gates = _io_per_token(shape)
     io = tok * (rd * dt["act_bytes"] + wr * dt["out_bytes"] + gates * GATE_BYTES)
     nbytes = state * (s_in + s_out) + io
@@ -72,12 +72,16 @@ def chunk(shape: dict, dt: dict) -> ModelResult:
     nt = math.ceil(t / c)
     role = shape["role"]
     a, o = dt["act_bytes"], dt["out_bytes"]
-    s_in = float(shape.get("state_bytes", 4)) if int(shape.get("state_in", 0)) else 0.0
+    s_in = float(shape.get("state_bytes", 4)) if shape.get("state_in", False) else 0.0
     tok = int(shape.get("tokens", b * t))
     q_el, v_el = qk * dk, h * dv              # per token: a q (or k) row, a v (or o) row
     g = tok * h * GATE_BYTES                   # one gate (g or beta; dt) per token and head
     states = b * nt * h * dk * dv              # one state per chunk
     final = b * h * dk * dv * 4                # the fp32 final state
+    # what the kernel before it in the chain just wrote and it reads back (A; w and u; h and v_new)
+    chain_in = {"wy": tok * h * c * a, "solve": tok * h * c * 4, "state": tok * h * (dk + dv) * a,
+                "output": states * a + tok * v_el * a, "ssm_passing": states * 4, "ssm_scan": tok * qk * c * 4
+                }.get(role, 0)
     if role == "cumsum":                       # the gate's cumulative sum within each chunk, in place
         nbytes, flops = 2 * g, float(tok * h)
     elif role in ("kkt", "kkt_solve"):         # k k^T within each chunk (x beta, gates): A [tok, h, C]
@@ -112,7 +116,8 @@ def chunk(shape: dict, dt: dict) -> ModelResult:
     else:
         raise KeyError(f"chunk role {role!r}")
     return ModelResult([Candidate(f"chunk_{role}", float(nbytes), flops, f"{role}, {nt} chunks of {c}")],
-                       compute_dtype=dt["act"], info={"kind": "chunk", "role": role, "chunks": nt})
+                       compute_dtype=dt["act"], info={"kind": "chunk", "role": role, "chunks": nt,
+                                                      "chain_in_bytes": float(chain_in)})
 
 
 def model(shape: dict, dt: dict) -> ModelResult:

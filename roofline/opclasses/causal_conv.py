@@ -83,7 +83,7 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     if "L_in" not in s:
         if regime == "decode":
             fill(s, "L_in", 1, "one token per sequence at decode", assumed)
-            fill(s, "state_update", 1, "the conv state (k - 1 columns) read and written in place at decode", assumed)
+            fill(s, "state_update", True, "the conv state (k - 1 columns) read and written in place at decode", assumed)
             fill(s, "batch", int(workload(wl, "conc", "the sequences of a decode conv")), "workload.conc", assumed)
         else:
             fill(s, "L_in", int(workload(wl, "isl", "the length of a prefill conv")), "workload.isl tokens", assumed)

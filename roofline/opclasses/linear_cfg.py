@@ -60,10 +60,10 @@ def function_shape(sig, want_T: bool = True):
     # NB: a varlen call (cu_seqlens) packs N sequences into B = 1: the tokens are B x T, the sequences
     # the initial state's N
     shape = {"batch": b, "T": t, "tokens": b * t, "qk_heads": h, "heads": hv, "dk": dk, "dv": dv,
-             "variant": "delta", "state_in": 0}
+             "variant": "delta", "state_in": False}
     for d, ty in ts[3:]:
         if int(d[1]) == hv and sorted((int(d[2]), int(d[3]))) == sorted((dk, dv)):
-            shape.update(batch=int(d[0]), T=b * t // max(int(d[0]), 1), state_in=1)
+            shape.update(batch=int(d[0]), T=b * t // max(int(d[0]), 1), state_in=True)
             if DTYPE_BYTES.get(dtype_of(ty) or ""):
                 shape["state_bytes"] = DTYPE_BYTES[dtype_of(ty)]
             break

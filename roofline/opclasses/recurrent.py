@@ -70,7 +70,7 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     fill(s, "T", 1, "one token per sequence at decode", assumed)
     fill(s, "state_bytes", 4, "the state in fp32: flash-linear-attention's fused kernels keep it in fp32", assumed)
     if var == "ssm" and "z" not in s:
-        s["z"] = 1 if "selective_state_update" in e.name or "selective_scan_update" in e.name else 0
+        s["z"] = "selective_state_update" in e.name or "selective_scan_update" in e.name
     s.setdefault("model_type", (config or {}).get("model_type") or "")
     return ("batch", "heads", "dk", "dv", "qk_heads")
 
@@ -90,6 +90,6 @@ register(OpClass("recurrent", seed_class="attn",
                  missing_hint=(": give config.json (linear_num_value_heads, linear_key_head_dim, linear_value_head_dim; "
                                "Mamba2: mamba_n_heads, mamba_d_head, mamba_d_state, mamba_n_groups) or profile with "
                                "record_shapes=True"),
-                 shape_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv", "state_in", "state_out",
+                 shape_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv", "state_in",
                                        "state_bytes", "state_out_bytes", "variant", "z", "model_type"}),
                  dim_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv"})))
