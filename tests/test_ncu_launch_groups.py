@@ -42,10 +42,10 @@ def _csv_launches(path: Path) -> dict[str, list[tuple[float, float]]]:
     return out
 
 
-def _analyse(src: Path, tmp: Path) -> dict:
+def _analyse(src: Path, tmp: Path, *topn_args: str) -> dict:
     d = tmp / "profile" / "round_1"
     d.mkdir(parents=True)
-    for cmd in (["topn", str(src), "-o", str(d / "profile_topN.json"), "--force"],
+    for cmd in (["topn", str(src), "-o", str(d / "profile_topN.json"), "--force", *topn_args],
                 ["analyze", str(d / "profile_topN.json"), "--format", "json"]):
         r = subprocess.run([sys.executable, "-m", "roofline.cli", *cmd], capture_output=True, text=True, cwd=ROOT)
         assert r.returncode == 0, r.stderr[-400:]
@@ -111,3 +111,57 @@ def test_counters_of_other_launches_do_not_stand_in():
     assert measured_result(kc, 1, "bf16", t_ms=1.5) is not None          # the same launches (mean 1.5 ms)
     assert measured_result(kc, 1, "bf16", t_ms=1.2) is None              # a trace whose mix differs
     assert measured_result(kc, 1, "bf16") is None
+
+
+GPTOSS = ROOT / "fixtures" / "ncu_roofline" / "gptoss_decode_roofline_raw.csv.gz"
+
+
+def _rate_launches(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """kernel name -> [(DRAM bytes, duration ns)] of an `ncu --set roofline` raw page, which holds DRAM
+    traffic as a rate only: bytes = dram__bytes.sum.per_second x duration."""
+    rows = list(csv.reader(io.StringIO(gzip.open(path, "rt").read())))
+    h = rows[0]
+    ci = {c: h.index(c) for c in ("Kernel Name", "dram__bytes.sum.per_second", "gpu__time_duration.sum")}
+    assert rows[1][ci["dram__bytes.sum.per_second"]] == "byte/s" and rows[1][ci["gpu__time_duration.sum"]] == "ns"
+    out = defaultdict(list)
+    for r in rows[2:]:
+        ns = float(r[ci["gpu__time_duration.sum"]].replace(",", ""))
+        out[r[ci["Kernel Name"]]].append((float(r[ci["dram__bytes.sum.per_second"]].replace(",", "")) * ns * 1e-9, ns))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gptoss(tmp_path_factory):
+    from roofline import api
+
+    art = _analyse(GPTOSS, tmp_path_factory.mktemp("g"))
+    every = _analyse(GPTOSS, tmp_path_factory.mktemp("g_all"), "--top", "400")   # every kernel of the report
+    every = api.analyze(every["inputs"]["topn"], head_threshold_pct=0.0, head_cap=400)
+    return art, every, _rate_launches(GPTOSS)
+
+
+def test_a_roofline_report_on_its_own_gives_every_kernel_a_measured_verdict(gptoss):
+    """One gpt-oss decode step under `ncu --set roofline` (issue 32): its biggest head, the grouped
+    GEMM whose gate_up and down launches differ, and every other kernel of the report get a measured
+    verdict (no workload.conc asked for)."""
+    art, every, launches = gptoss
+    assert art["entries"] and not art["degraded"]
+    raw = json.loads(Path(every["inputs"]["topn"]).read_text())["entries"]
+    folded = {f["name"] for e in raw for f in e.get("folded_kernels") or []}    # split-K reduces: half a GEMM
+    assert {e["name"] for e in every["entries"]} | folded == set(launches)
+    assert all(e["modeled"] for e in every["entries"])
+    gmm = max(art["entries"], key=lambda e: e["pct_gpu_time"])
+    assert gmm["op_kind"] == "moe" and gmm["pct_gpu_time"] > 40 and gmm["counters"]["unstable"] is True
+    mine = launches[gmm["name"]]
+    assert len(mine) == 2
+    sb, st = sum(b for b, _ in mine), sum(t for _, t in mine)
+    assert gmm["achieved_bw_bytes_s"] == pytest.approx(sb / (st * 1e-9), rel=1e-4)
+    up, down = gmm["measured_groups"]
+    assert up["launches"] == down["launches"] == 1
+    assert {round(up["dram_bytes"]), round(down["dram_bytes"])} == {round(b) for b, _ in mine}
+    assert up["dram_bytes"] / down["dram_bytes"] == pytest.approx(2.0, rel=0.02)   # gate_up: N = 2 x down's
+    # the cats of different sizes: grouped too, each group's bytes the mean of its own launches
+    cat = next(e for e in every["entries"] if e["short_name"].startswith("CatArrayBatchedCopy"))
+    sizes = sorted(b for b, _ in launches[cat["name"]])
+    got = sorted(g["dram_bytes"] * g["launches"] for g in cat["measured_groups"])
+    assert sum(got) == pytest.approx(sum(sizes), rel=1e-6) and len(got) == 2
