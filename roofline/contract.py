@@ -3,7 +3,7 @@ the fields every entry carries. One source of truth for the analysis (which fill
 Schema (which checks them) and the README block that documents them.
 
 A reader written to docs/artifact.md must never meet a missing key or a category it has no rule for:
-- `op_class` is the seed's closed set (gemm|moe|attn|elementwise|unknown): each op class says which
+- `op_class` is the contract's closed set (gemm|moe|attn|elementwise|unknown): each op class says which
   value it is (roofline/opclasses/, `seed_class`); the class itself (norm, quant, comm, ...) is
   kept in `op_kind`.
 - every seed field is present on every entry, degraded and no-verdict ones included, `null`
@@ -14,7 +14,7 @@ from __future__ import annotations
 from roofline import opclasses
 from roofline.opclasses.base import SEED_CLASSES
 
-# the seed's closed op_class set (one definition: roofline.opclasses.base)
+# the contract's closed op_class set (one definition: roofline.opclasses.base)
 OP_CLASSES = SEED_CLASSES
 
 # docs/artifact.md: every field of an entry, in the documented order.
@@ -36,7 +36,7 @@ CONFIDENCES = ("low", "medium", "high")
 
 
 def seed_op_class(kind: str | None) -> str:
-    """An op class -> the seed's closed op_class set (the class's seed_class)."""
+    """An op class -> the contract's closed op_class set (the class's seed_class)."""
     return opclasses.seed_class(kind)
 
 

@@ -68,7 +68,7 @@ def _shape_dtypes(dt: dict, override: dict) -> dict:
 
 def entry_head(e: Entry) -> tuple[dict, str]:
     """The fields every entry has, modelled or not; and the finer op kind that picks the model."""
-    # op_class is the seed's closed set in the artifact (the class's seed_class); the class itself
+    # op_class is the contract's closed set in the artifact (the class's seed_class); the class itself
     # (norm, quant, comm, ...) picks the model and the prior here and is kept as op_kind
     op_class = classify(e.name, e.classification)
     sname = e.short_name or _short_name(e.name)
@@ -355,7 +355,7 @@ def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: fl
         verdict = False
     if oc is not None and oc.no_verdict:
         # the class says the roof cannot judge it (opclasses/, no_verdict); the bound type stays the
-        # utilizations' (the seed defines it by them)
+        # utilizations' (the contract defines it by them)
         verdict = False
         notes.append(oc.no_verdict)
     out["bound_type"] = bound if bound in BOUND_TYPES else UNKNOWN

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-# the seed's "no value of mine" in its closed enums (bound_type, headroom_class): compared by this
+# the contract's "no value of mine" in its closed enums (bound_type, headroom_class): compared by this
 # name, never by a literal that also names an op class (tests/test_opclasses.py scans for those)
 UNKNOWN = "unknown"
 

@@ -1,7 +1,7 @@
 """A strict reader of profile_roofline.json, written from seed 002 sections 2, 3, 6 and 7 alone.
 
 It imports nothing from the project (not its schema, not its constants): it is what a pipeline
-stage written against the seed would assume before routing on the artifact. `check(art, topn)`
+stage written against the contract would assume before routing on the artifact. `check(art, topn)`
 returns the list of broken promises (empty = a seed reader can consume it).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ ENTRY = ("name", "short_name", "pct_gpu_time", "regime", "op_class", "modeled", 
          "bytes_est", "flops_est", "achieved_bw_bytes_s", "achieved_flops", "hbm_util", "compute_util",
          "arithmetic_intensity", "ridge_point", "bound_type", "roofline_pct", "target_eff", "attainable_speedup",
          "expected_e2e_gain_pct", "headroom_class", "confidence", "suspect", "byte_reduction_levers", "notes")
-OP_CLASS = {"gemm", "moe", "attn", "elementwise", "comm", "unknown"}   # the seed's set + comm (collectives)
+OP_CLASS = {"gemm", "moe", "attn", "elementwise", "unknown"}   # the contract's closed set, strictly (issue 34: comm is op_kind)
 BOUND = {"memory", "compute", "latency", "unknown"}
 HEADROOM = {"underperforming", "moderate", "saturated", "unknown"}
 CONF = {"low", "medium", "high"}

@@ -87,7 +87,7 @@ def test_a_collective_with_a_known_split_is_judged_on_its_transfer():
     a = api.analyze(t, h200_env())
     c = a["entries"][0]
     bytes_ = 2 * (n - 1) / n * nelems * 2
-    assert c["op_class"] == "comm" and c["memory_roof"] == "interconnect" and c["bytes_est"] == bytes_
+    assert (c["op_class"], c["op_kind"]) == ("unknown", "comm") and c["memory_roof"] == "interconnect" and c["bytes_est"] == bytes_
     assert c["t_ms"] == 0.050 and c["t_transfer_ms"] == 0.020 and c["t_waiting_ms"] == pytest.approx(0.030)
     assert c["achieved_bw_bytes_s"] == pytest.approx(bytes_ / 20e-6)
     assert c["roofline_pct"] == pytest.approx(bytes_ / 20e-6 / LINK["value"])
@@ -193,7 +193,7 @@ def test_the_multi_rank_artifact_keeps_the_contract_and_the_ranks(run):
     doc, art, md, out, _ = run
     validate_artifact(art)
     assert seed_reader.check(art, doc) == []
-    assert {e["op_class"] for e in art["entries"]} == {"comm"}
+    assert {(e["op_class"], e["op_kind"]) for e in art["entries"]} == {("unknown", "comm")}
     assert art["ranks"]["straggler"]["rank"] == 1 and art["ranks"]["backend"] == "nccl"
     for e in art["entries"]:
         te = next(x for x in doc["entries"] if x["name"] == e["name"])

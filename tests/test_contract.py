@@ -102,16 +102,17 @@ def test_the_project_schema_rejects_the_same_broken_promises(example):
 
 
 # ----------------------------------------------------------------- item 1: closed op_class
-def test_norm_and_quant_are_elementwise_with_their_kind_kept_and_comm_is_its_own_class():
+def test_norm_and_quant_are_elementwise_with_their_kind_kept_and_comm_is_its_own_kind():
     a = api.analyze(topn(entry("rms_norm_kernel", 30, 0.02, shapes=[{"elems_in": 64 * 4096}]),
                          entry("per_token_quant_fp8", 20, 0.02, shapes=[{"elems_in": 64 * 4096}]),
                          entry("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 10, 1.0)), h200_env())
     n, q, c = E(a, "rms_norm_kernel"), E(a, "per_token_quant_fp8"), E(a, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL")
     assert (n["op_class"], n["op_kind"]) == ("elementwise", "norm")
     assert (q["op_class"], q["op_kind"]) == ("elementwise", "quant")
-    # a collective is op class comm (its model is on the interconnect roof); without its message
+    # a collective is op kind comm, op_class unknown: the seed's closed set has no collective (issue 34);
+    # its model is on the interconnect roof; without its message
     # size it degrades, and the reason says where the size comes from
-    assert (c["op_class"], c["op_kind"]) == ("comm", "comm") and c["modeled"] is False
+    assert (c["op_class"], c["op_kind"]) == ("unknown", "comm") and c["modeled"] is False
     assert "In msg nelems" in {d["name"]: d["reason"] for d in a["degraded"]}[c["name"]]
     # the finer kind still picks the prior: a norm at 0.85
     assert n["target_eff"] == 0.85

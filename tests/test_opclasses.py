@@ -270,7 +270,7 @@ def test_the_literal_scan_catches_each_way_of_naming_a_class():
 
 
 def test_the_schema_enums_are_the_registry():
-    """The artifact's op_class enum is the seed's closed set, and exactly the classes' seed_class
+    """The artifact's op_class enum is the contract's closed set, and exactly the classes' seed_class
     values; its op_kind enum is every registered class (regenerate: python3 tools/schema_enums.py)."""
     from roofline import contract
     from roofline.opclasses.base import SEED_CLASSES
@@ -284,7 +284,7 @@ def test_the_schema_enums_are_the_registry():
 
 def test_a_seed_class_outside_the_seed_enum_is_refused():
     before = dict(opclasses.REGISTRY)
-    with pytest.raises(ValueError, match="not in the seed's enum"):
+    with pytest.raises(ValueError, match="not in the contract's enum"):
         opclasses.register(opclasses.OpClass("linear_attn", seed_class="comm"))
     assert opclasses.REGISTRY == before
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the op_class / op_kind enums of roofline/schema/profile_roofline.schema.json from the op-class
-registry (roofline/opclasses/): op_class = the seed's closed set, op_kind = every registered class.
+registry (roofline/opclasses/): op_class = the contract's closed set, op_kind = every registered class.
 tests/test_opclasses.py::test_the_schema_enums_are_the_registry fails until this is run after a
 class is added."""
 from __future__ import annotations

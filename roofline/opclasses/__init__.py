@@ -42,7 +42,7 @@ def of(op_class: str | None) -> OpClass:
 
 
 def seed_class(op_class: str | None) -> str:
-    """The seed's closed op_class enum value of a class (the artifact's `op_class`)."""
+    """The contract's closed op_class enum value of a class (the artifact's `op_class`)."""
     return of(op_class).seed_class
 
 

@@ -28,7 +28,7 @@ class Problem:
         return self.E is not None
 
 
-# the seed's closed op_class enum (seed 002, the artifact's `op_class`): every class maps into it
+# the contract's closed op_class enum (the artifact's `op_class`, docs/artifact.md): every class maps into it
 SEED_CLASSES = ("gemm", "moe", "attn", "elementwise", "unknown")
 
 
@@ -40,8 +40,8 @@ class OpClass:
 
     Identity
     name:          the class (the artifact's `op_kind`, and the key of everything below);
-    seed_class:    the seed's closed op_class enum value (SEED_CLASSES) the artifact's `op_class`
-                   holds for it (norm -> elementwise; a class the seed has no word for -> unknown).
+    seed_class:    the contract's closed op_class enum value (SEED_CLASSES) the artifact's `op_class`
+                   holds for it (norm -> elementwise; a class the contract has no word for -> unknown).
 
     Classification (roofline.classify builds its tables from these, ordered by rank)
     name_rules:    ((rank, regex), ...) searched case-insensitively in the kernel name; over all
@@ -173,7 +173,7 @@ def register(oc: OpClass) -> OpClass:
     """Add an op class; a second registration of the same name, or a seed class outside the
     seed's enum, is an error."""
     if oc.seed_class not in SEED_CLASSES:
-        raise ValueError(f"op class {oc.name!r}: seed_class {oc.seed_class!r} is not in the seed's enum {SEED_CLASSES}")
+        raise ValueError(f"op class {oc.name!r}: seed_class {oc.seed_class!r} is not in the contract's enum {SEED_CLASSES}")
     if oc.name in REGISTRY:
         raise ValueError(f"op class {oc.name!r} is registered twice")
     REGISTRY[oc.name] = oc

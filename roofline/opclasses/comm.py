@@ -113,7 +113,7 @@ def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> N
 
 register(OpClass(
     "comm", model=_model.model, fill=fill_stage_a, roof="interconnect",
-    # NB: the seed's closed op_class enum has no collective: `op_class` says unknown (the seed's word for
+    # NB: the contract's closed op_class enum has no collective: `op_class` says unknown (the contract's word for
     # "no class of mine"), `op_kind` says comm and the collective analysis keeps its own fields
     # (memory_roof, t_transfer_ms, waiting_share, ...)
     seed_class="unknown",

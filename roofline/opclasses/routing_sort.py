@@ -6,12 +6,12 @@ Small and latency-bound by nature: a routing step moves a few KB to MB (router l
 in several dependent passes (a radix sort: histogram, exclusive sum, one sweep per digit), each
 launch far from any roof. The bytes are the streaming (copy) model's, shown for reference, never an
 HBM verdict: the headroom is unknown (a routing launch's utilizations are low, so its bound type is
-latency by the seed's own definition; it is not forced, since the seed defines it by the utilizations). Its lever is fewer launches: fuse
+latency by the contract's own definition; it is not forced, since the contract defines it by the utilizations). Its lever is fewer launches: fuse
 the routing into one kernel, only where the launch stream shows the routing steps next to each other.
 
-seed_class "elementwise": the seed's closed enum (gemm|moe|attn|elementwise|unknown) has no routing
-class; "unknown" there means "not recognised, not modelled" (seed 002, section 4), which a routing
-sort is not (recognised by name, its bytes counted by the streaming model, as the seed's elementwise
+seed_class "elementwise": the contract's closed enum (gemm|moe|attn|elementwise|unknown) has no routing
+class; "unknown" there means "not recognised, not modelled" (docs/method.md, the degradation ladder's L2), which a routing
+sort is not (recognised by name, its bytes counted by the streaming model, as the contract's elementwise
 section counts them: input + output elements), and it is what the artifact said for these kernels
 before the class existed (they were elementwise), so a consumer's routing on op_class is unchanged.
 """
