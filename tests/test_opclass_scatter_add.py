@@ -43,6 +43,12 @@ def test_the_target_is_below_the_streams_and_decode_is_l2_resident():
     assert hc.ncu_bytes(CASE, "decode", KERNEL) < 0.05 * d["bytes_est"]
 
 
+def test_underperforming_with_the_per_row_sum_lever():
+    v = hc.verdict(CASE, KERNEL, "prefill")
+    assert v["headroom_class"] == "underperforming"          # ncu: 6.4% of the HBM roof
+    assert any(lv.startswith("sum per destination row") and "receives 8 source rows" in lv for lv in v["other_levers"])
+
+
 def test_names_classify():
     assert classify.classify("void at::native::indexFuncSmallIndex<float, long, unsigned int, 2, 2, -2>(...)") \
         == "scatter_add"
