@@ -66,3 +66,23 @@ def test_model_factors():
     assert full - no_read == 40 * 32 * 128 * 128 * 4
     bf16 = linear_attn.recurrent(sh | {"state_bytes": 2, "state_out_bytes": 2}, dt).candidates[0].bytes_est
     assert bf16 < full * 0.51
+
+
+def test_mamba2_state_update_at_stage_a():
+    """Mamba2's selective_state_update (no aten op, no Input Dims): heads x head_dim x d_state from
+    config.json (Bamba-9B's dims, as tools/device/make_corpus.py builds it), the state in the cache's
+    dtype (the model's bf16) updated in place, x / z / y per head, B / C per group."""
+    from types import SimpleNamespace
+
+    cfg = {"model_type": "bamba", "dtype": "bfloat16", "mamba_n_heads": 128, "mamba_d_head": 64,
+           "mamba_d_state": 128, "mamba_n_groups": 1}
+    s, assumed = {}, []
+    e = SimpleNamespace(name="_selective_scan_update_kernel", raw={})
+    need = recurrent.fill_stage_a(s, "recurrent", e, {"conc": 32}, cfg, "decode", assumed)
+    assert all(k in s for k in need)
+    assert (s["batch"], s["heads"], s["dv"], s["dk"], s["qk_heads"], s["variant"]) == (32, 128, 64, 128, 1, "ssm")
+    assert s["state_bytes"] == s["state_out_bytes"] == 2 and s["z"] is True
+    b = linear_attn.recurrent(s, {"act_bytes": 2, "out_bytes": 2}).candidates[0].bytes_est
+    state = 32 * 128 * 64 * 128 * 2 * 2
+    io = 32 * ((2 * 1 * 128 + 128 * 64 * 2) * 2 + 128 * 64 * 2 + 128 * 4)
+    assert b == state + io

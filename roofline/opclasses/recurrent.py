@@ -22,8 +22,10 @@ from roofline.errors import EntryError
 from roofline.models import linear_attn as _model
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.linear_cfg import fill_dims, function_shape, variant
-from roofline.opclasses.stage_a import fill, workload
+from roofline.opclasses.stage_a import cfg, fill, workload
 
+SSM_STATE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "torch.float32": 4, "torch.bfloat16": 2,
+                   "torch.float16": 2, "auto": 2}
 # the autograd Functions of flash-linear-attention's recurrent kernels (tp_name: the class's name)
 FUNCTIONS = ("FusedRecurrentFunction", "FusedRecurrentGatedDeltaRuleFunction", "FusedRecurrentDeltaRuleFunction")
 
@@ -68,6 +70,13 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
         fill(s, "batch", int(workload(wl, "conc", "the sequences of a recurrent state update")),
              "one state per sequence: workload.conc", assumed)
     fill(s, "T", 1, "one token per sequence at decode", assumed)
+    if var == "ssm":
+        # NB: Mamba2's selective_state_update updates the cache's state in place, in the cache's dtype
+        # (transformers' and vLLM's default: the model dtype)
+        sb = SSM_STATE_BYTES.get(str(cfg(config, "mamba_ssm_cache_dtype", "dtype", "torch_dtype") or "bfloat16"))
+        fill(s, "state_bytes", sb, "the Mamba2 state in the cache's dtype (config.json's mamba_ssm_cache_dtype, else "
+             "the model dtype), updated in place", assumed)
+        fill(s, "state_out_bytes", sb, "updated in place", assumed)
     fill(s, "state_bytes", 4, "the state in fp32: flash-linear-attention's fused kernels keep it in fp32", assumed)
     if var == "ssm" and "z" not in s:
         s["z"] = "selective_state_update" in e.name or "selective_scan_update" in e.name
