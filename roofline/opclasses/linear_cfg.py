@@ -9,11 +9,11 @@ import re
 
 from roofline.opclasses.aten import dtype_of, tensors
 from roofline.opclasses.stage_a import cfg, fill
+from roofline.peaks import DTYPE_BYTES
 
 # model types whose sequence mixer is a Mamba2 (SSD) layer: state = n_heads x head_dim x d_state
 SSM_MODEL_TYPES = frozenset({"mamba2", "bamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "zamba2"})
 _SSM_NAME = re.compile(r"selective|mamba|ssd|_chunk_scan|_chunk_state|state_passing|bmm_chunk|ssm", re.IGNORECASE)
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
 def variant(name: str, config: dict | None) -> str:

@@ -23,9 +23,8 @@ from roofline.models import linear_attn as _model
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.linear_cfg import fill_dims, function_shape, variant
 from roofline.opclasses.stage_a import cfg, fill, workload
+from roofline.peaks import DTYPE_BYTES, norm_dtype
 
-SSM_STATE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "torch.float32": 4, "torch.bfloat16": 2,
-                   "torch.float16": 2, "auto": 2}
 # the autograd Functions of flash-linear-attention's recurrent kernels (tp_name: the class's name)
 FUNCTIONS = ("FusedRecurrentFunction", "FusedRecurrentGatedDeltaRuleFunction", "FusedRecurrentDeltaRuleFunction")
 
@@ -73,7 +72,8 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     if var == "ssm":
         # NB: Mamba2's selective_state_update updates the cache's state in place, in the cache's dtype
         # (transformers' and vLLM's default: the model dtype)
-        sb = SSM_STATE_BYTES.get(str(cfg(config, "mamba_ssm_cache_dtype", "dtype", "torch_dtype") or "bfloat16"))
+        name = str(cfg(config, "mamba_ssm_cache_dtype", "dtype", "torch_dtype") or "bf16")
+        sb = DTYPE_BYTES.get(norm_dtype(name if name != "auto" else str(cfg(config, "dtype", "torch_dtype") or "bf16")))
         fill(s, "state_bytes", sb, "the Mamba2 state in the cache's dtype (config.json's mamba_ssm_cache_dtype, else "
              "the model dtype), updated in place", assumed)
         fill(s, "state_out_bytes", sb, "updated in place", assumed)
