@@ -98,7 +98,7 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-# the op classes of issue 32 (linear-attention / state-space layers, their convs, scatter-adds, MoE
+# the op classes of hybrid models and MoE routing (linear-attention / state-space layers, their convs, scatter-adds, MoE
 # routing sorts): every kernel of theirs is measured, head or not (the wide pass)
 NEW_CLASSES = ("recurrent", "chunk_scan", "causal_conv", "scatter_add", "routing_sort")
 
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
         summary.append(f"  {case}: {len(mine)} heads; " + ", ".join(f"{k} {v:.0%}" for k, v in parts.items() if v))
     for r in wide_rows:
         r["status"] = classify_row(r)
-    wl = ["", f"every kernel of the issue-32 op classes ({', '.join(NEW_CLASSES)}), head or not "
+    wl = ["", f"every kernel of the hybrid-model and routing op classes ({', '.join(NEW_CLASSES)}), head or not "
           "(% GPU: its share of the case's GPU time in that regime):", "", *lines[:2]]
     for r in wide_rows:
         wl.append(_line(r))

@@ -14,8 +14,8 @@ one token per sequence; the state in fp32 (fla's fused kernels accumulate and st
 state in fp32, and transformers caches what they return). Each assumption is said in the notes.
 Prior: the state is read once and written once, in order, per (sequence, head) tile: a copy's
 access pattern, so the streaming prior (0.85). NB: fla's kernel runs one warp per 8 state columns;
-ncu measured it at 58% of the H200's HBM roof on a Qwen3.5-MoE decode (issue 32): moderate
-headroom, which the prior is meant to show."""
+ncu measured it at 55% of the H200's HBM roof on the Qwen3-Next corpus case (decode, 40
+sequences: 157 MB per launch): moderate headroom, which the prior is meant to show."""
 from __future__ import annotations
 
 from roofline.errors import EntryError
