@@ -160,6 +160,8 @@ def test_a_roofline_report_on_its_own_gives_every_kernel_a_measured_verdict(gpto
     assert up["launches"] == down["launches"] == 1
     assert {round(up["dram_bytes"]), round(down["dram_bytes"])} == {round(b) for b, _ in mine}
     assert up["dram_bytes"] / down["dram_bytes"] == pytest.approx(2.0, rel=0.02)   # gate_up: N = 2 x down's
+    md = (Path(art["inputs"]["topn"]).parent / "profile_roofline.md").read_text()
+    assert f"  - 1 launch(es) of {up['dram_bytes'] / 1e6:.3f} MB in {up['t_ms'] * 1e3:.2f} us: roofline" in md
     # the cats of different sizes: grouped too, each group's bytes the mean of its own launches
     cat = next(e for e in every["entries"] if e["short_name"].startswith("CatArrayBatchedCopy"))
     sizes = sorted(b for b, _ in launches[cat["name"]])
