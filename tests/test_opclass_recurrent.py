@@ -44,6 +44,7 @@ def test_stage_a_takes_the_sequences_from_the_grid():
     e = hc.topn_entry(CASE, KERNEL)
     assert recurrent.batch_from_grid(e["grid"], 32, 128) == 40
     assert recurrent.batch_from_grid([20480, 2, 1], 32, 128) is None and recurrent.batch_from_grid([20481], 32, 128) is None
+    assert recurrent.batch_from_grid([1, 16, 40 * 32], 32, 128) == 40        # the older 3-d grid (NK, NV, N x HV)
     v = hc.verdict_without_shapes(CASE, KERNEL, "decode")
     assert v["shape_source"] == "estimated" and v["shape"]["batch"] == 40
     assert "batch=40 (sequences from the kernel's grid" in v["notes"] and "state_bytes=4 (the state in fp32" in v["notes"]

@@ -45,12 +45,19 @@ def _next_pow2(n: int) -> int:
 
 
 def batch_from_grid(grid, heads: int, dv: int) -> int | None:
-    """Sequences from fla's fused recurrent grid (ceil(dv / BV) * N * HV,), BV = min(8, next_pow2(dv));
-    None where the grid is not of that form."""
-    if not isinstance(grid, list) or not grid or any(int(x) != 1 for x in grid[1:]):
+    """Sequences from fla's fused recurrent grid: (NV * N * HV,) in flash-linear-attention 0.6, or the
+    older 3-d form (NK = 1, NV, N * HV) that vLLM's copy keeps; NV = ceil(dv / BV), BV = min(8,
+    next_pow2(dv)). None where the grid is not of either form."""
+    if not isinstance(grid, list) or not grid:
         return None
-    per = -(-int(dv) // min(8, _next_pow2(dv))) * int(heads)
-    return int(grid[0]) // per if per and int(grid[0]) % per == 0 and int(grid[0]) >= per else None
+    g = [int(x) for x in grid]
+    nv = -(-int(dv) // min(8, _next_pow2(dv)))
+    if len(g) == 3 and g[0] == 1 and g[1] == nv and g[2] % int(heads) == 0:
+        return g[2] // int(heads) or None
+    if any(x != 1 for x in g[1:]):
+        return None
+    per = nv * int(heads)
+    return g[0] // per if per and g[0] % per == 0 and g[0] >= per else None
 
 
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
@@ -77,7 +84,12 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
         fill(s, "state_bytes", sb, "the Mamba2 state in the cache's dtype (config.json's mamba_ssm_cache_dtype, else "
              "the model dtype), updated in place", assumed)
         fill(s, "state_out_bytes", sb, "updated in place", assumed)
-    fill(s, "state_bytes", 4, "the state in fp32: flash-linear-attention's fused kernels keep it in fp32", assumed)
+    cache = cfg(config, "mamba_ssm_cache_dtype")
+    if cache not in (None, "auto") and DTYPE_BYTES.get(norm_dtype(str(cache))):
+        fill(s, "state_bytes", DTYPE_BYTES[norm_dtype(str(cache))], "config.json's mamba_ssm_cache_dtype", assumed)
+        fill(s, "state_out_bytes", s["state_bytes"], "the cache's state updated in place", assumed)
+    fill(s, "state_bytes", 4, "the state in fp32: flash-linear-attention's fused kernels keep it in fp32 (a "
+         "serving engine may keep it in the model dtype: give mamba_ssm_cache_dtype in config.json)", assumed)
     if var == "ssm" and "z" not in s:
         s["z"] = "selective_state_update" in e.name or "selective_scan_update" in e.name
     s.setdefault("model_type", (config or {}).get("model_type") or "")
