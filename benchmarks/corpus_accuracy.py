@@ -19,6 +19,7 @@ CAUSES below); a difference beyond the band without one counts against the figur
 from __future__ import annotations
 
 import argparse
+import re
 import gzip
 import json
 import subprocess
@@ -97,17 +98,30 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def analyse_case(case: str, meta: dict, work: Path) -> dict:
+# the op classes of hybrid models and MoE routing (linear-attention / state-space layers, their convs, scatter-adds, MoE
+# routing sorts): every kernel of theirs is measured, head or not (the wide pass)
+NEW_CLASSES = ("recurrent", "chunk_scan", "causal_conv", "scatter_add", "routing_sort")
+
+
+def analyse_case(case: str, meta: dict, work: Path, wide: bool = False) -> dict:
     d, p = meta["decode"], meta["prefill"]
     isl, osl = p["tokens_per_seq"], max(d["steps"], 1)
     conc = d["batch"] if d["steps"] else p["batch"]
-    rd = work / case / "profile" / "round_1"
+    rd = work / case / ("wide" if wide else "") / "profile" / "round_1"
     rd.mkdir(parents=True, exist_ok=True)
     topn = rd / "profile_topN.json"
     r = run([sys.executable, "-m", "roofline.cli", "topn", str(CORPUS / f"{case}.json.gz"), "-o", str(topn), "--force",
-             "--isl", str(isl), "--osl", str(osl), "--conc", str(conc), "--config", str(CORPUS / "configs" / f"{case}.json")])
+             "--isl", str(isl), "--osl", str(osl), "--conc", str(conc), "--config", str(CORPUS / "configs" / f"{case}.json")]
+            + (["--top", "400"] if wide else []))
     if r.returncode:
         raise RuntimeError(f"{case}: topn failed: {r.stderr.strip().splitlines()[-1:]}")
+    if wide:
+        # every kernel of the Top-N analysed (no head threshold), through the API: the artifact's markdown
+        # is not needed here
+        sys.path.insert(0, str(ROOT))
+        from roofline import api
+
+        return api.analyze(str(topn), head_threshold_pct=0.0, head_cap=400)
     r = run([sys.executable, "-m", "roofline.cli", "analyze", str(topn), "--format", "json"])
     if r.returncode:
         raise RuntimeError(f"{case}: analyze failed: {r.stderr.strip().splitlines()[-1:]}")
@@ -163,6 +177,8 @@ def _shape_text(v: dict) -> str:
 def classify_row(r: dict) -> str:
     if not r["modeled"] or r["model_bytes"] is None:
         return "degraded"
+    if r["class"] == "routing_sort":
+        return "no HBM verdict (routing step)"     # the copy model's bytes shown for reference only
     if r["measured_bytes"] is None:
         return "unmeasured"
     err = r["model_bytes"] / r["measured_bytes"] - 1 if r["measured_bytes"] > 0 else float("inf")
@@ -174,6 +190,29 @@ def classify_row(r: dict) -> str:
         r["cause"] = cause
         return "explained"
     return "unexplained"
+
+
+def _line(r: dict) -> str:
+    """One markdown table row."""
+    mb = f"{r['model_bytes'] / 1e6:.2f}" if r["model_bytes"] else "-"
+    me = f"{r['measured_bytes'] / 1e6:.2f}" if r["measured_bytes"] is not None else "-"
+    er = f"{r['err']:+.1%}" if "err" in r else "-"
+    st = r["status"] + (f" ({r['cause']})" if r.get("cause") else "") + (
+        f" ({r['why_unmeasured']})" if r.get("why_unmeasured") and r["status"] == "unmeasured" else "") + (
+        f": {_reason(r['notes'])}" if r["status"] == "degraded" else "")
+    return (f"| {r['case']} | {r['regime']} | {r['kernel'][:48]} | {r['class']} | {r['shape'][:40]} | "
+            f"{r['pct']:.2f} | {mb} | {me} | {er} | {st} |")
+
+
+def _has_new(config: dict) -> bool:
+    """A hybrid model: config.json names linear-attention or Mamba layers."""
+    return any(k in (config or {}) for k in ("linear_num_value_heads", "mamba_n_heads", "mamba_d_state"))
+
+
+def _reason(notes: str) -> str:
+    """A degraded row's reason, short: what would give it a verdict is its last clause."""
+    r = notes.removeprefix("degraded (L2): ").replace("|", "/")
+    return (r[:90] + " ... " + r[-110:]) if len(r) > 200 else r
 
 
 def main(argv=None) -> int:
@@ -190,21 +229,20 @@ def main(argv=None) -> int:
     work = Path(a.out or tempfile.mkdtemp(prefix="corpus_acc_"))
     cases = a.cases.split(",") if a.cases else list(meta)
     rows = []
+    wide_rows = []
     for case in cases:
         art = analyse_case(case, meta[case], work)
         rows += measure(case, art, trace_steps(CORPUS / f"{case}.json.gz"), ncu_by)
+        if any(r["class"] in NEW_CLASSES for r in rows if r["case"] == case) or _has_new(meta[case]["config"]):
+            wart = analyse_case(case, meta[case], work, wide=True)
+            wart["entries"] = [e for e in wart["entries"] if e.get("op_kind") in NEW_CLASSES]
+            wide_rows += measure(case, wart, trace_steps(CORPUS / f"{case}.json.gz"), ncu_by)
     for r in rows:
         r["status"] = classify_row(r)
     lines = ["| case | regime | kernel | class | shape | % GPU | model MB | measured MB | error | status |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mb = f"{r['model_bytes'] / 1e6:.2f}" if r["model_bytes"] else "-"
-        me = f"{r['measured_bytes'] / 1e6:.2f}" if r["measured_bytes"] is not None else "-"
-        er = f"{r['err']:+.1%}" if "err" in r else "-"
-        st = r["status"] + (f" ({r['cause']})" if r.get("cause") else "") + (
-            f" ({r['why_unmeasured']})" if r.get("why_unmeasured") and r["status"] == "unmeasured" else "")
-        lines.append(f"| {r['case']} | {r['regime']} | {r['kernel'][:48]} | {r['class']} | {r['shape'][:40]} | "
-                     f"{r['pct']:.2f} | {mb} | {me} | {er} | {st} |")
+        lines.append(_line(r))
     tot = sum(r["pct"] for r in rows)
     by = defaultdict(float)
     for r in rows:
@@ -215,7 +253,29 @@ def main(argv=None) -> int:
                *(f"  {k}: {v:.1f}% of head GPU time ({v / tot:.1%})" for k, v in sorted(by.items())),
                f"within +-{BAND:.0%} or explained: {ok / meas:.1%} of the measured head GPU time "
                f"({ok / tot:.1%} of all head GPU time)" if meas else "nothing measured"]
-    text = "\n".join(lines + [""] + summary)
+    summary += ["", "per case (share of the case's head GPU time; measured: within +-15% or explained):"]
+    for case in cases:
+        mine = [r for r in rows if r["case"] == case]
+        t = sum(r["pct"] for r in mine) or 1.0
+        parts = {k: sum(r["pct"] for r in mine if r["status"] == k) / t for k in
+                 ("within", "explained", "unexplained", "degraded", "unmeasured")}
+        summary.append(f"  {case}: {len(mine)} heads; " + ", ".join(f"{k} {v:.0%}" for k, v in parts.items() if v))
+    for r in wide_rows:
+        r["status"] = classify_row(r)
+    wl = ["", f"every kernel of the hybrid-model and routing op classes ({', '.join(NEW_CLASSES)}), head or not "
+          "(% GPU: its share of the case's GPU time in that regime):", "", *lines[:2]]
+    for r in wide_rows:
+        wl.append(_line(r))
+    by_kind = defaultdict(lambda: defaultdict(float))
+    for r in wide_rows:
+        by_kind[r["class"]][r["status"]] += r["pct"]
+    wl += ["", "by class (share of the class's GPU time): " + "; ".join(
+        f"{k}: " + ", ".join(f"{st} {v / sum(d.values()):.0%}" for st, v in sorted(d.items())) for k, d in by_kind.items())]
+    sorts = [r for r in rows + wide_rows if re.search(r"sort|topk", r["kernel"], re.IGNORECASE)]
+    judged = [r for r in sorts if r["class"] != "routing_sort" or r["headroom"] not in (None, "unknown")]
+    wl += ["", f"sort / top-k kernels: {len(sorts)} rows, judged as a copy (an HBM verdict): {len(judged)}"
+           + "".join(f"; {r['case']} {r['kernel']}" for r in judged)]
+    text = "\n".join(lines + [""] + summary + (wl if wide_rows else []))
     print(text)
     if a.md:
         Path(a.md).write_text("# Model bytes vs measured DRAM bytes on the real-model corpus\n\n"

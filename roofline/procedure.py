@@ -7,8 +7,7 @@ one by one (roofline.analysis runs them over the heads and assembles the artifac
   -> at_compute_wall -> verdict_flags -> record_headroom -> route_and_levers
 
 Each step writes its fields into the artifact entry `out` (in the artifact's key order) and its
-notes into `notes` (in the order a reader reads them). Pure: nothing printed or written.
-Units: times in ms (per launch unless named *_logical_*), bytes, FLOPs, bytes/s, FLOP/s.
+notes into `notes` (in reading order). Pure. Units: ms (per launch unless *_logical_*), bytes, FLOPs, /s.
 """
 from __future__ import annotations
 
@@ -100,13 +99,11 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str 
     return regime, reg
 
 
-def check_modelable(e: Entry, op_class: str, peaks: Peaks) -> None:
-    """Raise EntryError (L2) for an entry no model may be put on."""
+def check_modelable(e: Entry, op_class: str, peaks: Peaks, counters: Any | None = None) -> None:
+    """Raise EntryError (L2) for an entry no model may be put on (counters with DRAM bytes: measured_work)."""
     oc = opclasses.get(op_class)
-    if oc is None or oc.model is None:
-        raise EntryError(oc.not_modelled if oc is not None and oc.not_modelled else
-                         f"op class {op_class!r} cannot be modelled (name not recognised and no usable "
-                         "classification hint): no guess is made")
+    if (oc is None or oc.model is None) and not (counters is not None and counters.dram_bytes):
+        raise EntryError(opclasses.not_modelled_reason(op_class, e.raw if isinstance(e.raw, dict) else {}))
     no_roof = opclasses.missing_roof_reason(peaks, op_class)
     if no_roof:
         raise EntryError(no_roof)
@@ -158,15 +155,16 @@ def model_work(op_class: str, e: Entry, env: Env, config: dict | None, regime: s
     return Work(dt, shapes, weights, shape_dts, shape_t_ms, shape_launches, shape_source, dts, results, res)
 
 
-def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, notes: list[str]) -> Work:
-    """No byte/FLOP model (`why`: no shapes, ...), but matched counters with DRAM bytes: they are the
-    work (roofline.stagec.merge.measured_result); without them the entry degrades with `why`."""
+def measured_work(e: Entry, env: Env, counters: Any | None, why: EntryError, notes: list[str],
+                  t_ms: float | None = None) -> Work:
+    """No byte/FLOP model (`why`) but counters with DRAM bytes (of its own launches, ``t_ms`` each): the work."""
     from roofline.stagec.merge import measured_result
 
-    res = measured_result(counters, e.launches_per_logical_op, norm_dtype(env.model_dtype))
+    res = measured_result(counters, e.launches_per_logical_op, norm_dtype(env.model_dtype), t_ms)
     if res is None and counters is not None:
-        lack = "they differ across launches" if counters.unstable else \
-            "they hold no DRAM bytes (collect dram__bytes.sum, e.g. ncu --set roofline)"
+        lack = "they hold no DRAM bytes (collect dram__bytes.sum, e.g. ncu --set roofline)" if not counters.unstable \
+            else "they differ across launches" + (f" and time {counters.t_ms:.4g} ms per launch against this entry's "
+                                                  f"{t_ms:.4g} ms: not its launches" if counters.t_ms and t_ms else "")
         raise EntryError(f"{why}; the matched counters cannot stand in: {lack}")
     if res is None:
         raise why
@@ -392,6 +390,10 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
         if verdict:
             out["provisional_headroom_class"] = band
     out["confidence"] = confidence
+    for g in (x for x in out.get("measured_groups") or [] if x.get("roofline_pct") is not None):
+        # each group of like launches on the entry's rules (no band for one timed by dispatch)
+        g["bound_type"] = bound_of(g["hbm_util"], g["compute_util"], g["roof_axis"], g["t_ms"])
+        g["headroom_class"] = routing.headroom_class(g["roofline_pct"], tgt) if tgt and g["t_ms"] > DISPATCH_FLOOR_MS else UNKNOWN
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict,
@@ -420,14 +422,14 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     if e.problems:
         raise EntryError("; ".join(e.problems))
     regime, reg = place_regime(e, topn, out, notes, regime)
-    check_modelable(e, op_class, peaks)
+    check_modelable(e, op_class, peaks, counters)
     # a collective: the roofline judges its transfer, not its wait for the other ranks
     oc = opclasses.of(op_class)
     reg, split = oc.judged_time(e, reg, out, notes) if oc.judged_time is not None else (reg, None)
     try:
         w = model_work(op_class, e, env, config, regime, notes)
     except EntryError as exc:
-        w = measured_work(e, env, counters, exc, notes)   # re-raises exc without usable counters
+        w = measured_work(e, env, counters, exc, notes, reg.base_latency_ms)   # re-raises exc without usable counters
     t_s, n_l = logical_time(e, reg, out, notes, launches_per_logical_op(e, op_class, w, reg, config, notes))
     peak_bw, _ = opclasses.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)

@@ -322,6 +322,10 @@ def _md_entry(e: dict) -> list[str]:
         elif e.get("bytes_measured") is not None:   # no model: the counters are the work
             L.append(f"- measured input: {e['bytes_measured'] / 1e6:.3f} MB DRAM per logical op; useful FLOPs "
                      "unknown (no shapes)")
+        for g in e.get("measured_groups") or []:   # launches that differ in work: one line per group
+            if g.get("roofline_pct") is not None:
+                L.append(f"  - {g['launches']} launch(es) of {g['dram_bytes'] / 1e6:.3f} MB in {g['t_ms'] * 1e3:.2f} us: "
+                         f"roofline {_pct(g['roofline_pct'], 1)} ({g.get('headroom_class', 'unknown')})")
         for a in e.get("alternatives", []):
             L.append(f"  - byte model `{a['model']}`: {a['bytes_est'] / 1e6:.1f} MB -> "
                      f"{_pct(a['roofline_pct_raw'], 1)} ({'feasible' if a['feasible'] else 'INFEASIBLE'})")

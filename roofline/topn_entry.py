@@ -20,7 +20,8 @@ from roofline.values import (MAX_DIM, MAX_LATENCY_MS, MIN_LATENCY_MS, finite, fo
                              text_problem)
 
 REGIMES = ("decode", "prefill")
-BOOL_KEYS = frozenset({"paged", "causal", "reduce"})   # reduce: elementwise shape of a reduction (roofline topn)
+BOOL_KEYS = frozenset({"paged", "causal", "reduce",   # reduce: elementwise shape of a reduction (roofline topn)
+                       "state_in", "z", "state_update"})   # linear attention / state space: opclasses/recurrent.py
 # shape keys the byte/FLOP models read as numbers (roofline/shapes.py, roofline/models), registered
 # per op class (roofline/opclasses); every key some model reads (numbers among them: stage, q_len)
 DIM_KEYS = _opclasses.dim_keys()

@@ -26,7 +26,8 @@ PKG = ROOT / "roofline"
 REG_DIR = PKG / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
 # the modules of roofline/opclasses/ that register classes (the rest are shared helpers)
-CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled")
+CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled", "recurrent", "chunk_scan",
+                 "causal_conv", "scatter_add")
 # where the four jobs are done outside the registry: path -> the functions that do them (None: all)
 JOB_SITES = {"roofline/shapes.py": None, "roofline/models/__init__.py": None,
              "roofline/models/gemm.py": None, "roofline/models/moe.py": None, "roofline/models/attention.py": None,
@@ -139,7 +140,8 @@ def test_a_second_registration_is_refused():
 
 def test_each_class_registers_its_jobs():
     modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.model is not None}
-    assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm", "routing_sort"}
+    assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm", "routing_sort", "recurrent",
+                        "chunk_scan", "causal_conv", "scatter_add"}
     for c in modelled:
         oc = opclasses.get(c)
         assert oc.fill is not None and oc.shape_keys and not oc.not_modelled, c
@@ -149,8 +151,9 @@ def test_each_class_registers_its_jobs():
         oc = opclasses.get(c)
         assert oc.not_modelled and (oc.fill, oc.trace_shape, oc.gemm_problems) == (None, None, None), c
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}
-    assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {"gemm", "moe", "attn", "elementwise",
-                                                                            "norm", "quant", "routing_sort"}
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {
+        "gemm", "moe", "attn", "elementwise", "norm", "quant", "routing_sort", "recurrent", "chunk_scan", "causal_conv",
+        "scatter_add"}
 
 
 def test_the_lookups_answer_through_the_registration():

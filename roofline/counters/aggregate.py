@@ -57,7 +57,33 @@ def average(name: str, launches: list[KernelCounters], source: str,
             out.extra[f"launch_spread.{key}"] = s
             worst = max(worst, s)
     out.unstable = worst > band or any(k.unstable for k in launches)
+    if out.unstable:
+        out.groups = launch_groups(launches, band)
     return out
+
+
+def launch_groups(launches: list[KernelCounters], band: float = UNSTABLE_BAND) -> list[dict]:
+    """Launches of one kernel name that do different work (gate_up and down of one grouped GEMM,
+    cats of different sizes), split into groups of like launches: sorted by DRAM bytes (by time where
+    a launch has no DRAM count), a group starts where a launch exceeds its group's smallest by more
+    than ``band`` (the noise band above: two launches of the same work differ by < 1%). Each group:
+    its launches and their per-launch means (t_ms, dram_bytes, flops_issued; None where unmeasured),
+    largest total time first. Every launch is in exactly one group, so the groups' summed bytes and
+    time are the kernel's: sum(bytes) / sum(time) over a group is its achieved bandwidth."""
+    by_bytes = all(k.dram_bytes is not None for k in launches)
+    key = (lambda k: k.dram_bytes) if by_bytes else (lambda k: k.t_ms if k.t_ms is not None else 0.0)
+    groups: list[list[KernelCounters]] = []
+    lo = None
+    for k in sorted(launches, key=key):
+        v = key(k)
+        if groups and lo is not None and (v <= lo * (1.0 + band) or (lo == 0 and v == 0)):
+            groups[-1].append(k)
+            continue
+        groups.append([k])
+        lo = v
+    rows = [{"launches": len(g), "t_ms": _mean(k.t_ms for k in g), "dram_bytes": _mean(k.dram_bytes for k in g),
+             "flops_issued": _mean(k.flops_issued for k in g)} for g in groups]
+    return sorted(rows, key=lambda r: -(r["t_ms"] or 0.0) * r["launches"])
 
 
 _ADDITIVE = ("t_ms", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "cuda_core_flops", "l2_bytes", "l1_bytes")

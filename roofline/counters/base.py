@@ -39,6 +39,9 @@ class KernelCounters:
     def read_nothing(self) -> bool:
         """No counter was read: a re-run record that carries its timing only."""
         return self.t_ms is None and self.dram_bytes is None and self.flops_issued is None and self.l2_bytes is None
+    # launches whose work differs (`unstable`): one row per group of like launches (aggregate.launch_groups),
+    # each {"launches", "t_ms", "dram_bytes", "flops_issued"} per launch of the group; [] otherwise
+    groups: list[dict] = field(default_factory=list)
 
     @property
     def flops_issued(self) -> float | None:

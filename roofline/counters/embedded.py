@@ -35,6 +35,9 @@ def to_topn(kc: KernelCounters) -> dict:
         d["unstable"] = True
     if kc.derived_from_rate:
         d["derived_from_rate"] = list(kc.derived_from_rate)
+    if kc.groups:
+        d["groups"] = [{k: v for k, v in g.items() if v is not None and (k == "launches" or math.isfinite(v))}
+                       for g in kc.groups]
     return d
 
 
@@ -75,7 +78,26 @@ def from_topn(name: str, d, where: str, file: str) -> KernelCounters:
     if not isinstance(dfr, list) or not all(isinstance(x, str) for x in dfr):
         raise InputError(file, f"{where}.derived_from_rate", "expected a list of metric names")
     kc.derived_from_rate = list(dfr)
+    kc.groups = _groups(d.get("groups") or [], f"{where}.groups", file)
     return kc
+
+
+def _groups(block, where: str, file: str) -> list[dict]:
+    """The launch groups of a record whose launches differ (KernelCounters.groups)."""
+    from roofline.errors import InputError
+
+    if not isinstance(block, list):
+        raise InputError(file, where, "expected a list of launch groups")
+    out = []
+    for i, g in enumerate(block):
+        if not isinstance(g, dict):
+            raise InputError(file, f"{where}[{i}]", "expected an object")
+        n = g.get("launches")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(file, f"{where}[{i}].launches", f"expected a positive integer, got {n!r}")
+        out.append({"launches": n, **{k: (_num(g[k], f"{where}[{i}].{k}", file) if g.get(k) is not None else None)
+                                      for k in ("t_ms", "dram_bytes", "flops_issued")}})
+    return out
 
 
 def from_topn_entries(topn) -> list[KernelCounters]:

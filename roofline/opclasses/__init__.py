@@ -15,7 +15,9 @@ shape keys     the keys its model reads                             roofline.lin
 =============  ===================================================  =============================
 
 Modules: gemm.py, moe.py, attn.py, stream.py (elementwise, norm, quant), comm.py (collectives, on
-the interconnect roof), unmodelled.py (unknown); aten.py and stage_a.py hold what the shape rules
+the interconnect roof), routing_sort.py, recurrent.py and chunk_scan.py (linear-attention /
+state-space layers: the decode state update and the chunked prefill; linear_cfg.py holds what they
+share), causal_conv.py, scatter_add.py, unmodelled.py (unknown); aten.py and stage_a.py hold what the shape rules
 and the fills share. A new op class is one module here (and a row in classify.RULES);
 tests/test_opclasses.py checks that every class classify.py returns is registered exactly once and
 that nothing else wires these jobs.
@@ -104,6 +106,17 @@ def arch_of(classes) -> str | None:
                  if REGISTRY[c].arch_class), None)
 
 
+def not_modelled_reason(op_class: str, raw: dict) -> str:
+    """The L2 reason of an entry whose class has no model, saying what would give a verdict: the
+    classes a `classification` may name, and the op its launches ran inside where the trace says."""
+    oc = REGISTRY.get(op_class)
+    ops = ", ".join(raw.get("aten_ops") or {}) if isinstance(raw.get("aten_ops"), dict) else ""
+    return ((oc.not_modelled if oc is not None and oc.not_modelled else f"op class {op_class!r} cannot be modelled: "
+             "no guess is made") + " (classification: one of "
+            + ", ".join(c for c, x in REGISTRY.items() if x.model is not None) + ")"
+            + (f"; its launches ran inside {ops} (the op the trace records around them)" if ops else ""))
+
+
 def trace_shape(op_class: str, sig):
     """(shape dict, dtypes dict) for a kernel of ``op_class`` launched by ``sig``, or None."""
     oc = REGISTRY.get(op_class)
@@ -129,4 +142,5 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 
 # import the modules so that their register() runs
-from roofline.opclasses import gemm, moe, attn, stream, comm, routing_sort, unmodelled  # noqa: E402,F401
+from roofline.opclasses import (gemm, moe, attn, stream, comm, routing_sort, unmodelled,  # noqa: E402,F401
+                                recurrent, chunk_scan, causal_conv, scatter_add)

@@ -330,7 +330,7 @@ register(OpClass(
     "norm", fill=fill_per_token, shape_keys=_STREAM_KEYS,
     # normalisation and softmax (row reductions followed by an elementwise pass; before elementwise:
     # their names say "vectorized"/"reduce")
-    name_rules=((50, r"layer_?norm|rms_?norm|rmsnorm|group_?norm|batch_?norm|instance_?norm|"
+    name_rules=((50, r"layer_?norm|rms_?norm|rmsnorm|l2_?norm|group_?norm|batch_?norm|instance_?norm|"
                      r"rowwisemoments|layernorm|soft_?max|triton_(?:red|per)_fused\w*rsqrt"),),
     op_rules=((30, r"layer_norm|rms_norm|group_norm|batch_norm|softmax"),),
     hint_aliases=("normalization",),

@@ -117,13 +117,27 @@ def issued_work(kc: KernelCounters) -> tuple[float, str | None, str]:
     return 0.0, None, "no FLOP counter in the report"
 
 
-def measured_result(kc: KernelCounters | None, n_l: int, fallback_dtype: str | None):
+# The counters' mean time per launch against the entry's: within this, they time the same launches
+# (the Top-N of the same report: equal by construction; split-K pairs are summed on both sides).
+SAME_LAUNCHES_BAND = 0.02
+
+
+def same_launches(kc: KernelCounters | None, t_ms: float | None) -> bool:
+    """Counters whose launches differ in work (`unstable`, with their launch groups) that time the
+    same launches as the entry: their summed bytes over their summed time is the kernel's achieved
+    bandwidth (sum(bytes) / sum(time) = mean bytes / mean time), whatever the mix of sizes."""
+    return (kc is not None and bool(kc.groups) and bool(kc.t_ms) and bool(t_ms)
+            and abs(kc.t_ms / t_ms - 1.0) <= SAME_LAUNCHES_BAND)
+
+
+def measured_result(kc: KernelCounters | None, n_l: int, fallback_dtype: str | None, t_ms: float | None = None):
     """The work of an entry with no model, from its counters: one candidate `measured` (DRAM
     bytes, issued FLOPs, per logical op of n_l launches); None when the counters cannot stand in
-    (absent, no DRAM bytes, unstable across launches)."""
+    (absent, no DRAM bytes, unstable across launches unless they time the entry's own launches:
+    `same_launches` with the entry's time per launch ``t_ms``)."""
     from roofline.models import Candidate, ModelResult
 
-    if not _usable(kc):
+    if not (_usable(kc) or (kc is not None and kc.dram_bytes and same_launches(kc, t_ms))):
         return None
     flops, dtype, what = issued_work(kc)
     return ModelResult([Candidate("measured", kc.dram_bytes * n_l, flops * n_l, what)],
@@ -148,7 +162,27 @@ def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
                  + ("" if dtype is None else ", at least the useful work")
                  + "; useful FLOPs unknown (no shapes: profile with record_shapes=True for the model's count)")
     notes.extend(rate_notes(kc))
+    if kc.unstable and kc.groups:
+        out["measured_groups"] = measured_groups(kc, peak_bw, peak_flops)
+        notes.append(f"the launches differ in work ({len(kc.groups)} groups of like launches, measured_groups): the "
+                     "verdict is their summed DRAM bytes over their summed time; each group's own figures beside it")
     return m, bytes_est, "high" if m["roof_axis"] == "memory" else "medium"
+
+
+def measured_groups(kc: KernelCounters, peak_bw: float, peak_flops: float | None) -> list[dict]:
+    """One row per launch group (KernelCounters.groups): its launches, per-launch time, DRAM bytes and
+    issued FLOPs, and the figures of sum(bytes) / sum(time) over its launches (one launch's means)."""
+    from roofline.roofmath import _metrics
+
+    rows = []
+    for g in kc.groups:
+        row = {k: g.get(k) for k in ("launches", "t_ms", "dram_bytes", "flops_issued")}
+        if g.get("t_ms") and g.get("dram_bytes") is not None:
+            m = _metrics(g["dram_bytes"], g.get("flops_issued") or 0.0, g["t_ms"] / 1e3, peak_bw, peak_flops)
+            row.update(achieved_bw_bytes_s=m["achieved_bw_bytes_s"], hbm_util=m["hbm_util"],
+                       compute_util=m["compute_util"], roof_axis=m["roof_axis"], roofline_pct=m["roofline_pct_raw"])
+        rows.append(row)
+    return rows
 
 
 def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
