@@ -114,11 +114,13 @@ def test_without_the_workload_only_what_needs_it_degrades(tmp_path):
     degraded = {d["name"]: d["reason"] for d in art["degraded"]}
     assert set(degraded) == attn
     (reason,) = degraded.values()
-    assert "workload.conc is not in the env report" in reason and "`roofline topn TRACE --conc N`" in reason
+    # a wholly missing workload: the reason names every field the entry needs, not the first one
+    assert ("workload.conc, workload.isl, workload.osl are not in the env report" in reason
+            and "`roofline topn TRACE --conc N --isl N --osl N`" in reason)
     heads = [e for e in art["entries"] if e["name"] not in attn]
     assert heads and all(e["modeled"] for e in heads)
     warn = [ln for ln in r.stderr.splitlines() if "not given: workload.isl, workload.osl, workload.conc" in ln]
-    assert len(warn) == 1 and "(1 entry that need workload.conc degraded, the others are analysed)" in warn[0]
+    assert len(warn) == 1 and "(1 entry that needs workload.isl, workload.osl, workload.conc degraded, the others are analysed)" in warn[0]
     assert art["inputs"]["env_missing"] == ["workload.isl", "workload.osl", "workload.conc"]
 
 
