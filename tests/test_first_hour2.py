@@ -327,6 +327,15 @@ def test_compare_uses_short_names_says_faster_or_slower_and_warns_on_workloads(t
     _topn(REAL / "graph_decode_mixed.json.gz", a, "--isl", 1024, "--osl", 8, "--conc", 32)
     _topn(REAL / "decode_b64_cat.json.gz", b, "--isl", 1024, "--osl", 8, "--conc", 64)
     _ok(_run(["analyze", a]))
+    # another trace at batch 64: every kernel in both rounds has other captured shapes: other work, refused
+    r = _run(["compare", a.parent, b.parent])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "are not the same work (every one of the" in r.stderr and "has other captured shapes" in r.stderr
+    # the same trace (same shapes) with conc 64 in its env report and 10% less GPU time: compared, warned
+    _topn(REAL / "graph_decode_mixed.json.gz", b, "--isl", 1024, "--osl", 8, "--conc", 64, "--force")
+    tb = json.loads(b.read_text())
+    tb["total_gpu_time_ms"] *= 0.9
+    b.write_text(json.dumps(tb))
     r = _ok(_run(["compare", a.parent, b.parent]))
     warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(warn) == 1 and "different workloads (conc 32 -> 64)" in warn[0]
