@@ -86,10 +86,19 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             _other_regimes(ent, e, topn, env, config, peaks, art, matched.get(e.name), all_light)
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
+    if stage is None and art["stage"] == "C" and not any(_counters_used(x) for x in art["entries"]):
+        # matched counters that no entry used (L4: implausible or unreadable) leave the stage the shapes give
+        art["stage"] = "B" if any_captured else "A"
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     _run_fields(art, topn)
     _after_entries(art, topn)
     return art
+
+
+def _counters_used(ent: dict) -> bool:
+    """An entry whose figures rest on stage-C counters (matched and believed, not L4)."""
+    c = ent.get("counters")
+    return isinstance(c, dict) and not c.get("implausible") and bool(ent.get("modeled"))
 
 
 def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Peaks, art: dict, counters,

@@ -31,6 +31,9 @@ class KernelCounters:
     # count metrics this record has only as rate x duration (the report stored `M.per_second`,
     # e.g. `ncu --set roofline`: dram__bytes.sum.per_second, no dram__bytes.sum), by metric name
     derived_from_rate: list[str] = field(default_factory=list)
+    # the file's cells that held no number (row and column, e.g. "row 7, Counter_Value (FETCH_SIZE): 'n/a'"):
+    # a reading built from one is NaN, and the message that rejects it names the cell
+    bad_cells: list[str] = field(default_factory=list)
 
     @property
     def flops_issued(self) -> float | None:
