@@ -75,7 +75,7 @@ def aggregate_trace(pt, plan: StepPlan, graph_corr: set | None = None):
     """Per-kernel aggregates, steps per regime, and notes, from a ParsedTrace. ``graph_corr``: the
     correlation ids of the trace's CUDA-graph launches (roofline.ingest.graphs), to say how many
     steps replayed a graph."""
-    notes: list[str] = []
+    notes: list[str] = list(pt.notes)   # what the readers' checks changed (roofline/ingest/trace_checks.py)
     if pt.n_kernels == 0:
         raise TopNError(f"the trace holds no GPU kernel events (cat 'kernel'; {pt.n_events} events read)")
     cpu_r, gpu_r, prof_steps = _step_ranges(pt, plan)
