@@ -91,8 +91,7 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str 
     notes.append(why)
     notes.extend(n for n in [share_note(e, topn)] if n)
     raw = e.raw if isinstance(e.raw, dict) else {}
-    if isinstance(raw.get("regime_note"), str):
-        notes.append(raw["regime_note"])
+    notes.extend(raw[k] for k in ("regime_note", "link_note") if isinstance(raw.get(k), str))
     # a Top-N whose regime topn inferred from the shapes (no step ranges) says so in every entry
     tnotes = topn.raw.get("notes") if isinstance(topn.raw, dict) else None
     notes.extend(n for n in (tnotes if isinstance(tnotes, list) else [])

@@ -54,3 +54,28 @@ def test_kernels_of_two_devices_are_refused_naming_them(tmp_path, layout, how):
     n1 = n if how == "copy" else sum(1 for i in it.idx("kernel") if it.events[i]["name"] in
                                      set(sorted({it.events[j]["name"] for j in it.idx("kernel")})[::2]))
     assert f"device 1: {n1} launches" in lines[0] and f"device 0: {(n if how == 'copy' else n - n1)} launches" in lines[0]
+
+
+def test_launches_linked_to_no_op_are_named_in_the_entry(tmp_path):
+    """Half the kernels of the eager Llama prefill+decode trace lose their External id, and so do
+    their launches: each head entry says how many of its launches are linked to no aten op (counted
+    here from the damaged events), and analyze carries it into the entry's notes."""
+    trace = M.CORPUS / "llama_prefill_decode.json.gz"
+    data, _ = M.m_unlink(M.items_of(trace), random.Random(0), "ext_all", 0.5)
+    src = tmp_path / "trace.json"
+    src.write_bytes(data)
+    ks = [e for e in json.loads(data)["traceEvents"] if e.get("cat") == "kernel"]
+    topn = tmp_path / "profile_topN.json"
+    code, _, err = R.cli(["topn", str(src), "-o", str(topn), "-q", *M.topn_args(trace)])
+    assert code == 0, err
+    code, out, err = R.cli(["analyze", str(topn), "--format", "json", "--no-write"])
+    assert code == 0, err
+    art = json.loads(out)
+    checked = 0
+    for e in art["entries"]:
+        mine = [k for k in ks if k["name"] == e["name"]]
+        n = sum(1 for k in mine if "External id" not in k["args"])
+        if n:
+            assert f"{n} of its {len(mine)} launches" in e["notes"] and "linked to no aten op" in e["notes"]
+            checked += 1
+    assert checked >= 3

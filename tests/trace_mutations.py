@@ -375,8 +375,11 @@ def run_case(trace: Path, cls: str, label: str, seed: int = 0) -> dict:
         if b is not None and g is not None and all(_same(b[0][f], g[0][f]) for f in FIELDS):
             continue
         why = []
-        if g is None:   # it left the head: its share moved
+        if g is None:   # it left the head (its share moved), or its entry lost a regime verdict
             line = f"{key[0][:60]!r}{'/' + key[1] if key[1] else ''}: no longer a head entry"
+            main = got.get((key[0], ""))
+            if key[1] and main is not None and (not main[2] or (base.get((key[0], "")) or (0, set()))[1] != main[1]):
+                why.append("its entry: " + ("no confident verdict" if not main[2] else "a new note"))
             if new_global:
                 why.append("Top-N note: " + sorted(new_global)[0][:120])
             (diffs if why else silent).append(line + (f" [{why[0]}]" if why else ""))

@@ -53,6 +53,7 @@ class KernelAgg:
     folded: dict = field(default_factory=dict)             # split-K reduce name -> [launches, us]
     before: Counter = field(default_factory=Counter)       # kernel launched just before -> times
     after: Counter = field(default_factory=Counter)        # kernel launched just after -> times
+    unlinked: list = field(default_factory=lambda: [0, 0.0])  # launches linked to no op (not graph replays), us
 
     @property
     def all_us(self) -> float:
@@ -84,7 +85,7 @@ def aggregate_trace(pt, plan: StepPlan, graph_corr: set | None = None):
     else:
         regime_of, steps = _regimes_without_ranges(pt, plan, prof_steps, notes)
     fold_into, extra_us = _splitk_folds(pt, notes)
-    aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us)
+    aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us, graph_corr or set())
     _launch_neighbours(pt, aggs, fold_into)
     if not pt.sigs:
         notes.append("the trace has no record_shapes data (Input Dims): no shapes/dtypes filled; "
@@ -253,9 +254,10 @@ def _agg_of(aggs: dict, pt, k: int) -> KernelAgg:
     return a
 
 
-def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict):
+def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict, graph_corr=frozenset()):
     """Per kernel name: launches and time per regime, the linked op signatures, the folded
-    split-K reduces. -> (aggregates, launches linked to an op)."""
+    split-K reduces, the launches linked to no op (CUDA-graph replays aside: they never link).
+    -> (aggregates, launches linked to an op)."""
     aggs: dict[int, KernelAgg] = {}
     op_by_ext = pt.op_by_ext
     corr_ext = None                      # built only if some kernel lacks a linked External id
@@ -285,6 +287,9 @@ def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict):
             a.sigs[(s, reg)] += 1
             a.sig_us[(s, reg)] += dur
             linked += 1
+        elif pt.sigs and pt.k_corr[i] not in graph_corr:
+            a.unlinked[0] += 1
+            a.unlinked[1] += dur
     return list(aggs.values()), linked
 
 
@@ -408,6 +413,12 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
                             "one logical op")
     if a.before or a.after:
         e["launch_neighbours"] = {"before": dict(a.before), "after": dict(a.after)}
+    if a.unlinked[0]:
+        n, c = a.unlinked[0], a.all_count
+        e["link_note"] = (f"{n} of its {c} launches ({a.unlinked[1] / a.all_us:.0%} of its time) are linked to no aten "
+                          "op (no External id, no correlation to a launch that has one): "
+                          + (f"its shapes and dtypes are those of its {c - n} linked launches" if n < c
+                             else "no captured shape"))
     if a.sigs and sigs is not None:
         _shapes_of(e, a, cls, steps, sigs)
     return e
