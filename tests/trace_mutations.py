@@ -308,7 +308,9 @@ def _refusal(code: int, err: str, src: Path, what: str):
 
 
 def _blank(s: str) -> str:
-    return re.sub(r"-?\d[\d.,]*(?:e[+-]?\d+)?", "#", s)
+    """The note with its numbers blanked, and a list of numbers one blank (a note that only lists one
+    more or one fewer number, "(4, 4, 2)" -> "(4, 4)", is the same note)."""
+    return re.sub(r"#(?:[\s,x]*#)+", "#", re.sub(r"-?\d[\d.]*(?:e[+-]?\d+)?", "#", s))
 
 
 def _note_set(d: dict) -> set:
