@@ -51,19 +51,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     })
     if topn.round is not None:
         art["round"] = topn.round
-    # 0. scope to the head: biggest first, >= threshold, capped; the rest is absent, not degraded
-    order = sorted(topn.entries, key=lambda e: (-(e.pct_gpu_time if _finite(e.pct_gpu_time) else -1.0), e.index))
-    head, nonfinite = [], []
-    for e in order:
-        if not _finite(e.pct_gpu_time):
-            nonfinite.append(e)
-        elif e.pct_gpu_time >= head_threshold_pct:
-            head.append(e)
-    over_cap = head[head_cap:]
-    head = head[:head_cap]
-    art["skipped"] = {"below_threshold": sum(1 for e in topn.entries if _finite(e.pct_gpu_time)
-                                             and e.pct_gpu_time < head_threshold_pct),
-                      "over_cap": [e.name for e in over_cap]}
+    order, head, nonfinite = _scope_head(topn, art, head_threshold_pct, head_cap)
     all_light = [_light(e) for e in topn.entries if _finite(e.pct_gpu_time)]
     # counters (stage C): match once
     matched: dict[str, Any] = {}
@@ -91,11 +79,36 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             _other_regimes(ent, e, topn, env, config, peaks, art, readings.get(e.name), all_light)
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
         art["entries"].append(contract.complete_entry(ent))
+    if stage is None and art["stage"] == "C" and not any(_counters_used(x) for x in art["entries"]):
+        # matched counters that no entry used (L4: implausible or unreadable) leave the stage the shapes give
+        art["stage"] = "B" if any_captured else "A"
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     art["ranking_by_larger_gain"] = ranking_by_larger_gain(art["entries"])
     _run_fields(art, topn)
     _after_entries(art, topn, matched)
     return art
+
+
+def _scope_head(topn: TopN, art: dict, head_threshold_pct: float, head_cap: int) -> tuple[list, list, list]:
+    """0. scope to the head: biggest first, >= threshold, capped; the rest is absent, not degraded.
+    -> (every entry in that order, the head, the entries whose share is no number)."""
+    order = sorted(topn.entries, key=lambda e: (-(e.pct_gpu_time if _finite(e.pct_gpu_time) else -1.0), e.index))
+    head, nonfinite = [], []
+    for e in order:
+        if not _finite(e.pct_gpu_time):
+            nonfinite.append(e)
+        elif e.pct_gpu_time >= head_threshold_pct:
+            head.append(e)
+    art["skipped"] = {"below_threshold": sum(1 for e in topn.entries if _finite(e.pct_gpu_time)
+                                             and e.pct_gpu_time < head_threshold_pct),
+                      "over_cap": [e.name for e in head[head_cap:]]}
+    return order, head[:head_cap], nonfinite
+
+
+def _counters_used(ent: dict) -> bool:
+    """An entry whose figures rest on stage-C counters (matched and believed, not L4)."""
+    c = ent.get("counters")
+    return isinstance(c, dict) and not c.get("implausible") and bool(ent.get("modeled"))
 
 
 def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Peaks, art: dict, counters,

@@ -21,7 +21,7 @@ from roofline.inputs import Entry, Env, TopN
 from roofline.models import ModelResult
 from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
 from roofline.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_conf  # noqa: F401  (_finite re-exported)
-from roofline.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms  # noqa: F401  (re-exported)
+from roofline.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms, share_note  # noqa: F401  (re-exported)
 from roofline.residency import cache_residency, _flag_rows_over_roof
 from roofline.shapes import work_mix
 from roofline.values import UNKNOWN
@@ -89,9 +89,9 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str 
                launches_per_logical_op=e.launches_per_logical_op,
                regime_pct_gpu_time=regime_shares(e, topn)[regime])
     notes.append(why)
+    notes.extend(n for n in [share_note(e, topn)] if n)
     raw = e.raw if isinstance(e.raw, dict) else {}
-    if isinstance(raw.get("regime_note"), str):
-        notes.append(raw["regime_note"])
+    notes.extend(raw[k] for k in ("regime_note", "link_note") if isinstance(raw.get(k), str))
     # a Top-N whose regime topn inferred from the shapes (no step ranges) says so in every entry
     tnotes = topn.raw.get("notes") if isinstance(topn.raw, dict) else None
     notes.extend(n for n in (tnotes if isinstance(tnotes, list) else [])

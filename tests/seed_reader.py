@@ -209,7 +209,7 @@ def _check_verdict(e, where, err):
     if not (1.0 <= att <= max(1.0, tgt / pct) * (1 + 1e-9)):
         err(f"{where}: attainable_speedup {att} outside [1, max(1, target_eff / roofline_pct)]")
     # the gain is on the analysed regime's share of the GPU time (the whole pct_gpu_time for a kernel
-    # of one regime), never more than that share
+    # of one regime: checked against the Top-N in _check_verbatim), never more than that share
     share = e.get("regime_pct_gpu_time", e["pct_gpu_time"])
     if not (_num(share) and 0 <= share <= e["pct_gpu_time"] * (1 + 1e-9)):
         err(f"{where}: regime_pct_gpu_time {share} outside [0, pct_gpu_time]")
@@ -240,6 +240,12 @@ def _check_verbatim(art, topn, err):
         if not any(type(c.get("pct_gpu_time")) is type(e["pct_gpu_time"]) and c.get("pct_gpu_time") == e["pct_gpu_time"]
                    for c in cands):
             err(f"entry {e['name']!r}: pct_gpu_time {e['pct_gpu_time']!r} is not the Top-N's verbatim value")
+        # pct_gpu_time is the measured primary key: a kernel that ran in one regime keeps all of it
+        # for its gain (the regimes' derived times only split it between two regimes)
+        one = [c for c in cands if isinstance(c.get("regimes"), dict) and len(c["regimes"]) == 1]
+        if one and len(one) == len(cands) and e.get("regime_pct_gpu_time") not in (None, e["pct_gpu_time"]):
+            err(f"entry {e['name']!r}: one regime, but regime_pct_gpu_time {e['regime_pct_gpu_time']!r} is not its "
+                f"pct_gpu_time {e['pct_gpu_time']!r}")
         lps = e["launches_per_step"]
         if lps is not None and e["regime"]:
             raws = [((c.get("regimes") or {}).get(e["regime"]) or {}).get("launches_per_step") for c in cands]

@@ -59,6 +59,8 @@ def test_the_strict_reader_accepts_the_worked_example_and_rejects_each_broken_pr
                for p in broken(lambda a: a["entries"][1].update(expected_e2e_gain_pct=1.0)))
     assert any("regime_pct_gpu_time 9.0 outside" in p
                for p in broken(lambda a: a["entries"][1].update(regime_pct_gpu_time=9.0)))
+    assert any("one regime, but regime_pct_gpu_time 20.0" in p
+               for p in broken(lambda a: a["entries"][0].update(regime_pct_gpu_time=20.0)))
     assert any("ranking_by_expected_gain buries" in p
                for p in broken(lambda a: a.update(ranking_by_expected_gain=a["ranking_by_expected_gain"][::-1])))
     assert any("peaks.source 'file'" in p for p in broken(lambda a: a["peaks"].update(source="file")))

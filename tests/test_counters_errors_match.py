@@ -59,7 +59,9 @@ def test_a_rocprof_value_that_is_no_number_is_a_bad_reading_of_its_record(tmp_pa
                   b'1,"k","WRITE_SIZE",4\n2,"j","FETCH_SIZE",8\n2,"j","WRITE_SIZE",4\n')
     k, j = load(p)
     assert k.dram_write_bytes == 4 * 1024 and k.dram_read_bytes != k.dram_read_bytes   # NaN
-    assert bad_readings(k) == ["dram_bytes is nan: not a count or a time", "dram_read_bytes is nan: not a count or a time"]
+    cell = " (the file's cells: row 2, Counter_Value (FETCH_SIZE): 'lots')"   # issue 34 item 5: row and cell named
+    assert bad_readings(k) == [f"dram_bytes is nan: not a count or a time{cell}",
+                               f"dram_read_bytes is nan: not a count or a time{cell}"]
     assert j.dram_bytes == 12 * 1024 and bad_readings(j) == []
 
 

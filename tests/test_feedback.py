@@ -163,16 +163,19 @@ def test_playbook_proposes_target_eff_per_class_with_the_evidence_count(run):
     a = art_of(run)
     att = entry_of(a, "kernel_paged_attention_2d")
     moe = entry_of(a, "fused_moe_kernel")
-    for k, x in (("kernel_paged_attention_2d", 1.56), ("kernel_paged_attention_2d", 3.5), ("fused_moe_kernel", 1.047),
+    for k, x in (("kernel_paged_attention_2d", 1.56), ("kernel_paged_attention_2d", 3.5),
+                 ("kernel_paged_attention_2d", 2.0), ("fused_moe_kernel", 1.047),
                  ("fused_moe_kernel", 1.01)):   # the last is inside the 3.4% band: not evidence
         feedback.record_feedback(run / "profile" / "round_1", k, x)
     r = CliRunner().invoke(main, ["playbook", str(run / "knowledge")])
     assert r.exit_code == 0, r.output
-    p_att = sorted([min(1.0, att["roofline_pct"] * 1.56), min(1.0, att["roofline_pct"] * 3.5)])
-    assert f"proposed target_eff[attn_decode] = {(p_att[0] + p_att[1]) / 2:.2f} (prior 0.50; evidence: 2 record(s), " \
-           "1 contradicted the model)" in r.stdout
-    assert f"proposed target_eff[moe] = {min(1.0, moe['roofline_pct'] * 1.047):.2f} (prior 0.90; evidence: 1 record(s), " \
-           "0 contradicted the model)" in r.stdout
+    # attention: 3 real gains (records #1-#3), enough for a proposal: the median of what they reached
+    p_att = sorted(min(1.0, att["roofline_pct"] * x) for x in (1.56, 3.5, 2.0))
+    assert f"proposed target_eff[attn_decode] = {p_att[1]:.2f} (prior 0.50; evidence: 3 record(s), " \
+           "1 contradicted the model; rests on records #1, #2, #3 of backend_playbook.jsonl)" in r.stdout
+    # the MoE: one real gain (#4; #5 is inside the band): no proposal, and the line says why
+    assert "proposed target_eff[moe]" not in r.stdout
+    assert "no proposal for target_eff[moe]: 1 record(s) with a real gain, 3 needed (records #4)" in r.stdout
     assert "proposals only" in r.stdout
     from roofline import routing
 

@@ -114,11 +114,13 @@ def test_without_the_workload_only_what_needs_it_degrades(tmp_path):
     degraded = {d["name"]: d["reason"] for d in art["degraded"]}
     assert set(degraded) == attn
     (reason,) = degraded.values()
-    assert "workload.conc is not in the env report" in reason and "`roofline topn TRACE --conc N`" in reason
+    # a wholly missing workload: the reason names every field the entry needs, not the first one
+    assert ("workload.conc, workload.isl, workload.osl are not in the env report" in reason
+            and "`roofline topn TRACE --conc N --isl N --osl N`" in reason)
     heads = [e for e in art["entries"] if e["name"] not in attn]
     assert heads and all(e["modeled"] for e in heads)
     warn = [ln for ln in r.stderr.splitlines() if "not given: workload.isl, workload.osl, workload.conc" in ln]
-    assert len(warn) == 1 and "(1 entry that need workload.conc degraded, the others are analysed)" in warn[0]
+    assert len(warn) == 1 and "(1 entry that needs workload.isl, workload.osl, workload.conc degraded, the others are analysed)" in warn[0]
     assert art["inputs"]["env_missing"] == ["workload.isl", "workload.osl", "workload.conc"]
 
 
@@ -325,6 +327,15 @@ def test_compare_uses_short_names_says_faster_or_slower_and_warns_on_workloads(t
     _topn(REAL / "graph_decode_mixed.json.gz", a, "--isl", 1024, "--osl", 8, "--conc", 32)
     _topn(REAL / "decode_b64_cat.json.gz", b, "--isl", 1024, "--osl", 8, "--conc", 64)
     _ok(_run(["analyze", a]))
+    # another trace at batch 64: every kernel in both rounds has other captured shapes: other work, refused
+    r = _run(["compare", a.parent, b.parent])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "are not the same work (every one of the" in r.stderr and "has other captured shapes" in r.stderr
+    # the same trace (same shapes) with conc 64 in its env report and 10% less GPU time: compared, warned
+    _topn(REAL / "graph_decode_mixed.json.gz", b, "--isl", 1024, "--osl", 8, "--conc", 64, "--force")
+    tb = json.loads(b.read_text())
+    tb["total_gpu_time_ms"] *= 0.9
+    b.write_text(json.dumps(tb))
     r = _ok(_run(["compare", a.parent, b.parent]))
     warn = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(warn) == 1 and "different workloads (conc 32 -> 64)" in warn[0]

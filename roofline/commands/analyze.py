@@ -85,7 +85,7 @@ def _warn_env_missing(art: dict) -> None:
 
     need = [f for f in missing if any(f in d["reason"] for d in art.get("degraded", []))]
     n = sum(1 for d in art.get("degraded", []) if any(f in d["reason"] for f in missing))
-    what = (f"{n} entr{'y' if n == 1 else 'ies'} that need {', '.join(need)} degraded, the others are analysed"
+    what = (f"{n} entr{'y that needs' if n == 1 else 'ies that need'} {', '.join(need)} degraded, the others are analysed"
             if n else "no entry degraded for want of them")
     click.echo(f"roofline analyze: warning: {inp.get('env')}: not given: {', '.join(missing)} ({what})"
                f"{how_to_give(need or missing, starter=is_starter(_json_or_none(inp.get('env'))))}", err=True)

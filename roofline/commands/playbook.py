@@ -50,6 +50,10 @@ def playbook(path, isolated_band):
         if s["proposed_target_eff"] is not None:
             click.echo(f"proposed target_eff[{cls}] = {s['proposed_target_eff']:.2f} (prior "
                        f"{f(s['prior'], '.2f')}; evidence: {s['evidence']} record(s), {s['contradictions']} "
-                       "contradicted the model)")
+                       f"contradicted the model; rests on records {', '.join(f'#{i}' for i in s['records'])} of "
+                       "backend_playbook.jsonl)")
+        elif s.get("no_proposal"):
+            click.echo(f"no proposal for target_eff[{cls}]: {s['no_proposal']} (records "
+                       f"{', '.join(f'#{i}' for i in s['records'])})")
     click.echo("(proposals only, never applied: docs/method.md section 4 says where the priors live and how to "
                "adopt one)")

@@ -42,6 +42,9 @@ class KernelCounters:
     # launches whose work differs (`unstable`): one row per group of like launches (aggregate.launch_groups),
     # each {"launches", "t_ms", "dram_bytes", "flops_issued"} per launch of the group; [] otherwise
     groups: list[dict] = field(default_factory=list)
+    # the file's cells that held no number (row and column, e.g. "row 7, Counter_Value (FETCH_SIZE): 'n/a'"):
+    # a reading built from one is NaN, and the message that rejects it names the cell
+    bad_cells: list[str] = field(default_factory=list)
 
     @property
     def flops_issued(self) -> float | None:

@@ -83,20 +83,28 @@ def read_rocprof_csv_text(text: str, path: str | Path,
         if not row.get("Counter_Name"):
             continue
         value = parse_number(row.get("Counter_Value"))
-        if value is None:
-            # a bad value of one kernel's record is that record's problem, not the file's: kept as NaN,
-            # it makes the record L4 (roofline.stagec.plausible) where the analysis would read it
-            value = math.nan
         key = tuple(row.get(c) for c in key_cols) if id_col else lineno
         d = dispatches.get(key)
         if d is None:
             start, end = parse_number(row.get("Start_Timestamp")), parse_number(row.get("End_Timestamp"))
-            d = dispatches[key] = dict(name=row["Kernel_Name"], ctr={},
+            d = dispatches[key] = dict(name=row["Kernel_Name"], ctr={}, bad=[],
                                        t_ns=(end - start) if start is not None and end is not None else None)
         name = row["Counter_Name"].strip()
+        if value is None:
+            # a bad value of one kernel's record is that record's problem, not the file's: kept as NaN,
+            # it makes the record L4 (roofline.stagec.plausible) where the analysis would read it; the
+            # cell is kept so that the message names the row and the column
+            value = math.nan
+            d["bad"].append(f"row {lineno}, Counter_Value ({name}): {str(row.get('Counter_Value'))[:40]!r}")
         d["ctr"][name] = d["ctr"].get(name, 0.0) + value   # instances of one counter add up
     if not dispatches:
         raise CounterReadError(path, "the CSV holds a header but no counter rows")
     named = [(d["name"], _dispatch_counters(d["name"], d["ctr"], d["t_ns"], mops_f8_factor))
              for d in dispatches.values()]
-    return group_average(named, "rocprofv3-csv")
+    out = group_average(named, "rocprofv3-csv")
+    bad: dict[str, list[str]] = {}
+    for d in dispatches.values():
+        bad.setdefault(d["name"], []).extend(d["bad"])
+    for kc in out:
+        kc.bad_cells = bad.get(kc.name, [])
+    return out

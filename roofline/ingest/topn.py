@@ -55,6 +55,7 @@ class KernelAgg:
     before: Counter = field(default_factory=Counter)       # kernel launched just before -> times
     after: Counter = field(default_factory=Counter)        # kernel launched just after -> times
     dataflow: dict | None = None                            # producers / consumers (roofline.ingest.evidence)
+    unlinked: list = field(default_factory=lambda: [0, 0.0])  # launches linked to no op (not graph replays), us
 
     @property
     def all_us(self) -> float:
@@ -77,7 +78,7 @@ def aggregate_trace(pt, plan: StepPlan, graph_corr: set | None = None):
     """Per-kernel aggregates, steps per regime, and notes, from a ParsedTrace. ``graph_corr``: the
     correlation ids of the trace's CUDA-graph launches (roofline.ingest.graphs), to say how many
     steps replayed a graph."""
-    notes: list[str] = []
+    notes: list[str] = list(pt.notes)   # what the readers' checks changed (roofline/ingest/trace_checks.py)
     if pt.n_kernels == 0:
         raise TopNError(f"the trace holds no GPU kernel events (cat 'kernel'; {pt.n_events} events read)")
     cpu_r, gpu_r, prof_steps = _step_ranges(pt, plan)
@@ -86,7 +87,7 @@ def aggregate_trace(pt, plan: StepPlan, graph_corr: set | None = None):
     else:
         regime_of, steps = _regimes_without_ranges(pt, plan, prof_steps, notes)
     fold_into, extra_us = _splitk_folds(pt, notes)
-    aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us)
+    aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us, graph_corr or set())
     _launch_neighbours(pt, aggs, fold_into)
     from roofline.ingest.evidence import dataflow
 
@@ -260,9 +261,10 @@ def _agg_of(aggs: dict, pt, k: int) -> KernelAgg:
     return a
 
 
-def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict):
+def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict, graph_corr=frozenset()):
     """Per kernel name: launches and time per regime, the linked op signatures, the folded
-    split-K reduces. -> (aggregates, launches linked to an op)."""
+    split-K reduces, the launches linked to no op (CUDA-graph replays aside: they never link).
+    -> (aggregates, launches linked to an op)."""
     aggs: dict[int, KernelAgg] = {}
     op_by_ext = pt.op_by_ext
     corr_ext = None                      # built only if some kernel lacks a linked External id
@@ -292,6 +294,9 @@ def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict):
             a.sigs[(s, reg)] += 1
             a.sig_us[(s, reg)] += dur
             linked += 1
+        elif pt.sigs and pt.k_corr[i] not in graph_corr:
+            a.unlinked[0] += 1
+            a.unlinked[1] += dur
     return list(aggs.values()), linked
 
 
@@ -417,6 +422,12 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
         e["launch_neighbours"] = {"before": dict(a.before), "after": dict(a.after)}
     if a.dataflow:
         e["dataflow"] = a.dataflow
+    if a.unlinked[0]:
+        n, c = a.unlinked[0], a.all_count
+        e["link_note"] = (f"{n} of its {c} launches ({a.unlinked[1] / a.all_us:.0%} of its time) are linked to no aten "
+                          "op (no External id, no correlation to a launch that has one): "
+                          + (f"its shapes and dtypes are those of its {c - n} linked launches" if n < c
+                             else "no captured shape"))
     if a.sigs and sigs is not None:
         _shapes_of(e, a, cls, steps, sigs)
     return e

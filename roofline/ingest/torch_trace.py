@@ -69,8 +69,13 @@ def parse_trace(path: str, *, range_regex=None, keep_all_ops: bool = False, engi
         safeio.check_regular(path)  # a FIFO, a device or a directory is refused, never read
     except OSError as exc:
         raise TraceError(str(exc) if isinstance(exc, safeio.UnsafeInput) else f"cannot read: {short(exc)}") from None
+    from roofline.ingest.trace_checks import check_one_device, drop_duplicate_kernels
+
     try:
-        return _parse_trace(path, range_regex, keep_all_ops, engine, workers)
+        pt = _parse_trace(path, range_regex, keep_all_ops, engine, workers)
+        check_one_device(pt)          # a Top-N is one GPU's
+        drop_duplicate_kernels(pt)    # the same launch written twice counts once (noted)
+        return pt
     except Fatal as exc:
         raise TraceError(str(exc)) from None
     except safeio.UnsafeInput as exc:  # a decompression or nesting limit

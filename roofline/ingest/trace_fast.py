@@ -35,7 +35,7 @@ _N = rb'(-?[0-9][0-9.eE+-]*)'
 # Kineto's kernel / launch layout, matched at the quote that closes the "cat" value
 _KERNEL_AT = re.compile(
     rb'", "name": "([^"\\\n]*)",[^\n]*\n[ \t]*"ts": ' + _N + rb', "dur": ' + _N
-    + rb',[^\n]*\n[ \t]*"args": \{\n[ \t]*"External id": (-?\d+),[^\n]*?"correlation": (\d+),'
+    + rb',[^\n]*\n[ \t]*"args": \{\n[ \t]*"External id": (-?\d+),(?:[^\n]*?"device": (\d+),)?[^\n]*?"correlation": (\d+),'
     rb'[^\n]*?"grid": \[([0-9, ]*)\],[^\n]*?"block": \[([0-9, ]*)\]')
 _LAUNCH_AT = re.compile(
     rb'", "name": "[^"\\\n]*",[^\n]*\n[ \t]*"ts": ' + _N
@@ -92,6 +92,7 @@ def kernel_at(data: bytes, q: int, end: int):
     if f is None:
         return None
     (ts, dur, ext, corr), i = f
+    dv = _field(data, b'"device": ', ne, end)   # Kineto writes it between External id and correlation
     g = data.find(b'"grid": [', i, end)
     if g < 0:
         return None
@@ -102,7 +103,7 @@ def kernel_at(data: bytes, q: int, end: int):
     be = data.find(b"]", b, end)
     if be < 0:
         return None
-    return nm, ts, dur, ext, corr, data[g + 9:ge], data[b + 10:be]
+    return nm, ts, dur, ext, None if dv is None else dv[0], corr, data[g + 9:ge], data[b + 10:be]
 
 
 def launch_at(data: bytes, q: int, end: int):

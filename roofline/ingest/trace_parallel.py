@@ -115,6 +115,7 @@ def _merge(pt: ParsedTrace, sink: Sink, part: ParsedTrace) -> None:
     pt.k_dur.extend(part.k_dur)
     pt.k_ext.extend(part.k_ext)
     pt.k_corr.extend(part.k_corr)
+    pt.k_dev.extend(part.k_dev)
     smap = [_sig_index(pt, sink, sig) for sig in part.sigs]
     pt.op_ext.extend(part.op_ext)
     pt.op_sig.extend(array("l", (smap[s] for s in part.op_sig)))

@@ -62,8 +62,8 @@ class Sink:
             self.pt.op_ext.append(ext)
             self.pt.op_sig.append(s)
 
-    def kernel_fields(self, nm: bytes, ts: bytes, dur: bytes, ext: bytes, corr: bytes, grid: bytes,
-                      block: bytes) -> None:
+    def kernel_fields(self, nm: bytes, ts: bytes, dur: bytes, ext: bytes, dev: bytes | None, corr: bytes,
+                      grid: bytes, block: bytes) -> None:
         """A kernel item read in place by trace_fast.kernel_at (raw bytes of its fields)."""
         self.n += 1
         pt = self.pt
@@ -79,6 +79,7 @@ class Sink:
         pt.k_dur.append(d_us)
         pt.k_ext.append(int(ext))
         pt.k_corr.append(int(corr))
+        pt.k_dev.append(-1 if dev is None else int(dev))
         key = (grid, block)
         d = self.dims_b.get(key)
         if d is None:
@@ -140,6 +141,7 @@ class Sink:
         pt.k_dur.append(dur_us)
         pt.k_ext.append(to_int(args.get("External id")))
         pt.k_corr.append(to_int(args.get("correlation")))
+        pt.k_dev.append(to_int(args.get("device")))
         g, b = dims3(args.get("grid")), dims3(args.get("block"))  # provenance: a malformed one is dropped
         if g is not None or b is not None:
             pt.launch_dims[i][(g, b)] += 1

@@ -81,6 +81,7 @@ class ParsedTrace:
     k_dur: array = field(default_factory=lambda: array("d"))
     k_ext: array = field(default_factory=lambda: array("q"))
     k_corr: array = field(default_factory=lambda: array("q"))
+    k_dev: array = field(default_factory=lambda: array("q"))         # the kernel's device (-1: not recorded)
     launch_dims: dict[int, Counter] = field(default_factory=dict)   # name idx -> Counter((grid, block))
     sigs: list[OpSig] = field(default_factory=list)
     # column arrays (compact, and cheap to send back from a worker process); dicts built on demand
@@ -99,6 +100,7 @@ class ParsedTrace:
     device_names: list[str] = field(default_factory=list)
     device_properties: list[dict] = field(default_factory=list)     # kineto's deviceProperties records
     engine: str = ""                                                 # which parser read it
+    notes: list[str] = field(default_factory=list)                   # what the checks of the tables changed
 
     @property
     def n_kernels(self) -> int:

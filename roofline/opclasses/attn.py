@@ -10,7 +10,7 @@ from roofline.opclasses import kvcache
 from roofline.opclasses.aten import distinct_elems, dtype_of
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.levers import NARROWER
-from roofline.opclasses.stage_a import cfg, fill, workload
+from roofline.opclasses.stage_a import cfg, fill, require, workload
 
 # Attention ops: op -> (layout of q/k/v, index of is_causal in Concrete Inputs or None)
 # bhsd: [batch, heads, seq, head_dim]; bshd: [batch, seq, heads, head_dim] (3-D: varlen, [tokens, h, d])
@@ -93,6 +93,9 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
         hd = int(cfg(config, "hidden_size")) // int(heads)
     fill(s, "head_dim", hd, "config.json", assumed)
     if regime == "decode":
+        # a decode attention without captured batch and context needs conc, isl and osl: name them all at once
+        require(wl, (("conc",) if "batch" not in s else ()) + (("isl", "osl") if "seq_len" not in s else ()),
+                "the batch and context of a decode attention without a captured shape")
         if "batch" not in s:
             fill(s, "batch", int(workload(wl, "conc", "the batch of a decode attention without a captured shape")),
                  "decode batch = workload.conc", assumed)

@@ -8,12 +8,24 @@ _FLAG = {"isl": ("--isl N", "input tokens per request"), "osl": ("--osl N", "out
          "conc": ("--conc N", "concurrent requests")}
 
 
+def require(wl: dict, keys, what: str) -> None:
+    """EntryError (this entry degrades alone) naming EVERY workload field in ``keys`` the env report
+    leaves out, what needs them and how to give them; nothing when all are there."""
+    miss = [k for k in keys if k not in wl]
+    if not miss:
+        return
+    names = ", ".join(f"workload.{k}" for k in miss)
+    flags = " ".join(_FLAG[k][0] for k in miss)
+    meaning = ", ".join(_FLAG[k][1] for k in miss)
+    verb = ("is", "needs it", "give it") if len(miss) == 1 else ("are", "needs them", "give them")
+    raise EntryError(f"{names} {verb[0]} not in the env report, and {what} {verb[1]}: {verb[2]} with "
+                     f"`roofline topn TRACE {flags}` ({meaning}) or in the env report (docs/env_report.md)")
+
+
 def workload(wl: dict, key: str, what: str):
     """workload[key], or EntryError (this entry degrades alone) naming the field, what needs it and
     how to give it, when the env report leaves it out."""
-    if key not in wl:
-        raise EntryError(f"workload.{key} is not in the env report, and {what} needs it: give it with "
-                         f"`roofline topn TRACE {_FLAG[key][0]}` ({_FLAG[key][1]}) or in the env report (docs/env_report.md)")
+    require(wl, (key,), what)
     return wl[key]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import FeedbackError
-from roofline.stagec import playbook
+from roofline.stagec import playbook, samework
 from roofline.stagec.feedback import _num
 from roofline.stagec.judge import NoiseBands, judge_e2e, judge_isolated
 
@@ -90,18 +90,36 @@ def compare(round_a, round_b, *, bands: NoiseBands = NoiseBands(), e2e_delta_pct
     the band (or named in `kernels`) gets a playbook record with measured_e2e_delta_pct filled,
     and earlier records of A's round for that kernel have theirs filled too."""
     a, b = _load_round(round_a), _load_round(round_b)
+    diff = samework.round_differences(a, b)
+    if diff:   # a time change of other work is no evidence about any kernel: nothing compared or recorded
+        raise FeedbackError(f"{a['where']} and {b['where']} are not the same work ({'; '.join(diff)}): nothing "
+                            "compared, nothing recorded")
     ta, tb = _kernel_times(a), _kernel_times(b)
+    other = samework.shape_mismatches(a, b)
+    if (set(ta) & set(tb)) and not (set(ta) & set(tb)) - other:
+        raise FeedbackError(f"{a['where']} and {b['where']} are not the same work (every one of the "
+                            f"{len(set(ta) & set(tb))} kernels in both rounds has other captured shapes): nothing "
+                            "compared, nothing recorded")
     pred = {e["name"]: e for e in (a["artifact"] or {}).get("entries", [])}
     e2e, e2e_src = _e2e_delta(a, b, e2e_delta_pct)
     rows = [_compare_kernel(name, ta.get(name), tb.get(name), pred.get(name, {}), bands)
             for name in sorted(set(ta) | set(tb), key=lambda n: -float((ta.get(n) or tb.get(n))["pct_gpu_time"] or 0))]
+    for row in rows:   # a kernel of other shapes does other work: no time change of it is judged
+        if row["kernel"] in other:
+            row.update(status="different work: its captured shapes differ between the rounds", verdict="not compared "
+                       "(other captured shapes: other work)", measured_inrun_speedup=None, time_change_real=None,
+                       measured_kernel_e2e_gain_pct=None, model_contradicted=False)
     e2e_j = judge_e2e(e2e, None, bands)
     out = {"round_a": a["where"], "round_b": b["where"], "e2e_delta_pct": e2e, "e2e_source": e2e_src,
            "e2e_real": e2e_j["real"], "e2e_verdict": e2e_j["verdict"], "noise_bands": asdict(bands),
            "kernels": rows, "warnings": workload_warnings(a, b), "playbook": None, "playbook_records": 0,
-           "playbook_filled": 0}
+           "playbook_filled": 0, "not_compared": sorted(other)}
+    workload_differs = bool(out["warnings"])
+    if other:
+        out["warnings"].append(f"{len(other)} kernel(s) in both rounds have other captured shapes (other work), not "
+                               f"compared nor recorded: {', '.join(sorted(r['short_name'] for r in rows if r['kernel'] in other)[:6])}")
     if playbook_dir is not False and a["artifact"] is not None:
-        if out["warnings"]:   # a time change of another workload is no evidence about a kernel's prior
+        if workload_differs:   # a time change of another workload is no evidence about a kernel's prior
             out["playbook_skipped"] = "the two rounds ran different workloads: nothing recorded"
         else:
             _fill_playbook(out, a, b, rows, pred, e2e, kernels, playbook_dir)
@@ -211,7 +229,7 @@ def _fill_playbook(out: dict, a: dict, b: dict, rows: list[dict], pred: dict, e2
     recs = []
     for row in rows:
         pe = pred.get(row["kernel"])
-        if pe is None or (not row.get("time_change_real") and row["kernel"] not in kernels
+        if pe is None or row["status"].startswith("different work") or (not row.get("time_change_real") and row["kernel"] not in kernels
                           and row.get("short_name") not in kernels):
             continue
         recs.append(playbook.record(

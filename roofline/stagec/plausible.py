@@ -56,7 +56,9 @@ def bad_readings(kc: KernelCounters) -> list[str]:
     out = [f"{f} is {getattr(kc, f)}" for f in _READINGS if getattr(kc, f) is not None and not _ok(getattr(kc, f))]
     out += [f"tensor FLOPs ({d}) are {v}" for d, v in (kc.tensor_flops_by_dtype or {}).items()
             if v is not None and not _ok(v)]
-    return [f"{r}: not a count or a time" for r in out] + (["t_ms is 0: no kernel runs in no time"]
+    # a reader that kept the cells holding no number names them (file row and column)
+    cells = f" (the file's cells: {'; '.join(kc.bad_cells[:3])})" if out and getattr(kc, "bad_cells", None) else ""
+    return [f"{r}: not a count or a time{cells}" for r in out] + (["t_ms is 0: no kernel runs in no time"]
                                                             if kc.t_ms == 0 else [])
 
 

@@ -107,27 +107,37 @@ def fill_e2e(directory: str | Path, round_id, kernels: set[str], e2e_delta_pct: 
     return n
 
 
+# A proposal needs at least this many consistent records (real gains measured on one device): the
+# median of 3 is the smallest that no single record sets alone (a noisy re-run, a record of the wrong
+# work); with 2 the "median" is their mean, and one wrong record moves it halfway.
+MIN_PROPOSAL_RECORDS = 3
+
+
 def propose_priors(records: list[dict], bands: NoiseBands = NoiseBands()) -> dict[str, dict]:
     """Per seed op class (and regime for attention): the evidence count, how many measurements
     contradicted the model, the median measured/predicted speedup (1.00 = calibrated), the median
     e2e error (measured - predicted, % points) and a proposed target_eff: the median of what the
     measurements show reachable, roofline_pct x measured speedup (capped at 1). Only real gains
     (above the isolated band) count as evidence: a speedup inside the band, or a slower re-run,
-    says nothing about what a good kernel reaches. Never applied."""
+    says nothing about what a good kernel reaches. Never applied. A proposal names the records it
+    rests on (`records`: their 1-based places in the playbook) and needs MIN_PROPOSAL_RECORDS of them,
+    all from one device; else `proposed_target_eff` is None and `no_proposal` says why."""
     from roofline import routing
 
     groups: dict[str, dict] = {}
-    for r in records:
+    for i, r in enumerate(records, 1):
         s = r.get("measured_isolated_speedup") or r.get("measured_inrun_speedup")
         if s is None or r.get("roofline_pct") is None:
             continue
         # the prior the record was judged against (its class's prior key in its regime)
         key = opclasses.prior_key(opclasses.kind_of(r), r.get("regime") or "decode")
         g = groups.setdefault(key, {"evidence": 0, "contradictions": 0, "ratios": [], "reached": [],
-                                    "e2e_errors": [], "priors": []})
+                                    "e2e_errors": [], "priors": [], "records": [], "devices": set()})
         if outcome(s, bands.isolated) != "gain" and not r.get("model_contradicted"):
             continue   # no real gain (inside the band, or slower): says nothing about what is reachable
         g["evidence"] += 1
+        g["records"].append(i)
+        g["devices"].add(r.get("device"))
         g["contradictions"] += bool(r.get("model_contradicted"))
         if r.get("predicted_attainable_speedup"):
             g["ratios"].append(s / r["predicted_attainable_speedup"])
@@ -139,8 +149,13 @@ def propose_priors(records: list[dict], bands: NoiseBands = NoiseBands()) -> dic
     out = {}
     for key, g in groups.items():
         prior = statistics.median(g["priors"]) if g["priors"] else routing.TARGET_EFF.get(key)
+        why = (f"{g['evidence']} record(s) with a real gain, {MIN_PROPOSAL_RECORDS} needed"
+               if g["evidence"] < MIN_PROPOSAL_RECORDS else
+               f"the records come from {len(g['devices'])} devices: a prior is one device's" if len(g["devices"]) > 1
+               else None)
         out[key] = {"evidence": g["evidence"], "contradictions": g["contradictions"], "prior": prior,
                     "median_measured_over_predicted": statistics.median(g["ratios"]) if g["ratios"] else None,
                     "median_e2e_error_pct": statistics.median(g["e2e_errors"]) if g["e2e_errors"] else None,
-                    "proposed_target_eff": statistics.median(g["reached"]) if g["reached"] else None}
+                    "records": g["records"], "no_proposal": why if g["evidence"] else None,
+                    "proposed_target_eff": statistics.median(g["reached"]) if (g["reached"] and why is None) else None}
     return out
