@@ -220,7 +220,7 @@ def _ranked(art: dict) -> list[tuple[int, dict, int]]:
     that several entries share (kept apart: docs/input_policy.md) is matched occurrence by
     occurrence: the k-th time it appears in a ranking is the k-th of its entries in that ranking's
     own order (roofline.analysis.rankings)."""
-    from roofline.analysis import gain_rank_key
+    from roofline.analysis import gain_order_key
 
     def pools(key):
         out: dict[str, list[dict]] = {}
@@ -229,7 +229,7 @@ def _ranked(art: dict) -> list[tuple[int, dict, int]]:
         return out
 
     by_pct = pools(lambda e: -e["pct_gpu_time"])
-    by_gain = pools(lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
+    by_gain = pools(gain_order_key)
     gain_order = [by_gain[n].pop(0) for n in art["ranking_by_expected_gain"] if by_gain.get(n)]
     gain_rank = {id(e): i for i, e in enumerate(gain_order, 1)}
     return [(rank, e, gain_rank.get(id(e), 0)) for rank, e in
@@ -417,8 +417,8 @@ def _md_head(art: dict, pk: dict) -> list[str]:
     L.append("")
     L.append(f"Head: entries with pct_gpu_time >= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}. "
              "Ranks: `#pct` by share of GPU time, `#gain` by expected end-to-end gain (both kept: they disagree "
-             "on purpose); an entry without an expected gain (no verdict, or low confidence) ranks in `#gain` by "
-             "its % GPU, the most it could give.")
+             "on purpose); the entries without an expected gain (no verdict, or low confidence) come after those "
+             "with one in `#gain`, by their % GPU.")
     L.append("")
     headers, rows = table(art)
     L.append("| " + " | ".join(headers) + " |")
