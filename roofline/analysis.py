@@ -85,6 +85,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         if ent.get("modeled"):
             _other_regimes(ent, e, topn, env, config, peaks, art, matched.get(e.name), all_light)
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
+        ent["aten_ops"] = _aten_ops(e)
         art["entries"].append(contract.complete_entry(ent))
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     _run_fields(art, topn)
@@ -167,6 +168,17 @@ def check_counter_time(ent: dict) -> None:
             f"stage C: the counters time one launch at {c['t_ms']:.4g} ms, {r:.2f}x the trace's {t:.4g} ms, beyond "
             f"the {COUNTER_TIME_BAND:.0%} an isolated run of the same work differs by: they may measure other work "
             "(another run, other shapes); matched by name only")
+
+
+def _aten_ops(e: Entry) -> dict[str, int]:
+    """The aten ops `roofline topn` linked to the kernel's launches (op -> launches), most first; {}
+    when the Top-N says none (what tells a reader which source line launched it)."""
+    ops = e.raw.get("aten_ops") if isinstance(e.raw, dict) else None
+    if not isinstance(ops, dict):
+        return {}
+    ok = {k: v for k, v in ops.items() if isinstance(k, str) and k and isinstance(v, int)
+          and not isinstance(v, bool) and v > 0}
+    return dict(sorted(ok.items(), key=lambda kv: -kv[1]))
 
 
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:

@@ -237,6 +237,8 @@ def _ranked(art: dict) -> list[tuple[int, dict, int]]:
 
 
 def table_rows(art: dict) -> list[list[str]]:
+    from roofline.report_extra import extra_cells
+
     rows = []
     for rank, e, gain_rank in _ranked(art):
         name = e["name"]
@@ -256,7 +258,7 @@ def table_rows(art: dict) -> list[list[str]]:
                          " ({:.1f}-{:.1f})".format(*e["attainable_speedup_range"])
                          if e.get("attainable_speedup_range") and e.get("attainable_speedup") else ""),
                      _gain(e.get("expected_e2e_gain_pct")), _gain(e.get("expected_gain_pct_of_step_wall")),
-                     e.get("confidence", "low"), e.get("route", "")])
+                     e.get("confidence", "low"), e.get("route", "")] + extra_cells(e))
         rows += _shape_rows(e)
         rows += _regime_rows(e)
     return rows
@@ -265,6 +267,8 @@ def table_rows(art: dict) -> list[list[str]]:
 def _regime_rows(e: dict) -> list[list[str]]:
     """The kernel's other regime(s) with real time, each with its own verdict on its own share
     (the % column is that regime's share of the GPU time)."""
+    from roofline.report_extra import extra_cells
+
     rows = []
     for v in (e.get("regime_verdicts") or [])[1:]:
         hc = v.get("headroom_class", "unknown")
@@ -275,7 +279,8 @@ def _regime_rows(e: dict) -> list[list[str]]:
                      f"{v.get('regime_pct_gpu_time', 0.0):.2f}", v.get("bound_type", "unknown"),
                      _pct(v.get("roofline_pct")) + (" (suspect)" if v.get("suspect") else ""), hc,
                      _x(v.get("attainable_speedup")), _gain(v.get("expected_e2e_gain_pct")),
-                     _gain(v.get("expected_gain_pct_of_step_wall")), v.get("confidence", "low"), v.get("route", "")])
+                     _gain(v.get("expected_gain_pct_of_step_wall")), v.get("confidence", "low"), v.get("route", "")]
+                    + extra_cells(e, v))
         rows += [["", "", "  " + r[2]] + r[3:] for r in _shape_rows(v)]
     return rows
 
@@ -322,8 +327,10 @@ def _shape_rows(e: dict) -> list[list[str]]:
     return rows
 
 
-HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain",
-           "wall gain", "conf", "route"]
+# the gains name their denominators: the window's GPU time, the regime's step wall time, and (with a
+# workload: roofline.workload) the workload's GPU time
+HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain (%GPU)",
+           "wall gain (%step)", "conf", "route"]
 HOST_BOUND_IDLE_PCT = 50.0   # a step whose GPU idles more than this is bound by the host, not a kernel
 
 
@@ -344,12 +351,11 @@ def wall_lines(art: dict) -> list[str]:
 
 
 def table(art: dict) -> tuple[list[str], list[list[str]]]:
-    """(headers, rows) of the table; `wall gain` only when the artifact has step wall times."""
-    rows = table_rows(art)
-    if art.get("wall_time"):
-        return HEADERS, rows
-    i = HEADERS.index("wall gain")
-    return HEADERS[:i] + HEADERS[i + 1:], [r[:i] + r[i + 1:] for r in rows]
+    """(headers, rows) of the table; `wall gain` only when the artifact has step wall times, the
+    workload gain only when a workload was projected (roofline.report_extra)."""
+    from roofline.report_extra import add_columns
+
+    return add_columns(art, HEADERS, table_rows(art))
 
 
 def render_table(art: dict) -> str:
@@ -362,7 +368,9 @@ def render_table(art: dict) -> str:
     from roofline.report_ranks import table_lines
 
     out += table_lines(art)     # several ranks: per-rank times per head, the straggler, the collectives
-    return "\n".join(out + wall_lines(art)) + "\n"
+    from roofline.report_extra import under_table
+
+    return "\n".join(out + wall_lines(art) + under_table(art)) + "\n"
 
 
 def legend(art: dict) -> list[str]:
@@ -427,7 +435,10 @@ def _md_head(art: dict, pk: dict) -> list[str]:
         L.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     if not rows:
         L.append("\n_No entry at or above the head threshold._")
-    L += [""] + [f"{w}." for w in wall_lines(art)] + (["" ] if wall_lines(art) else []) + legend(art)
+    from roofline.report_extra import under_table
+
+    below = wall_lines(art) + under_table(art)
+    L += [""] + [f"{w}." for w in below] + ([""] if below else []) + legend(art)
     if art.get("plot"):
         L += ["", f"![roofline]({art['plot']})"]
     return L
