@@ -13,6 +13,7 @@ from roofline import contract, multirank, routing
 from roofline.classify import classify, short_name as _short_name
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
+from roofline.hints import with_fix
 from roofline.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
 from roofline.procedure import (  # noqa: F401  (re-exported: the per-entry steps live in roofline.procedure)
@@ -75,8 +76,9 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         try:
             ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], matched.get(e.name), all_light)
         except EntryError as exc:
-            ent = _degraded_entry(e, light, str(exc))
-            art["degraded"].append({"name": e.name, "reason": str(exc)})
+            why = with_fix(str(exc), bool(e.shapes))    # what would give it a verdict (roofline.hints)
+            ent = _degraded_entry(e, light, why)
+            art["degraded"].append({"name": e.name, "reason": why})
         except Exception as exc:  # L5 inside one entry: degrade it, record the error, go on
             ent = _degraded_entry(e, light, f"internal error: {exc.__class__.__name__}: {exc}")
             art["degraded"].append({"name": e.name, "reason": f"internal error: {exc.__class__.__name__}: {exc}"})
@@ -110,7 +112,7 @@ def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Pea
             out.append(contract.complete_entry(v))
         except EntryError as exc:
             out.append({"regime": r, "regime_pct_gpu_time": shares[r], "modeled": False,
-                        "headroom_class": "unknown", "notes": f"degraded (L2): {exc}"})
+                        "headroom_class": "unknown", "notes": f"degraded (L2): {with_fix(str(exc), bool(e.shapes))}"})
     ent["regime_verdicts"] = out
 
 

@@ -478,6 +478,9 @@ def _md_entry(e: dict) -> list[str]:
                  f"`{e['name']}`\n\n</details>\n")
     else:
         L.append(f"- name: `{e['name']}`")
+    if e.get("aten_ops"):
+        L.append("- launched by: " + ", ".join(f"`{k}` ({v})" for k, v in e["aten_ops"].items())
+                 + " (the aten ops `roofline topn` linked to its launches)")
     if e.get("modeled"):
         L.append(f"- {e['op_class']}, {e['regime']}, {e['t_ms'] * 1e3:.2f} us/launch x "
                  f"{e.get('launches_per_logical_op', 1)} per logical op; bytes {e['bytes_est'] / 1e6:.3f} MB, "
