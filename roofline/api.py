@@ -60,6 +60,11 @@ def load_all(topn, env=None, config=None):
         meta["config"] = str(config)
     else:
         meta["config"] = None
+    from roofline.config_check import mismatch
+
+    cm = mismatch(cfg, t)
+    if cm:
+        meta["config_mismatch"] = cm     # said once by the CLI; the analysis runs on
     return t, e, cfg, meta, base
 
 

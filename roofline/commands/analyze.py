@@ -85,8 +85,9 @@ def _warn_env_missing(art: dict) -> None:
 
     need = [f for f in missing if any(f in d["reason"] for d in art.get("degraded", []))]
     n = sum(1 for d in art.get("degraded", []) if any(f in d["reason"] for f in missing))
-    what = (f"{n} entr{'y' if n == 1 else 'ies'} that need {', '.join(need)} degraded, the others are analysed"
-            if n else "no entry degraded for want of them")
+    if not n:   # nothing depends on them: no warning (the table says which mix the gains use)
+        return
+    what = f"{n} entr{'y' if n == 1 else 'ies'} that need {', '.join(need)} degraded, the others are analysed"
     click.echo(f"roofline analyze: warning: {inp.get('env')}: not given: {', '.join(missing)} ({what})"
                f"{how_to_give(need or missing, starter=is_starter(_json_or_none(inp.get('env'))))}", err=True)
 
@@ -153,6 +154,8 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
                 click.echo(f"roofline analyze: warning: {se['error']}", err=True)
         _warn_ignored(topn, counters, art)
         _warn_env_missing(art)
+        if (art.get("inputs") or {}).get("config_mismatch"):
+            click.echo(f"roofline analyze: warning: {art['inputs']['config_mismatch']}", err=True)
     _check_schema(art)
     _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt, quiet)
 
