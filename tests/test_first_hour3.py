@@ -317,3 +317,28 @@ def test_compare_says_how_many_times_slower_not_a_percentage_over_100(tmp_path):
     r = _ok(_run(["compare", a.parent, b.parent]))
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("e2e:"))
     assert f"real e2e change: {ratio:.2f}x slower" in line and "% slower" not in line
+
+
+def test_the_plain_python_split_k_pairing_equals_the_numpy_one_on_every_real_trace():
+    # item 5's start-up cost: a small trace pairs split-K reduces without importing numpy; the
+    # result must be the vectorised pairing's, launch for launch
+    import numpy as np
+
+    from roofline.ingest.topn import _pair_splitk, _pair_splitk_py
+    from roofline.ingest.torch_trace import parse_trace
+
+    paired = 0
+    for trace in sorted(TRACES.glob("*.json.gz")) + sorted(REAL.glob("*.json.gz")) + sorted(CORPUS.glob("*.json.gz")):
+        if trace.name == "ncu_rows.json.gz":
+            continue
+        pt = parse_trace(str(trace), range_regex=["decode", "prefill"])
+        fold_py, extra_py = _pair_splitk_py(pt)
+        fold_np, extra_np = _pair_splitk(pt)
+        if fold_np is None:
+            assert fold_py == {} and extra_py == {}
+            continue
+        nz = np.nonzero(fold_np >= 0)[0]
+        assert fold_py == dict(zip(nz.tolist(), fold_np[nz].tolist())), trace.name
+        assert extra_py == dict(zip(fold_np[nz].tolist(), extra_np[fold_np[nz]].tolist())), trace.name
+        paired += len(fold_py)
+    assert paired > 0          # some real trace has split-K reduces (fixtures/traces/mixed.json.gz: 8)

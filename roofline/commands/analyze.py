@@ -143,6 +143,9 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     """
     if analysis_skill == "none":
         return  # L0: emit nothing; the caller behaves as before this feature existed
+    import roofline.schema
+
+    roofline.schema.LEAN_JSONSCHEMA = True     # a command: jsonschema without its format plug-ins (start-up)
     _check_kinds(env, config)
     wl = _workload_flags(isl, osl, conc)
     topn, no_write = _topn_or_example(topn, out_dir, no_write, dict(env=env, config=config, isl=isl, osl=osl,

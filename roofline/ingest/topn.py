@@ -230,9 +230,13 @@ def _regimes_without_ranges(pt, plan: StepPlan, prof_steps, notes: list[str]):
 def _splitk_folds(pt, notes: list[str]):
     """split-K: a reduce launch is the second half of the GEMM launch just before it.
     -> (reduce launch -> the GEMM launch it folds into, GEMM launch -> the reduce time it adds)."""
-    fold_arr, extra_arr = _pair_splitk(pt)
     fold_into: dict[int, int] = {}
     extra_us: dict[int, float] = {}
+    fold_arr = None
+    if pt.n_kernels <= PY_SPLITK_MAX:     # a small trace: importing numpy (~0.1 s cold) costs more
+        fold_into, extra_us = _pair_splitk_py(pt)
+    else:
+        fold_arr, extra_arr = _pair_splitk(pt)
     if fold_arr is not None:
         import numpy as np
 
@@ -286,6 +290,31 @@ def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict):
             a.sig_us[(s, reg)] += dur
             linked += 1
     return list(aggs.values()), linked
+
+
+PY_SPLITK_MAX = 50_000     # launches: below this the pairing runs in plain Python (same result)
+
+
+def _pair_splitk_py(pt) -> tuple[dict[int, int], dict[int, float]]:
+    """_pair_splitk's pairing in plain Python, as dicts: in GPU start order (stable), each reduce
+    launch folds into the launch just before it that is not a reduce, when that one is a GEMM
+    launch no earlier reduce took."""
+    names = pt.kernel_names
+    red = {k for k, nm in enumerate(names) if is_splitk_reduce(nm)}
+    if not red:
+        return {}, {}
+    gemm = {k for k, nm in enumerate(names) if k not in red and classify(nm) == "gemm"}
+    kn, ts, dur = pt.k_name, pt.k_ts, pt.k_dur
+    fold_into: dict[int, int] = {}
+    extra_us: dict[int, float] = {}
+    prev = -1
+    for i in sorted(range(pt.n_kernels), key=ts.__getitem__):
+        if kn[i] not in red:
+            prev = i
+        elif prev >= 0 and kn[prev] in gemm and prev not in extra_us:
+            fold_into[i] = prev
+            extra_us[prev] = float(dur[i])
+    return fold_into, extra_us
 
 
 def _pair_splitk(pt):
