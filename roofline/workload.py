@@ -98,10 +98,10 @@ def project(art: dict, topn, wl: dict | None, source: str | None) -> dict:
     out.update(step_gpu_ms=g or None, prefill_tokens_per_step=p, decode_batch=b)
     missing = [r for r in ("prefill", "decode") if not (steps[r] and g.get(r, 0) > 0)]
     if missing:
-        out["reason"] = (f"the trace has no {' and no '.join(missing)} step with GPU time: the workload's "
-                         + " and ".join({"prefill": f"prefill of {isl:g} tokens", "decode": f"{osl:g} decode steps"}[r]
-                                        for r in missing)
-                         + " per request " + ("has" if len(missing) == 1 else "have") + " no measured time")
+        out["reason"] = (f"the trace has no {' and no '.join(missing)} step with GPU time, so the workload's "
+                         + " and ".join({"prefill": f"prefill ({isl:g} tokens per request)",
+                                         "decode": f"decode ({osl:g} step(s) per request)"}[r] for r in missing)
+                         + " has no measured time")
         return out
     if cov < MIN_COVERAGE_PCT:
         out["reason"] = (f"the Top-N lists {cov:.1f}% of the window's GPU time (under {MIN_COVERAGE_PCT:g}%): "

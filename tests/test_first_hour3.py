@@ -130,8 +130,8 @@ def test_a_workload_needing_a_regime_the_trace_lacks_is_not_projected_and_says_w
     out = tmp_path / "r"
     r = _ok(_run(["analyze", _copy(TRACES / "prefill.json.gz", tmp_path), "--out", out,
                   "--isl", 128, "--osl", 16, "--conc", 4]))
-    assert ("not projected: the trace has no decode step with GPU time: the workload's 16 decode steps per "
-            "request has no measured time") in r.stdout
+    assert ("not projected: the trace has no decode step with GPU time, so the workload's decode (16 step(s) "
+            "per request) has no measured time") in r.stdout
     art = json.loads((out / "profile_roofline.json").read_text())
     assert all(e["expected_workload_gain_pct"] is None for e in art["entries"])
 
