@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Start-up cost of one command from a trace to a verdict (issue 35 item 5), beside the peer.
+"""Start-up cost of one command from a trace to a verdict, beside the peer.
 
 Each run is a fresh process (cold: interpreter start, imports, parse, analysis, files written),
 timed by wall clock, on real H200 traces of fixtures/:

@@ -200,7 +200,7 @@ def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
 def gain_rank_key(e: dict) -> tuple[float, bool]:
     """What ranking_by_expected_gain sorts on: the expected e2e gain of an entry with a verdict at
     medium or high confidence (of a kernel with verdicts in both regimes, the larger of the two, each
-    on its own regime's share); for every other entry its pct_gpu_time (seed section 7: no verdict ->
+    on its own regime's share); for every other entry its pct_gpu_time (no verdict ->
     pct_gpu_time ordering), ranked after every entry with a verdict. -> (key %, has_gain)."""
     gains = [float(v["expected_e2e_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
              if v.get("headroom_class") not in (None, "unknown") and v.get("confidence") in ("medium", "high")

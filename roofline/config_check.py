@@ -1,4 +1,4 @@
-"""Is config.json the traced model's? (issue 35 item 8) A config of another model would fill
+"""Is config.json the traced model's? A config of another model would fill
 stage-A shapes with the wrong sizes without a word. The trace's captured shapes say what they are:
   - hidden_size: every dense transformer's QKV / gate-up projection reads the hidden state, so it is
     the K (or, for the row-parallel output projections, the N) of some GEMM of the trace, under any

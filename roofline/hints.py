@@ -1,4 +1,4 @@
-"""What would give a degraded entry a verdict, said with its reason (issue 35 item 6): a reason
+"""What would give a degraded entry a verdict, said with its reason: a reason
 that does not already name the fix gets one. Pure: a reason (and the entry) in, a reason out."""
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ def with_fix(reason: str, has_shapes: bool = False) -> str:
         # record_shapes was on: the op's shape is recorded but no rule reads it
         return reason.replace("give shapes (roofline topn with record_shapes)",
                               "for a verdict give the entry `shapes` by hand (elems_in, elems_out: docs/topn.md)")
-    if any(w in low for w in ("give ", "pass ", "collect ", "fold", "moves no data", "moves nothing")):
+    if any(w in low for w in ("give ", "gives them", "pass ", "collect ", "--counters", "record_shapes", "fold",
+                              "moves no data", "moves nothing")):
         return reason
     if "op class 'unknown'" in low or "has no byte/flop model" in low:
         return (reason + f"; for a verdict: a `classification` in its Top-N entry ({CLASSES}, or the aten op "

@@ -1,4 +1,4 @@
-"""What the table shows beside the verdict (issue 35): which kernel a row is (its regime and the
+"""What the table shows beside the verdict: which kernel a row is (its regime and the
 aten op `roofline topn` linked to its launches), the workload gain (roofline.workload), and why a
 row without a verdict has none. Pure: artifact in, table cells and lines out."""
 from __future__ import annotations

@@ -172,12 +172,17 @@ def made(tmp_path_factory):
 
 
 @pytest.mark.parametrize("what", ["gz", "raw"])
-def test_analyze_given_a_pytorch_trace_says_run_topn_first(made, tmp_path, what):
+def test_analyze_given_a_pytorch_trace_analyses_it_beside_it(made, tmp_path, what):
+    # issue 35 item 5: a trace is analysed in one command (it used to say "run roofline topn first")
     src = TRACES / "decode.json.gz" if what == "gz" else made["raw"]
     p = tmp_path / src.name
     shutil.copy(src, p)
-    _one_line_exit2(_run(["analyze", p]), "this is a PyTorch profiler trace", f"run `roofline topn {p}")
-    assert _files(tmp_path) == {src.name}
+    r = _run(["analyze", p])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    stem = "decode" if what == "gz" else src.name[:-len(".json")]
+    assert _files(tmp_path) == {src.name, f"{stem}_roofline"} | {
+        f"{stem}_roofline/{f}" for f in ("profile_topN.json", "env_report.json", "profile_roofline.json",
+                                          "profile_roofline.md")}
 
 
 @pytest.mark.parametrize("kind,needle", [("art", "this is an analysis artifact"), ("env", "this is an env report"),
