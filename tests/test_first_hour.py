@@ -319,7 +319,7 @@ def test_markdown_legend_small_percentages_folded_names_and_regime_wording(tmp_p
                  "-q"]).exit_code == 0
     art = api.analyze(out)
     md = report.to_markdown(art)
-    assert "**Legend.**" in md and "`attainable`" in md and "`e2e gain`" in md and "`conf`" in md
+    assert "**Legend.**" in md and "`attainable`" in md and "`e2e gain (%GPU)`" in md and "`conf`" in md
     from roofline.routing import ROUTES
     for r in {e["route"] for e in art["entries"]}:
         assert f"`{r}`: {ROUTES[r]}" in md
