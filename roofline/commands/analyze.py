@@ -157,10 +157,10 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
                 click.echo(f"roofline analyze: warning: {se['error']}", err=True)
         _warn_ignored(topn, counters, art)
         _warn_env_missing(art)
-        if (art.get("inputs") or {}).get("config_mismatch"):
-            click.echo(f"roofline analyze: warning: {art['inputs']['config_mismatch']}", err=True)
     _check_schema(art)
     _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt, quiet)
+    if not quiet and (art.get("inputs") or {}).get("config_mismatch"):   # after the write: an error stays one line
+        click.echo(f"roofline analyze: warning: {art['inputs']['config_mismatch']}", err=True)
 
 
 def _workload_flags(isl, osl, conc) -> dict | None:
