@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The real-trace mutation campaign (issue 34, item 6): every real trace of the fixtures
+"""The real-trace mutation campaign: every real trace of the fixtures
 (fixtures/corpus/*.json.gz, fixtures/traces/, fixtures/traces_real/) x every mutation class of
 tests/trace_mutations.py (truncated mid-event, kernel events duplicated, events out of order, links
 removed, a second device or stream, GPU clock offsets, an older profiler's field names), each run

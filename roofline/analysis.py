@@ -10,10 +10,11 @@ import traceback
 from typing import Any
 
 from roofline import contract, multirank, opclasses, routing
-from roofline.contract import gain_rank_key, rankings  # noqa: F401  (the two rankings: the artifact contract)
+from roofline.contract import gain_order_key, gain_rank_key, rankings  # noqa: F401  (the two rankings: the artifact contract)
 from roofline.classify import classify, short_name as _short_name
 from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.errors import EntryError
+from roofline.hints import with_fix
 from roofline.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
 from roofline.stagec.writeback import merge_reruns
@@ -68,8 +69,9 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         try:
             ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], readings.get(e.name), all_light)
         except EntryError as exc:
-            ent = _degraded_entry(e, light, str(exc))
-            art["degraded"].append({"name": e.name, "reason": str(exc)})
+            why = with_fix(str(exc), bool(e.shapes))    # what would give it a verdict (roofline.hints)
+            ent = _degraded_entry(e, light, why)
+            art["degraded"].append({"name": e.name, "reason": why})
         except Exception as exc:  # L5 inside one entry: degrade it, record the error, go on
             ent = _degraded_entry(e, light, f"internal error: {exc.__class__.__name__}: {exc}")
             art["degraded"].append({"name": e.name, "reason": f"internal error: {exc.__class__.__name__}: {exc}"})
@@ -78,6 +80,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
         if ent.get("modeled"):
             _other_regimes(ent, e, topn, env, config, peaks, art, readings.get(e.name), all_light)
         multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
+        ent["aten_ops"] = _aten_ops(e)
         art["entries"].append(contract.complete_entry(ent))
     if stage is None and art["stage"] == "C" and not any(_counters_used(x) for x in art["entries"]):
         # matched counters that no entry used (L4: implausible or unreadable) leave the stage the shapes give
@@ -128,7 +131,7 @@ def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Pea
             out.append(contract.complete_entry(v))
         except EntryError as exc:
             out.append({"regime": r, "regime_pct_gpu_time": shares[r], "modeled": False,
-                        "headroom_class": "unknown", "notes": f"degraded (L2): {exc}"})
+                        "headroom_class": "unknown", "notes": f"degraded (L2): {with_fix(str(exc), bool(e.shapes))}"})
     ent["regime_verdicts"] = out
 
 
@@ -190,6 +193,17 @@ def check_counter_time(ent: dict) -> None:
             "(another run, other shapes); matched by name only")
 
 
+def _aten_ops(e: Entry) -> dict[str, int]:
+    """The aten ops `roofline topn` linked to the kernel's launches (op -> launches), most first; {}
+    when the Top-N says none (what tells a reader which source line launched it)."""
+    ops = e.raw.get("aten_ops") if isinstance(e.raw, dict) else None
+    if not isinstance(ops, dict):
+        return {}
+    ok = {k: v for k, v in ops.items() if isinstance(k, str) and k and isinstance(v, int)
+          and not isinstance(v, bool) and v > 0}
+    return dict(sorted(ok.items(), key=lambda kv: -kv[1]))
+
+
 def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
     regime = "decode" if "decode" in e.regimes else next(iter(e.regimes), None)
     r = e.regimes.get(regime) if regime else None
@@ -206,7 +220,7 @@ def _degraded_entry(e: Entry, light: dict, reason: str) -> dict:
 
 def larger_gain_key(e: dict) -> tuple[float, bool]:
     """What ranking_by_larger_gain sorts on: the larger of the tuning gain (gain_rank_key) and the
-    avoidable gain (docs/method.md section 11; of a kernel with verdicts in both regimes, the largest)."""
+    avoidable gain (docs/method.md section 12; of a kernel with verdicts in both regimes, the largest)."""
     g, has = gain_rank_key(e)
     avoid = [float(v["avoidable_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
              if v.get("avoidable_gain_pct") is not None]
@@ -217,6 +231,7 @@ def larger_gain_key(e: dict) -> tuple[float, bool]:
 
 def ranking_by_larger_gain(entries: list[dict]) -> list[str]:
     """A third ordering beside ranking_by_pct and ranking_by_expected_gain (which stay as they are):
-    by the larger of the tuning and the avoidable gain; ties go to the larger pct_gpu_time."""
-    return [e["name"] for e in sorted(entries, key=lambda e: (-larger_gain_key(e)[0], -e["pct_gpu_time"],
-                                                              not larger_gain_key(e)[1]))]
+    by the larger of the tuning and the avoidable gain, entries with a gain first (as ranking_by_expected_gain);
+    ties go to the larger pct_gpu_time."""
+    return [e["name"] for e in sorted(entries, key=lambda e: (not larger_gain_key(e)[1], -larger_gain_key(e)[0],
+                                                              -e["pct_gpu_time"]))]

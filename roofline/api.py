@@ -60,12 +60,17 @@ def load_all(topn, env=None, config=None):
         meta["config"] = str(config)
     else:
         meta["config"] = None
+    from roofline.config_check import mismatch
+
+    cm = mismatch(cfg, t)
+    if cm:
+        meta["config_mismatch"] = cm     # said once by the CLI; the analysis runs on
     return t, e, cfg, meta, base
 
 
 def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=None,
             head_threshold_pct: float = HEAD_THRESHOLD_PCT, head_cap: int = HEAD_CAP, peaks_file=None, device_props=None,
-            as_dataframe: bool = False):
+            workload: dict | None = None, as_dataframe: bool = False):
     """Analyse a Top-N and return the artifact of docs/artifact.md as a dict (or, with
     as_dataframe=True, one row per analysed entry as a pandas DataFrame).
 
@@ -75,6 +80,8 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     without it, the counters a Top-N built from an Nsight Compute report carries in its entries.
     peaks_file: the pipeline's peaks.md (markdown) or a YAML peak table; without it a peaks.md
     beside the env report is used, then the built-in tables, then level L1 (roofline.devices).
+    workload: {isl, osl, conc} to project the gains onto (roofline.workload); default: the env
+    report's workload, if it gives all three.
     Raises InputError on a malformed file; everything inside one entry degrades instead.
     """
     from roofline import analysis
@@ -108,6 +115,9 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
                            head_cap=head_cap, inputs_meta=meta)
     art["skill_errors"].extend({"where": "peaks", "error": p} for p in peak_problems)
+    from roofline import workload as _wl
+
+    _wl.project(art, t, workload or e.workload, "given" if workload else f"the env report's workload")
     if as_dataframe:
         return to_dataframe(art)
     return art

@@ -58,8 +58,8 @@ def complete_entry(e: dict) -> dict:
 def gain_rank_key(e: dict) -> tuple[float, bool]:
     """What ranking_by_expected_gain sorts on: the expected e2e gain of an entry with a verdict at
     medium or high confidence (of a kernel with verdicts in both regimes, the larger of the two, each
-    on its own regime's share); for every other entry its pct_gpu_time, the most it could give (a
-    head without a verdict is never buried below a +0.00% saturated one). -> (key %, has_gain)."""
+    on its own regime's share); for every other entry its pct_gpu_time (no verdict ->
+    pct_gpu_time ordering), ranked after every entry with a verdict. -> (key %, has_gain)."""
     gains = [float(v["expected_e2e_gain_pct"]) for v in (e.get("regime_verdicts") or [e])
              if v.get("headroom_class") not in (None, UNKNOWN) and v.get("confidence") in ("medium", "high")
              and v.get("expected_e2e_gain_pct") is not None]
@@ -70,7 +70,14 @@ def gain_rank_key(e: dict) -> tuple[float, bool]:
 
 def rankings(entries: list[dict]) -> tuple[list[str], list[str]]:
     """Both rankings, side by side (docs/artifact.md), so the consumer sees the disagreement instead of a
-    blend. By expected gain: see gain_rank_key; ties go to the larger pct_gpu_time."""
+    blend. By expected gain: the entries with a verdict first, by their gain; then the others, by
+    pct_gpu_time (gain_order_key); ties go to the larger pct_gpu_time."""
     by_pct = [e["name"] for e in sorted(entries, key=lambda e: -e["pct_gpu_time"])]
-    by_gain = sorted(entries, key=lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
-    return by_pct, [e["name"] for e in by_gain]
+    return by_pct, [e["name"] for e in sorted(entries, key=gain_order_key)]
+
+
+def gain_order_key(e: dict) -> tuple[bool, float, float]:
+    """The sort key of ranking_by_expected_gain: verdict entries first (by gain, descending), then
+    the rest (by pct_gpu_time, descending)."""
+    key, has_gain = gain_rank_key(e)
+    return (not has_gain, -key, -e["pct_gpu_time"])

@@ -1,4 +1,4 @@
-"""Levers with their evidence (docs/method.md section 11): `levers_detail` = [{kind, text, evidence,
+"""Levers with their evidence (docs/method.md section 12): `levers_detail` = [{kind, text, evidence,
 saves_pct}], and the contract's `byte_reduction_levers` strings drawn from it (saturated heads only;
 other heads carry the same texts in `other_levers`). A lever is given only where the evidence
 supports it:

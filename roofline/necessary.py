@@ -1,4 +1,4 @@
-"""Is the work necessary? (docs/method.md section 11: `roofline_pct` says how well a
+"""Is the work necessary? (docs/method.md section 12: `roofline_pct` says how well a
 kernel moves its bytes, never whether it needs to move them.)
 
 Per head: `bytes_necessary`, the fewest bytes the same result needs per launch (the unit of

@@ -59,16 +59,19 @@ def plot_points(art: dict, history: list[dict] | None = None) -> dict:
     bw = _num(pk.get("hbm_bw_bytes_s"))
     flops = {d: float(v) for d, v in (pk.get("flops") or {}).items() if _num(v) and _num(v) > 0}
     points, arrows, skipped = [], [], []
+    from roofline.report_extra import op_cell
+
     for e in art.get("entries", []):
         label = e.get("short_name") or e.get("name")
+        op = op_cell(e)     # the regime and aten op: two rows of one kernel name told apart
         x, y = _num(e.get("arithmetic_intensity")), _num(e.get("achieved_flops"))
         if not e.get("modeled") or x is None or y is None or x <= 0 or y <= 0:
-            skipped.append({"name": e.get("name"), "label": label,
+            skipped.append({"name": e.get("name"), "label": label, "op": op,
                             "reason": "not modeled" if not e.get("modeled")
                             else "no positive arithmetic_intensity / achieved_flops"})
             continue
         hc = e.get("headroom_class") or "unknown"
-        points.append({"name": e.get("name"), "label": label, "x": x, "y": y,
+        points.append({"name": e.get("name"), "label": label, "op": op, "x": x, "y": y,
                        "pct_gpu_time": float(e.get("pct_gpu_time") or 0.0), "headroom_class": hc,
                        "color": HEADROOM_COLORS.get(hc, HEADROOM_COLORS[UNKNOWN]),
                        "compute_dtype": e.get("compute_dtype"), "suspect": bool(e.get("suspect")),
@@ -213,8 +216,8 @@ def plot_artifact(art: dict, path: str | Path, title: str | None = None, history
 def _axes(plt, limits, n_key: int):
     """The figure: log-log roofline axes on the left, the key's (empty) axes on the right."""
     x_lo, x_hi, y_lo, y_top = limits
-    fig = plt.figure(figsize=(13.5, max(6.5, 4.2 + 0.32 * n_key)), dpi=120)
-    gs = fig.add_gridspec(1, 2, width_ratios=[1.45, 1.0], wspace=0.04, left=0.07, right=0.99, top=0.92,
+    fig = plt.figure(figsize=(15.5, max(6.5, 4.2 + 0.32 * n_key)), dpi=120)
+    gs = fig.add_gridspec(1, 2, width_ratios=[1.45, 1.3], wspace=0.04, left=0.07, right=0.99, top=0.92,
                           bottom=0.09)
     ax = fig.add_subplot(gs[0])
     kax = fig.add_subplot(gs[1])
@@ -316,7 +319,7 @@ def _draw_key(fig, kax, handles: list, info: dict, n_key: int) -> None:
     fig.canvas.draw()
     bb = leg.get_window_extent().transformed(kax.transAxes.inverted())
     y = bb.y0 - 0.04
-    kax.text(0.0, y, f"{'#':>2}  {'kernel':<34} {'% GPU':>6} {'roofline':>8}  headroom", fontsize=8,
+    kax.text(0.0, y, f"{'#':>2}  {'kernel':<30} {'regime / aten op':<24} {'% GPU':>6} {'roofline':>8}  headroom", fontsize=8,
              family="monospace", weight="bold", va="top", transform=kax.transAxes)
     step = min(0.045, (y - 0.02) / (n_key + 1))
     rows = [("p", p) for p in info["points"]] + [("s", sk) for sk in info["skipped"]]
@@ -326,11 +329,12 @@ def _draw_key(fig, kax, handles: list, info: dict, n_key: int) -> None:
         if kind == "p":
             kax.text(0.0, y, f"{r['number']:>2}", fontsize=8, family="monospace", weight="bold", color=r["color"],
                      va="top", transform=kax.transAxes)
-            kax.text(0.0, y, f"    {_clip(r['label'], 34):<34} {r['pct_gpu_time']:>6.2f} "
+            kax.text(0.0, y, f"    {_clip(r['label'], 30):<30} {_clip(r.get('op') or '', 24):<24} {r['pct_gpu_time']:>6.2f} "
                      f"{_fmt_pct(r['roofline_pct']):>8}  {r['headroom_class']}", fontsize=8, family="monospace",
                      va="top", transform=kax.transAxes)
         else:
-            kax.text(0.0, y, f"{r.get('number') or '-':>2}  {_clip(r['label'] or r['name'] or '?', 34):<34} "
+            kax.text(0.0, y, f"{r.get('number') or '-':>2}  {_clip(r['label'] or r['name'] or '?', 30):<30} "
+                     f"{_clip(r.get('op') or '', 24):<24} "
                      f"not drawn: {r['reason']}", fontsize=8, family="monospace", va="top", color="#777777",
                      transform=kax.transAxes)
 

@@ -55,7 +55,7 @@ def _ranked(art: dict) -> list[tuple[int, dict, int]]:
     that several entries share (kept apart: docs/input_policy.md) is matched occurrence by
     occurrence: the k-th time it appears in a ranking is the k-th of its entries in that ranking's
     own order (roofline.contract.rankings)."""
-    from roofline.contract import gain_rank_key
+    from roofline.contract import gain_order_key
 
     def pools(key):
         out: dict[str, list[dict]] = {}
@@ -64,7 +64,7 @@ def _ranked(art: dict) -> list[tuple[int, dict, int]]:
         return out
 
     by_pct = pools(lambda e: -e["pct_gpu_time"])
-    by_gain = pools(lambda e: (-gain_rank_key(e)[0], -e["pct_gpu_time"], not gain_rank_key(e)[1]))
+    by_gain = pools(gain_order_key)
     gain_order = [by_gain[n].pop(0) for n in art["ranking_by_expected_gain"] if by_gain.get(n)]
     gain_rank = {id(e): i for i, e in enumerate(gain_order, 1)}
     return [(rank, e, gain_rank.get(id(e), 0)) for rank, e in
@@ -72,6 +72,8 @@ def _ranked(art: dict) -> list[tuple[int, dict, int]]:
 
 
 def table_rows(art: dict) -> list[list[str]]:
+    from roofline.report_extra import extra_cells
+
     rows = []
     for rank, e, gain_rank in _ranked(art):
         name = e["name"]
@@ -91,7 +93,8 @@ def table_rows(art: dict) -> list[list[str]]:
                          " ({:.1f}-{:.1f})".format(*e["attainable_speedup_range"])
                          if e.get("attainable_speedup_range") and e.get("attainable_speedup") else ""),
                      _gain(e.get("expected_e2e_gain_pct")), _gain(e.get("avoidable_gain_pct")),
-                     _gain(e.get("expected_gain_pct_of_step_wall")), e.get("confidence", "low"), e.get("route", "")])
+                     _gain(e.get("expected_gain_pct_of_step_wall")), e.get("confidence", "low"), e.get("route", "")]
+                    + extra_cells(e))
         rows += _shape_rows(e)
         rows += _regime_rows(e)
     return rows
@@ -100,6 +103,8 @@ def table_rows(art: dict) -> list[list[str]]:
 def _regime_rows(e: dict) -> list[list[str]]:
     """The kernel's other regime(s) with real time, each with its own verdict on its own share
     (the % column is that regime's share of the GPU time)."""
+    from roofline.report_extra import extra_cells
+
     rows = []
     for v in (e.get("regime_verdicts") or [])[1:]:
         hc = v.get("headroom_class", "unknown")
@@ -110,7 +115,8 @@ def _regime_rows(e: dict) -> list[list[str]]:
                      f"{v.get('regime_pct_gpu_time', 0.0):.2f}", v.get("bound_type", "unknown"),
                      _pct(v.get("roofline_pct")) + (" (suspect)" if v.get("suspect") else ""), hc,
                      _x(v.get("attainable_speedup")), _gain(v.get("expected_e2e_gain_pct")), _gain(v.get("avoidable_gain_pct")),
-                     _gain(v.get("expected_gain_pct_of_step_wall")), v.get("confidence", "low"), v.get("route", "")])
+                     _gain(v.get("expected_gain_pct_of_step_wall")), v.get("confidence", "low"), v.get("route", "")]
+                    + extra_cells(e, v))
         rows += [["", "", "  " + r[2]] + r[3:] for r in _shape_rows(v)]
     return rows
 
@@ -157,8 +163,11 @@ def _shape_rows(e: dict) -> list[list[str]]:
     return rows
 
 
-HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain",
-           "avoidable", "wall gain", "conf", "route"]
+# the gains name their denominators: the window's GPU time, the regime's step wall time, and (with a
+# workload: roofline.workload) the workload's GPU time; `avoidable (%GPU)`: the GPU time the bytes the result
+# does not need take (docs/method.md section 12)
+HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain (%GPU)",
+           "avoidable (%GPU)", "wall gain (%step)", "conf", "route"]
 HOST_BOUND_IDLE_PCT = 50.0   # a step whose GPU idles more than this is bound by the host, not a kernel
 
 
@@ -179,12 +188,11 @@ def wall_lines(art: dict) -> list[str]:
 
 
 def table(art: dict) -> tuple[list[str], list[list[str]]]:
-    """(headers, rows) of the table; `wall gain` only when the artifact has step wall times."""
-    rows = table_rows(art)
-    if art.get("wall_time"):
-        return HEADERS, rows
-    i = HEADERS.index("wall gain")
-    return HEADERS[:i] + HEADERS[i + 1:], [r[:i] + r[i + 1:] for r in rows]
+    """(headers, rows) of the table; `wall gain` only when the artifact has step wall times, the
+    workload gain only when a workload was projected (roofline.report_extra)."""
+    from roofline.report_extra import add_columns
+
+    return add_columns(art, HEADERS, table_rows(art))
 
 
 def render_table(art: dict) -> str:
@@ -197,7 +205,9 @@ def render_table(art: dict) -> str:
     from roofline.report_ranks import table_lines
 
     out += table_lines(art)     # several ranks: per-rank times per head, the straggler, the collectives
-    return "\n".join(out + wall_lines(art)) + "\n"
+    from roofline.report_extra import under_table
+
+    return "\n".join(out + wall_lines(art) + under_table(art)) + "\n"
 
 
 def legend(art: dict) -> list[str]:
@@ -207,10 +217,12 @@ def legend(art: dict) -> list[str]:
     L = ["**Legend.** `roofline`: achieved fraction of the roof on the axis that bounds the kernel (HBM "
          "bandwidth, or the FLOP/s of its dtype). `headroom`: roofline against `target_eff`, what a good kernel of "
          "its class reaches (saturated >= 90% of it, moderate >= 60%, else underperforming). `attainable`: "
-         "target_eff / roofline (>= 1x), the speedup a good kernel would give. `e2e gain`: % GPU x (1 - "
-         "1/attainable), the run's GPU time saved by tuning; `avoidable`: the GPU time saved by not moving the bytes the "
-         "result does not need (bytes_necessary: docs/method.md section 11); `wall gain`: the same saving as a share of the step's wall "
-         "time (GPU idle time included: docs/method.md section 4). Rows `- shape xL (T us/launch)` under a kernel: "
+         "target_eff / roofline (>= 1x), the speedup a good kernel would give. `e2e gain (%GPU)`: % GPU x (1 - "
+         "1/attainable), the profiled window's GPU time saved by tuning; `avoidable (%GPU)`: the GPU time saved by not moving the bytes the "
+         "result does not need (bytes_necessary: docs/method.md section 12); `wall gain (%step)`: the same saving as a share of "
+         "the step's wall time (GPU idle time included); `workload gain (%GPU)` (with a workload): the share of the "
+         "workload's GPU time saved (docs/method.md section 4). `regime / aten op`: the regime of the row and the "
+         "aten op its launches came from. Rows `- shape xL (T us/launch)` under a kernel: "
          "one per captured shape, L launches of T each, with that shape's own bound and roofline. `conf`: low = estimated shapes or unvalidated peaks (no "
          "verdict, display only), medium = captured shapes, high = measured counters (stage C). `bound`: memory | "
          "compute | latency (both utilizations under 60%, or a launch within dispatch overhead) | unknown. "
@@ -253,8 +265,8 @@ def _md_head(art: dict, pk: dict) -> list[str]:
     L.append("")
     L.append(f"Head: entries with pct_gpu_time >= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}. "
              "Ranks: `#pct` by share of GPU time, `#gain` by expected end-to-end gain (both kept: they disagree "
-             "on purpose); an entry without an expected gain (no verdict, or low confidence) ranks in `#gain` by "
-             "its % GPU, the most it could give.")
+             "on purpose); the entries without an expected gain (no verdict, or low confidence) come after those "
+             "with one in `#gain`, by their % GPU.")
     L.append("")
     headers, rows = table(art)
     L.append("| " + " | ".join(headers) + " |")
@@ -263,10 +275,12 @@ def _md_head(art: dict, pk: dict) -> list[str]:
         L.append("| " + " | ".join(c.replace("|", "/") for c in r) + " |")
     if not rows:
         L.append("\n_No entry at or above the head threshold._")
+    from roofline.report_extra import under_table
     from roofline.report_levers import ranking_lines
 
     L += ranking_lines(art)
-    L += [""] + [f"{w}." for w in wall_lines(art)] + (["" ] if wall_lines(art) else []) + legend(art)
+    below = wall_lines(art) + under_table(art)
+    L += [""] + [f"{w}." for w in below] + ([""] if below else []) + legend(art)
     if art.get("plot"):
         L += ["", f"![roofline]({art['plot']})"]
     return L
@@ -306,6 +320,9 @@ def _md_entry(e: dict) -> list[str]:
                  f"`{e['name']}`\n\n</details>\n")
     else:
         L.append(f"- name: `{e['name']}`")
+    if e.get("aten_ops"):
+        L.append("- launched by: " + ", ".join(f"`{k}` ({v})" for k, v in e["aten_ops"].items())
+                 + " (the aten ops `roofline topn` linked to its launches)")
     if e.get("modeled"):
         L.append(f"- {e['op_class']}, {e['regime']}, {e['t_ms'] * 1e3:.2f} us/launch x "
                  f"{e.get('launches_per_logical_op', 1)} per logical op; bytes {e['bytes_est'] / 1e6:.3f} MB, "

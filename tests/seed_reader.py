@@ -153,11 +153,12 @@ def check(art: dict, topn: dict | None = None) -> list[str]:
         pcts = [e["pct_gpu_time"] for e in in_order(art["ranking_by_pct"], lambda e: e["pct_gpu_time"])]
         if any(a < b for a, b in zip(pcts, pcts[1:])):
             err("ranking_by_pct is not in pct_gpu_time order")
-        # an entry with a verdict ranks by its expected gain; any other by pct_gpu_time, the most
-        # it could give (issue 12 item 5; section 7: no verdict -> fall back to pct_gpu_time)
+        # an entry with a verdict ranks by its expected gain; the others come after them, by
+        # pct_gpu_time (section 7: no verdict -> fall back to pct_gpu_time; docs/artifact.md)
         keys = [_gain_key(e) for e in in_order(art["ranking_by_expected_gain"], _gain_key)]
-        if any(a < b - 1e-12 for a, b in zip(keys, keys[1:])):
-            err("ranking_by_expected_gain buries an entry below a smaller expected gain")
+        if any(a < b for a, b in zip(keys, keys[1:])):
+            err("ranking_by_expected_gain buries an entry below a smaller expected gain, or a verdict "
+                "below an entry without one")
     if topn is not None:
         _check_verbatim(art, topn, err)
         # section 3 step 0: entries skipped for being small are absent, NOT degraded (a share that is
@@ -170,12 +171,13 @@ def check(art: dict, topn: dict | None = None) -> list[str]:
     return bad
 
 
-def _gain_key(e: dict) -> float:
-    # a kernel with a verdict per regime (regime_verdicts) ranks by the larger of its regimes' gains
+def _gain_key(e: dict) -> tuple[bool, float]:
+    # a kernel with a verdict per regime (regime_verdicts) ranks by the larger of its regimes' gains;
+    # an entry without a verdict ranks after every one with, by pct_gpu_time
     gains = [v["expected_e2e_gain_pct"] for v in (e.get("regime_verdicts") or [e])
              if v.get("headroom_class", "unknown") != "unknown" and v.get("confidence") in ("medium", "high")
              and v.get("expected_e2e_gain_pct") is not None]
-    return max(gains) if gains else e["pct_gpu_time"]
+    return (True, max(gains)) if gains else (False, e["pct_gpu_time"])
 
 
 def _check_modeled(e, where, err):

@@ -172,7 +172,9 @@ def test_attention_point_estimate_is_the_mean_context_and_max_is_only_the_range_
 
 
 # ----------------------------------------------------------------- item 5: ranking
-def test_a_big_head_without_a_verdict_is_not_buried_below_a_zero_gain_saturated_one():
+def test_gain_ranking_puts_verdicts_first_then_the_rest_by_pct_gpu_time():
+    # issue 35 item 3 (docs/artifact.md): a user reads #gain 1 as the best bet, so an entry the tool
+    # gives no verdict ("kernel tuning cannot help", or low confidence) is never #gain 1 over one with
     # "big": stage A (no captured shape) -> no verdict; "sat": a +0.00% saturated GEMM
     big = entry("big_gemm", 40, 0.05, classification="gemm", est_shape={"M": 64, "N": 4096, "K": 4096})
     a = api.analyze(topn(gemm("sat", 45, 0.95), big, gemm("und", 8, 0.2)), h200_env())
@@ -181,8 +183,12 @@ def test_a_big_head_without_a_verdict_is_not_buried_below_a_zero_gain_saturated_
     assert E(a, "big_gemm")["headroom_class"] == "unknown" and E(a, "big_gemm")["confidence"] == "low"
     und_gain = E(a, "und")["expected_e2e_gain_pct"]
     assert 0 < und_gain < 40
-    assert a["ranking_by_expected_gain"] == ["big_gemm", "und", "sat"]
-    assert "ranks in `#gain` by its % GPU, the most it could give" in report.to_markdown(a)
+    assert a["ranking_by_expected_gain"] == ["und", "sat", "big_gemm"]
+    assert "come after those with one in `#gain`, by their % GPU" in report.to_markdown(a)
+    # the no-verdict entries among themselves: by pct_gpu_time (seed section 7)
+    small = entry("small_gemm", 20, 0.05, classification="gemm", est_shape={"M": 64, "N": 4096, "K": 4096})
+    b = api.analyze(topn(gemm("sat", 30, 0.95), small, big), h200_env())
+    assert b["ranking_by_expected_gain"] == ["sat", "big_gemm", "small_gemm"]
 
 
 # ----------------------------------------------------------------- item 6: verbatim

@@ -36,7 +36,8 @@ MAPS = {
                  "entries[].counters.tensor_flops_by_dtype",
                  "entries[].counters.extra", "wall_time", "entries[].measured.counters",
                  "entries[].shape", "entries[].shapes_used[].shape", "entries[].per_shape[].shape",
-                 "entries[].regime_verdicts[].shape"},
+                 "entries[].regime_verdicts[].shape", "entries[].aten_ops",
+                 "workload_projection.step_gpu_ms", "workload_projection.steps_per_batch"},
 }
 PAGES = {"topn": "topn.md", "env": "env_report.md", "artifact": "artifact.md"}
 

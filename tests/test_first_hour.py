@@ -80,9 +80,10 @@ def test_analyze_names_the_missing_workload_fields_and_how_to_give_them(tmp_path
     # every head of this trace has captured shapes: nothing needs the workload, the run goes on
     r = _run(["analyze", out])
     assert r.exit_code == 0 and "Traceback" not in r.output
-    warn = [ln for ln in r.stderr.splitlines() if "not given" in ln]
-    assert len(warn) == 1 and "workload.osl, workload.conc (no entry degraded for want of them)" in warn[0]
-    assert str(tmp_path / "env_report.json") in warn[0]
+    # issue 35: ask only for what changes an answer: no warning when no entry needs them; the table
+    # says the gains are shares of the profiled mix and how a workload would change them
+    assert not [ln for ln in r.stderr.splitlines() if "not given" in ln or "warning" in ln], r.stderr
+    assert "gains: shares of the profiled mix (8 decode steps); a workload (--isl/--osl/--conc)" in r.stdout
     art = json.loads((tmp_path / "profile_roofline.json").read_text())
     assert art["inputs"]["env_missing"] == ["workload.osl", "workload.conc"] and art["degraded"] == []
 
@@ -171,12 +172,17 @@ def made(tmp_path_factory):
 
 
 @pytest.mark.parametrize("what", ["gz", "raw"])
-def test_analyze_given_a_pytorch_trace_says_run_topn_first(made, tmp_path, what):
+def test_analyze_given_a_pytorch_trace_analyses_it_beside_it(made, tmp_path, what):
+    # issue 35 item 5: a trace is analysed in one command (it used to say "run roofline topn first")
     src = TRACES / "decode.json.gz" if what == "gz" else made["raw"]
     p = tmp_path / src.name
     shutil.copy(src, p)
-    _one_line_exit2(_run(["analyze", p]), "this is a PyTorch profiler trace", f"run `roofline topn {p}")
-    assert _files(tmp_path) == {src.name}
+    r = _run(["analyze", p])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    stem = "decode" if what == "gz" else src.name[:-len(".json")]
+    assert _files(tmp_path) == {src.name, f"{stem}_roofline"} | {
+        f"{stem}_roofline/{f}" for f in ("profile_topN.json", "env_report.json", "profile_roofline.json",
+                                          "profile_roofline.md")}
 
 
 @pytest.mark.parametrize("kind,needle", [("art", "this is an analysis artifact"), ("env", "this is an env report"),
@@ -313,7 +319,7 @@ def test_markdown_legend_small_percentages_folded_names_and_regime_wording(tmp_p
                  "-q"]).exit_code == 0
     art = api.analyze(out)
     md = report.to_markdown(art)
-    assert "**Legend.**" in md and "`attainable`" in md and "`e2e gain`" in md and "`conf`" in md
+    assert "**Legend.**" in md and "`attainable`" in md and "`e2e gain (%GPU)`" in md and "`conf`" in md
     from roofline.routing import ROUTES
     for r in {e["route"] for e in art["entries"]}:
         assert f"`{r}`: {ROUTES[r]}" in md

@@ -182,11 +182,12 @@ def test_real_h200_graph_replayed_decode_trace(stem, tmp_path):
         assert all(e.get("cuda_graph_replayed") and not e.get("shapes") for e in gemms)
         assert "they have no shapes" in notes and "eager step" in notes
         # analyze says why each GEMM head has no shapes (once), with what gives them
-        # no captured dtypes: model_dtype is not in the starter; the run goes on and says so once
+        # no captured dtypes: model_dtype is not in the starter; the run goes on, and since every
+        # head degrades for want of shapes (not of model_dtype), nothing asks for it (issue 35)
         r = CliRunner().invoke(main, ["analyze", str(out), "--no-write", "--env", str(tmp_path / "env_report.json")])
         assert r.exit_code == 0 and "Traceback" not in r.output
-        miss = [ln for ln in r.stderr.splitlines() if "not given: model_dtype" in ln]
-        assert len(miss) == 1 and "--model-dtype bf16" in miss[0]
+        assert not [ln for ln in r.stderr.splitlines() if "not given: model_dtype" in ln]
+        assert "degraded" in r.stderr and "eager step" in r.stderr
         r = CliRunner().invoke(main, ["topn", str(trace), "-o", str(out), "--isl", "1024", "--osl", "64",
                                       "--conc", str(meta["batch"]), "--model-dtype", "bf16", "--force", "-q"])
         assert r.exit_code == 0

@@ -1,4 +1,4 @@
-"""Is the work necessary? (issue 31; docs/method.md section 11): bytes_necessary, avoidable_gain_pct,
+"""Is the work necessary? (issue 31; docs/method.md section 12): bytes_necessary, avoidable_gain_pct,
 the route by the larger gain and levers with their evidence, through the CLI on the real-model corpus
 (fixtures/corpus: Hugging Face transformers on the H200), each number checked against an independent
 count from the trace (parsed here with json) and config.json."""

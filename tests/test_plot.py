@@ -182,7 +182,7 @@ def test_key_text_names_every_number(tmp_path):
     from roofline.plot import _clip
     for p in info["points"]:
         assert str(p["number"]) in texts                       # the marker's number
-        assert any(_clip(p["label"], 34) in t for t in texts)   # and its row in the key
+        assert any(_clip(p["label"], 30) in t and _clip(p["op"], 24) in t for t in texts)   # its row in the key, with its regime / aten op
 
 
 def test_stage_arrows_from_earlier_rounds(tmp_path):

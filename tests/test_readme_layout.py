@@ -1,4 +1,4 @@
-"""The README's layout section matches the tree (issue 15, "Done when").
+"""The layout page (docs/layout.md, moved from the README in issue 35) matches the tree (issue 15, "Done when").
 
 The section is the code block under `## Layout`. An entry line is `<indent><name>[, <name>...]`
 followed by two or more spaces and what it holds; the indent is two spaces per level, and a line
@@ -30,7 +30,7 @@ NAME_RX = re.compile(r"^[A-Za-z0-9_.\-/]+$")
 def layout_block(readme: str) -> list[str]:
     """The lines of the first code block after the `## Layout` heading."""
     m = re.search(r"^## Layout\s*$", readme, re.M)
-    assert m, "README.md has no '## Layout' section"
+    assert m, "docs/layout.md has no '## Layout' section"
     rest = readme[m.end():]
     nxt = re.search(r"^## ", rest, re.M)
     section = rest[: nxt.start()] if nxt else rest
@@ -124,7 +124,7 @@ def differences(files: list[str], readme: str, deep=None) -> dict[str, list[str]
 
 
 def _message(diff: dict[str, list[str]]) -> str:
-    out = ["README.md '## Layout' does not match the tree."]
+    out = ["docs/layout.md '## Layout' does not match the tree."]
     if diff["add"]:
         out.append("Add one line each (indented under its folder, then what it holds):")
         for p in diff["add"]:
@@ -140,12 +140,12 @@ def _message(diff: dict[str, list[str]]) -> str:
 
 
 def test_the_layout_section_matches_the_tree():
-    diff = differences(tree_files(ROOT), (ROOT / "README.md").read_text(encoding="utf-8"))
+    diff = differences(tree_files(ROOT), (ROOT / "docs" / "layout.md").read_text(encoding="utf-8"))
     assert not any(diff.values()), _message(diff)
 
 
 def test_the_section_is_read_as_intended():
-    listed, bad = listed_paths(layout_block((ROOT / "README.md").read_text(encoding="utf-8")))
+    listed, bad = listed_paths(layout_block((ROOT / "docs" / "layout.md").read_text(encoding="utf-8")))
     assert not bad
     # nesting: modules under their package, a path entry, a folder's own entry
     assert {"pyproject.toml", "roofline/", "roofline/commands/analyze.py", "roofline/ingest/topn.py",

@@ -85,8 +85,9 @@ def _warn_env_missing(art: dict) -> None:
 
     need = [f for f in missing if any(f in d["reason"] for d in art.get("degraded", []))]
     n = sum(1 for d in art.get("degraded", []) if any(f in d["reason"] for f in missing))
-    what = (f"{n} entr{'y that needs' if n == 1 else 'ies that need'} {', '.join(need)} degraded, the others are analysed"
-            if n else "no entry degraded for want of them")
+    if not n:   # nothing depends on them: no warning (the table says which mix the gains use)
+        return
+    what = f"{n} entr{'y that needs' if n == 1 else 'ies that need'} {', '.join(need)} degraded, the others are analysed"
     click.echo(f"roofline analyze: warning: {inp.get('env')}: not given: {', '.join(missing)} ({what})"
                f"{how_to_give(need or missing, starter=is_starter(_json_or_none(inp.get('env'))))}", err=True)
 
@@ -116,10 +117,18 @@ def _warn_env_missing(art: dict) -> None:
                    "with its unit) or a YAML peak table (the format of `roofline peaks show`); default: a "
                    "peaks.md beside the env report, then the built-in tables.")
 @click.option("--no-write", is_flag=True, help="Print only; write no artifact.")
+@click.option("--isl", type=click.IntRange(min=1), default=None,
+              help="Workload: input tokens per request; with --osl and --conc the gains are projected onto "
+                   "this workload (default: the env report's workload).")
+@click.option("--osl", type=click.IntRange(min=1), default=None, help="Workload: output tokens per request.")
+@click.option("--conc", type=click.IntRange(min=1), default=None, help="Workload: concurrent requests.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors (the artifact is still written).")
 def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analysis_skill, out_dir, fmt,
-            peaks_file, no_write):
+            peaks_file, no_write, isl, osl, conc, quiet):
     """Analyse TOPN (profile_topN.json, or the round folder holding it) into profile_roofline.json
-    and profile_roofline.md.
+    and profile_roofline.md. TOPN may also be a PyTorch profiler trace (.json or .json.gz): its
+    Top-N is built in the same process (as `roofline topn` would) into a folder beside the trace,
+    TRACE_roofline/ (or --out), with a starter env report, and analysed there.
 
     For each head kernel: its byte/FLOP model, achieved bandwidth and FLOP/s against the device's
     roofs, the bound type (memory | compute | latency | unknown), a headroom verdict against what a
@@ -134,21 +143,40 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     """
     if analysis_skill == "none":
         return  # L0: emit nothing; the caller behaves as before this feature existed
-    topn, no_write = _topn_or_example(topn, out_dir, no_write)
+    import roofline.schema
+
+    roofline.schema.LEAN_JSONSCHEMA = True     # a command: jsonschema without its format plug-ins (start-up)
     _check_kinds(env, config)
-    art = _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file)
-    for se in art.get("skill_errors", []):
-        if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
-            click.echo(f"roofline analyze: warning: {se['error']}", err=True)
-    _warn_ignored(topn, counters, art)
-    _warn_env_missing(art)
+    wl = _workload_flags(isl, osl, conc)
+    topn, no_write = _topn_or_example(topn, out_dir, no_write, dict(env=env, config=config, isl=isl, osl=osl,
+                                                                      conc=conc, quiet=quiet))
+    art = _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file, wl)
+    if not quiet:
+        for se in art.get("skill_errors", []):
+            if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
+                click.echo(f"roofline analyze: warning: {se['error']}", err=True)
+        _warn_ignored(topn, counters, art)
+        _warn_env_missing(art)
     _check_schema(art)
-    _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt)
+    _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt, quiet)
+    if not quiet and (art.get("inputs") or {}).get("config_mismatch"):   # after the write: an error stays one line
+        click.echo(f"roofline analyze: warning: {art['inputs']['config_mismatch']}", err=True)
 
 
-def _topn_or_example(topn, out_dir, no_write):
-    """The Top-N to analyse (the bundled example without one, then written nowhere), refused
-    (exit 2) when it is another kind of file."""
+def _workload_flags(isl, osl, conc) -> dict | None:
+    """--isl/--osl/--conc: all three or none (a workload needs each; one line, exit 2 otherwise)."""
+    given = {k: v for k, v in (("isl", isl), ("osl", osl), ("conc", conc)) if v is not None}
+    if given and len(given) < 3:
+        lack = [f"--{k}" for k in ("isl", "osl", "conc") if k not in given]
+        click.echo(f"roofline analyze: a workload needs --isl, --osl and --conc: {', '.join(lack)} not given",
+                   err=True)
+        sys.exit(2)
+    return given or None
+
+
+def _topn_or_example(topn, out_dir, no_write, opts):
+    """The Top-N to analyse (the bundled example without one, then written nowhere; a trace's,
+    built here: commands/analyze_trace.py), refused (exit 2) when it is another kind of file."""
     if topn is None:
         if out_dir is not None:
             click.echo(f"roofline analyze: --out {out_dir} ignored: no TOPN given, so the bundled example is "
@@ -160,6 +188,10 @@ def _topn_or_example(topn, out_dir, no_write):
     from roofline.filekinds import check
 
     topn = in_round(topn, "profile_topN.json", "analyze", "a Top-N (profile_topN.json)")
+    from roofline.commands.analyze_trace import is_trace, topn_of_trace
+
+    if is_trace(topn):
+        return topn_of_trace(topn, out_dir, opts), no_write
     wrong = check(topn, ("topn",), "a Top-N (profile_topN.json)")
     if wrong:
         click.echo(f"roofline analyze: {wrong}", err=True)
@@ -179,13 +211,13 @@ def _check_kinds(env, config) -> None:
             sys.exit(2)
 
 
-def _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file) -> dict:
+def _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file, wl=None) -> dict:
     """The API's artifact; an unusable input is one line on stderr and exit 2."""
     from roofline.api import analyze as api_analyze
 
     try:
         return api_analyze(topn, env, config, stage=stage, counters=counters, head_threshold_pct=head_threshold,
-                           head_cap=head_cap, peaks_file=peaks_file)
+                           head_cap=head_cap, peaks_file=peaks_file, workload=wl)
     except InputError as exc:
         click.echo(f"roofline analyze: {exc}{_how_to_give(exc)}", err=True)
         sys.exit(2)
@@ -206,8 +238,9 @@ def _check_schema(art: dict) -> None:
         sys.exit(2)
 
 
-def _write_and_print(art: dict, dest, fmt: str) -> None:
-    """Write the artifact pair into dest (None: nowhere), then print it in fmt on stdout."""
+def _write_and_print(art: dict, dest, fmt: str, quiet: bool = False) -> None:
+    """Write the artifact pair into dest (None: nowhere), then print it in fmt on stdout (nothing
+    with quiet)."""
     from roofline import report
 
     if dest is not None:
@@ -216,7 +249,10 @@ def _write_and_print(art: dict, dest, fmt: str) -> None:
         except OSError as exc:
             click.echo(f"roofline analyze: cannot write the artifact in {dest}: {exc.strerror or exc}", err=True)
             sys.exit(2)
-        click.echo(f"wrote {pj} and {pm.name}", err=True)
+        if not quiet:
+            click.echo(f"wrote {pj} and {pm.name}", err=True)
+    if quiet:
+        return
     if fmt == "json":
         click.echo(report.to_json(art), nl=False)
     elif fmt == "md":

@@ -245,4 +245,6 @@ def _missing_line(missing: list[str]) -> list[str]:
 
     if not missing:
         return []
-    return [f"env report: not known from the trace: {', '.join(missing)}{how_to_give(missing, starter=True)}"]
+    why = ("; without a workload the gains are shares of the profiled mix, with one they are projected onto it"
+           if any(m.startswith("workload.") for m in missing) else "")
+    return [f"env report: not known from the trace: {', '.join(missing)}{how_to_give(missing, starter=True)}{why}"]

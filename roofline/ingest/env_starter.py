@@ -195,9 +195,9 @@ def starter_env(head: dict, topn: dict, *, isl=None, osl=None, conc=None, config
         classes = {e.get("classification") or e.get("op_class") for e in topn.get("entries", [])}
         implied = opclasses.arch_of(classes)    # an MoE kernel: "moe"
         arch = implied or "dense"
-        src["model_arch_class"] = (f"ASSUMED from the kernels ({'an MoE kernel is' if implied else 'no MoE kernel'}"
-                                   " in the Top-N); give --model-arch-class or --config to be sure")
-        notes.append(f"model_arch_class '{arch}' assumed from the kernel names: pass --model-arch-class or --config")
+        # recorded only (nothing reads it: docs/env_report.md), so nobody is asked for it
+        src["model_arch_class"] = (f"from the kernels ({'an MoE kernel is' if implied else 'no MoE kernel'}"
+                                   " in the Top-N); recorded only, nothing reads it")
     else:
         src["model_arch_class"] = "--model-arch-class" if model_arch_class else "config.json (expert count)"
     env["model_arch_class"] = arch

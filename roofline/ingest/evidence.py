@@ -1,4 +1,4 @@
-"""What a trace says about whether a kernel's bytes are necessary (docs/method.md section 11), read
+"""What a trace says about whether a kernel's bytes are necessary (docs/method.md section 12), read
 once by `roofline topn` and written into the Top-N:
 
 * ``kv_caches(pt)``: the KV caches the trace writes in place (a preallocated, "static" cache:

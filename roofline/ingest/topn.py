@@ -25,6 +25,7 @@ from roofline.errors import RooflineError
 from roofline.opclasses import trace_shape
 from roofline import opclasses
 from roofline.ingest.regime_shapes import _launch_neighbours, _regime_of_agg, window_regime
+from roofline.ingest.splitk import _pair_splitk, _pair_splitk_py  # noqa: F401  (the split-K pairing)
 
 REGIMES = ("decode", "prefill")
 UNSHAPED_TIME_MAX = 0.10   # unshaped launches holding more of a kernel's time than this: no shapes used
@@ -238,9 +239,13 @@ def _regimes_without_ranges(pt, plan: StepPlan, prof_steps, notes: list[str]):
 def _splitk_folds(pt, notes: list[str]):
     """split-K: a reduce launch is the second half of the GEMM launch just before it.
     -> (reduce launch -> the GEMM launch it folds into, GEMM launch -> the reduce time it adds)."""
-    fold_arr, extra_arr = _pair_splitk(pt)
     fold_into: dict[int, int] = {}
     extra_us: dict[int, float] = {}
+    fold_arr = None
+    if pt.n_kernels <= PY_SPLITK_MAX:     # a small trace: importing numpy (~0.1 s cold) costs more
+        fold_into, extra_us = _pair_splitk_py(pt)
+    else:
+        fold_arr, extra_arr = _pair_splitk(pt)
     if fold_arr is not None:
         import numpy as np
 
@@ -300,39 +305,7 @@ def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict, graph_corr=
     return list(aggs.values()), linked
 
 
-def _pair_splitk(pt):
-    """Split-K reduce launches -> the GEMM launch each completes, as two arrays over launches
-    (fold_to[i] = the GEMM launch reduce i folds into, else -1; extra_us[j] = reduce time added to
-    GEMM launch j), or (None, None) when the trace has no split-K reduce kernel.
-
-    NB: a reduce kernel is paired with the kernel launched just before it (by GPU start time)
-    when that one is a GEMM; this holds on one stream, and in CUDA-graph replays, where no
-    External id links the pair. Vectorised: a 500 MB trace has ~10^5 launches."""
-    import numpy as np
-
-    names = pt.kernel_names
-    red = [k for k, nm in enumerate(names) if is_splitk_reduce(nm)]
-    if not red:
-        return None, None
-    gemm = [k for k, nm in enumerate(names) if k not in red and opclasses.of(classify(nm)).folds_splitk_reduce]
-    kn = np.frombuffer(pt.k_name, dtype=np.int64) if pt.k_name.itemsize == 8 else np.asarray(pt.k_name)
-    order = np.argsort(np.frombuffer(pt.k_ts, dtype=np.float64), kind="stable")
-    sn = kn[order]
-    is_red = np.isin(sn, red)
-    pos = np.where(is_red, -1, np.arange(len(sn)))
-    prev = np.maximum.accumulate(pos)                 # last non-reduce position at or before each
-    rpos = np.nonzero(is_red)[0]
-    pprev = prev[rpos]
-    ok = (pprev >= 0)
-    ok[ok] = np.isin(sn[pprev[ok]], gemm)
-    rpos, pprev = rpos[ok], pprev[ok]
-    _, first = np.unique(pprev, return_index=True)     # one reduce per GEMM launch
-    rpos, pprev = rpos[first], pprev[first]
-    fold_to = np.full(len(sn), -1, dtype=np.int64)
-    fold_to[order[rpos]] = order[pprev]
-    extra_us = np.zeros(len(sn), dtype=np.float64)
-    extra_us[order[pprev]] = np.frombuffer(pt.k_dur, dtype=np.float64)[order[rpos]]
-    return fold_to, extra_us
+PY_SPLITK_MAX = 50_000     # launches: below this the pairing runs in plain Python (same result)
 
 
 def build_topn(aggs, steps, notes, *, sigs=None, top: int | None = 30, min_pct: float = 0.0,

@@ -1,5 +1,5 @@
 """Checks of a parsed trace's kernel table (roofline/ingest/trace_tables.py) that a profiler's own
-export always passes and a damaged or merged one may not (issue 34, the real-trace mutation
+export always passes and a damaged or merged one may not (the real-trace mutation
 campaign: tests/trace_mutations.py):
 
 * one device: a Top-N describes ONE GPU (pct_gpu_time, launches per step, per-launch times); kernels

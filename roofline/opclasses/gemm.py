@@ -108,7 +108,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
 
 
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
-    """A decode batched GEMM of an eager attention over a KV cache (docs/method.md section 11):
+    """A decode batched GEMM of an eager attention over a KV cache (docs/method.md section 12):
     QK^T [B, q, d] x [B, d, S] or PV [B, q, S] x [B, S, d], where the trace's cache record
     (trace_evidence.kv_caches) has S slots of head_dim d for b sequences and B = b x hq. Its result
     needs the KV heads once (hk of them, not the hq the materialised broadcast repeats) over the

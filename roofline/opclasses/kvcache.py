@@ -1,6 +1,6 @@
 """What the trace says about a KV cache, for the necessary jobs of the classes that read one
 (attn: a fused attention kernel; gemm: an eager attention's QK^T and PV batched matmuls).
-docs/method.md section 11. The records are the Top-N's `trace_evidence.kv_caches`
+docs/method.md section 12. The records are the Top-N's `trace_evidence.kv_caches`
 (roofline.ingest.evidence.kv_caches): a cache written in place a token at a time (a preallocated,
 "static" cache of S slots) or the output of a cat that appends to a cache (every position a real
 token). Pure functions."""

@@ -256,7 +256,7 @@ def growth_run(lens: list[int], kept: int) -> list[int] | None:
 
 
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
-    """The fewest bytes a streaming op's result needs (docs/method.md section 11):
+    """The fewest bytes a streaming op's result needs (docs/method.md section 12):
     - a copy that materialises a broadcast (its source has stride 0 on a dimension: `broadcast`)
       needs none: its consumer can read the source in place (an expanded view is free; a GQA-aware
       attention reads the KV heads directly). The whole launch need not run;

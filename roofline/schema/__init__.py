@@ -46,9 +46,40 @@ def artifact_schema() -> dict:
     return json.loads((resources.files("roofline") / "schema" / "profile_roofline.schema.json").read_text())
 
 
+# jsonschema imports its optional format checkers at import time, each one a package installed
+# beside it or not (HolisticTraceAnalysis or Jupyter bring them): rfc3987_syntax builds a grammar
+# then (1.8 s), isoduration pulls arrow (60 ms). The artifact schema uses no `format`. A command
+# line process (LEAN_JSONSCHEMA, set by `roofline analyze`) keeps them out while jsonschema loads and
+# lets them back in right after (a later import of one works; jsonschema's FormatChecker then lacks
+# those formats, which nothing in the command uses). A library caller (the hook, the API) gets
+# jsonschema as it is.
+LEAN_JSONSCHEMA = False
+_FORMAT_MODULES = ("rfc3987", "rfc3987_syntax", "rfc3986_validator", "rfc3339_validator", "isoduration",
+                   "webcolors", "jsonpointer", "uri_template", "fqdn", "idna")
+
+
+def _jsonschema():
+    import sys
+
+    if "jsonschema" in sys.modules or not LEAN_JSONSCHEMA:
+        import jsonschema
+
+        return jsonschema
+    blocked = [m for m in _FORMAT_MODULES if m not in sys.modules]
+    for m in blocked:
+        sys.modules[m] = None          # importing it raises ImportError, which jsonschema suppresses
+    try:
+        import jsonschema
+    finally:
+        for m in blocked:
+            if m in sys.modules and sys.modules[m] is None:
+                del sys.modules[m]
+    return jsonschema
+
+
 def check_schema() -> None:
     """Raise jsonschema.SchemaError if the schema file is not a valid schema of its draft."""
-    import jsonschema
+    jsonschema = _jsonschema()
 
     schema = artifact_schema()
     jsonschema.validators.validator_for(schema).check_schema(schema)
@@ -58,7 +89,7 @@ def check_schema() -> None:
 def _validator():
     """The compiled validator of the schema's own draft (jsonschema.validate would re-check the
     schema on every call)."""
-    import jsonschema
+    jsonschema = _jsonschema()
 
     schema = artifact_schema()
     return jsonschema.validators.validator_for(schema)(schema)
@@ -73,7 +104,7 @@ def validate_artifact(art: dict) -> None:
     clean_art = clean(art)
     v = _validator()
     if not v.is_valid(clean_art):
-        import jsonschema
+        jsonschema = _jsonschema()
 
         raise jsonschema.exceptions.best_match(v.iter_errors(clean_art))
     _VALID_SEEN[digest] = None

@@ -83,12 +83,23 @@ def judge_isolated(speedup: float, predicted: float | None, bands: NoiseBands = 
     return {"real": out != "inside", "outcome": out, "verdict": verdict, "model_contradicted": contra}
 
 
+def change_words(delta_pct: float) -> str:
+    """A time change in words. delta_pct = (A - B) / A x 100 (positive = B faster). A change of a
+    step's time by a factor (B at 4.39x A's time) reads as that factor: "4.39x slower", not
+    "339.08% slower"; so does a cut of half or more ("2.50x faster"); smaller changes read in %."""
+    if delta_pct <= -100.0:
+        return f"{1.0 - delta_pct / 100.0:.2f}x slower"
+    if delta_pct >= 50.0:
+        return f"{1.0 / (1.0 - delta_pct / 100.0):.2f}x faster" if delta_pct < 100.0 else "faster (no time left)"
+    return f"{abs(delta_pct):.2f}% {'faster' if delta_pct > 0 else 'slower'}"
+
+
 def judge_e2e(delta_pct: float | None, predicted_gain_pct: float | None, bands: NoiseBands = NoiseBands()) -> dict:
     """An end-to-end serving delta (%, positive = faster) against the serving band."""
     if delta_pct is None:
         return {"real": None, "verdict": "no e2e measurement", "error_pct": None}
     real = abs(delta_pct) > bands.e2e_pct
-    verdict = (f"real e2e change: {abs(delta_pct):.2f}% {'faster' if delta_pct > 0 else 'slower'} "
+    verdict = (f"real e2e change: {change_words(delta_pct)} "
                f"({delta_pct:+.2f}%, positive = faster; beyond the {bands.e2e_pct:g}% serving band)" if real
                else f"no real e2e change ({delta_pct:+.2f}% is inside the {bands.e2e_pct:g}% serving band)")
     err = None if predicted_gain_pct is None else delta_pct - predicted_gain_pct

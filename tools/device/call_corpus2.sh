@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for the corpus's second round (issues 31, 32): traces of the round-2 cases of
+# One device call for the corpus's second round: traces of the round-2 cases of
 # tools/device/make_corpus.py (CASES2 below), one Nsight Compute pass over one step per case and
 # regime (DRAM bytes, duration, bf16 and fp8 tensor-pipe ops, --cache-control none), and one
 # `ncu --set roofline` report of ONE gpt-oss decode step on its own. flash-linear-attention (fla-core +

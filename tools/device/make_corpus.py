@@ -342,7 +342,7 @@ CASES = {
     "mistral_swa": (cfg_mistral_swa, None, 2, 4096, 1, 6, {"decode_b": 16}),
     "llama_graph_decode": (cfg_llama, None, 64, 512, 0, 6, {"graph": True}),
     "llama_compile_decode": (cfg_llama, None, 64, 512, 0, 6, {"compile": True}),
-    # round 2 (issues 31, 32): necessary vs moved bytes, hybrids, fp8 grouped MoE. static: the
+    # round 2: necessary vs moved bytes, hybrids, fp8 grouped MoE. static: the
     # StaticCache's max_cache_len (decode reads all its slots; isl of them are filled); attn: the
     # attention implementation (eager materialises the GQA broadcast: repeat_kv)
     "qwen3_static_eager": (cfg_qwen3_dense, None, 4, 700, 0, 4,

@@ -1,0 +1,24 @@
+"""What would give a degraded entry a verdict, said with its reason: a reason
+that does not already name the fix gets one. Pure: a reason (and the entry) in, a reason out."""
+from __future__ import annotations
+
+from roofline import opclasses
+
+
+def with_fix(reason: str, has_shapes: bool = False) -> str:
+    """`reason`, followed by what would give the entry a verdict when the reason does not say it."""
+    low = reason.lower()
+    if "no shape rule for" in low:
+        # record_shapes was on: the op's shape is recorded but no rule reads it
+        return reason.replace("give shapes (roofline topn with record_shapes)",
+                              "for a verdict give the entry `shapes` by hand (elems_in, elems_out: docs/topn.md)")
+    if any(w in low for w in ("give ", "gives them", "pass ", "collect ", "--counters", "record_shapes", "fold",
+                              "moves no data", "moves nothing")):
+        return reason
+    if "op class 'unknown'" in low or "has no byte/flop model" in low:
+        return (reason + f"; for a verdict: a `classification` in its Top-N entry ({", ".join(c for c, x in opclasses.REGISTRY.items() if x.model is not None)}, or the aten op "
+                "name) gives it a model, or stage-C counters (--counters report.ncu-rep) measure its bytes")
+    if not has_shapes and ("shape" in low or "cannot be derived" in low):
+        return reason + ("; for a verdict: captured shapes (profile with record_shapes=True) or stage-C counters "
+                         "(--counters report.ncu-rep)")
+    return reason
