@@ -5,6 +5,11 @@ from __future__ import annotations
 from roofline import opclasses
 
 
+def _classes() -> str:
+    """The classes a `classification` may name (those with a model)."""
+    return ", ".join(c for c, x in opclasses.REGISTRY.items() if x.model is not None)
+
+
 def with_fix(reason: str, has_shapes: bool = False) -> str:
     """`reason`, followed by what would give the entry a verdict when the reason does not say it."""
     low = reason.lower()
@@ -16,7 +21,7 @@ def with_fix(reason: str, has_shapes: bool = False) -> str:
                               "moves no data", "moves nothing")):
         return reason
     if "op class 'unknown'" in low or "has no byte/flop model" in low:
-        return (reason + f"; for a verdict: a `classification` in its Top-N entry ({", ".join(c for c, x in opclasses.REGISTRY.items() if x.model is not None)}, or the aten op "
+        return (reason + f"; for a verdict: a `classification` in its Top-N entry ({_classes()}, or the aten op "
                 "name) gives it a model, or stage-C counters (--counters report.ncu-rep) measure its bytes")
     if not has_shapes and ("shape" in low or "cannot be derived" in low):
         return reason + ("; for a verdict: captured shapes (profile with record_shapes=True) or stage-C counters "
