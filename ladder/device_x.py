@@ -119,25 +119,38 @@ def do_probe(targets, only: int | None = None) -> bool:
     return ok
 
 
+def moe_plan(targets, cases: str) -> list[tuple[str, list, bool]]:
+    """(case, builds, fp8) in the order the MoE bench times them. Decode cases: every bf16 build and
+    every fp8 build; prefill cases: the tile-engine ("ws") builds and the first level-11 build of
+    each dtype (the weight-streaming kernel at prefill, for the record). cases: decode | prefill |
+    cover (bench_x.COVER_CASES) | all (decode + prefill)."""
+    names = {"decode": bench_x.DECODE_CASES, "prefill": bench_x.PREFILL_CASES, "cover": tuple(bench_x.COVER_CASES)}.get(
+        cases, bench_x.DECODE_CASES + bench_x.PREFILL_CASES)
+    lv = [_target(t) for t in targets]
+    plan = []
+    for case in names:
+        for fp8 in (False, True):
+            mine = [x for x in lv if x.contract == ("grouped-fp8" if fp8 else "grouped-bf16") and x.name != "grouped_decode_wkn"]
+            if "prefill" in case:
+                mine = [x for x in mine if x.kind == "ws"] + [x for x in mine if x.id == 11][:1]
+            if mine:
+                plan.append((case, mine, fp8))
+    return plan
+
+
 def do_bench_moe(targets, cases: str, out: Path | None, min_reps: int) -> bool:
     timer = bench.Timer()
     ceil = bench_x.ceilings(timer)
-    chosen = set(targets)
     rows = []
-    names = {"decode": bench_x.DECODE_CASES, "prefill": bench_x.PREFILL_CASES}.get(cases, tuple(bench_x.MOE_CASES))
-    bf = [_target(t) for t in targets if t in chosen and _target(t).contract == "grouped-bf16" and t != "l11_wkn"]
-    for case in names:
-        lv = bf if "decode" in case else [x for x in bf if x.kind == "ws"] + [x for x in bf if x.id == 11][:1]
-        rows += bench_x.grouped_case(timer, case, lv, ceil, min_reps=min_reps)
-        if "decode" in case and "l11_wkn" in chosen:
+    for case, builds, fp8 in moe_plan(targets, cases):
+        rows += bench_x.grouped_case(timer, case, builds, ceil, fp8=fp8, min_reps=min_reps)
+        if not fp8 and "decode" in case and "l11_wkn" in targets:
             rows += bench_x.grouped_case(timer, case, [_target("l11_wkn")], ceil, layout="ekn", min_reps=min_reps)
-        f8 = [_target(t) for t in targets if _target(t).contract == "grouped-fp8"]
-        if "decode" in case and f8:
-            rows += bench_x.grouped_case(timer, case, f8, ceil, fp8=True, min_reps=min_reps)
+        print(f"moe {case} {'fp8' if fp8 else 'bf16'}: done, pool {rows[-1].get('pool_bytes_after_case')} B after", flush=True)
     res = {"meta": bench_x.meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"),
            "ceilings": ceil, "rows": rows}
     if out:
-        (out / "bench_moe.json").write_text(json.dumps(res, indent=1))
+        (out / f"bench_moe{'' if cases == 'all' else '_' + cases}.json").write_text(json.dumps(res, indent=1))
     print(bench_x.render(res), flush=True)
     return all(r.get("check_ok", True) for r in rows)
 
@@ -178,7 +191,7 @@ def main(argv=None) -> int:
     ap.add_argument("--targets", default=None)
     ap.add_argument("--n-random", type=int, default=30)
     ap.add_argument("--limit-s", type=float, default=90.0)
-    ap.add_argument("--cases", default="all")
+    ap.add_argument("--cases", default="all", choices=["all", "decode", "prefill", "cover"])
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--min-reps", type=int, default=50)
     ap.add_argument("--case", type=int, default=None, help="probe: only this edge case (its index)")

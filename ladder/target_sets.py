@@ -21,4 +21,8 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     # round-1 variants (sanitizer runs of the fourth machine start)
     "san-round4-dense": ("l09_n192", "l09_n192_cl2", "l09_n192_sk", "l09_m128"),
     "san-round4-x": ("l12_m128n128", "l13_nocluster"),
+    # the fp8 grouped prefill level and its builds, beside level 12's fp8 ping-pong build (notes/l15.md)
+    "x-round5": ("15", "l15_pp_m128", "l15_m128n128", "l12_fp8_pingpong"),
+    # the coverage cases (bench_x.COVER_CASES): what the grouped tables dispatch, bf16 and fp8
+    "cover-round5": ("15", "l15_pp_m128", "12", "l12_pingpong", "l12_pingpong_m128", "l11_fp8_tn32", "l12_fp8_pingpong"),
 }
