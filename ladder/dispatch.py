@@ -169,9 +169,18 @@ def table_contract(table: dict) -> str:
     return table.get("contract") or ("gemm-fp8" if table.get("dtype") == "fp8" else "gemm-bf16")
 
 
+def max_experts(target) -> int:
+    """The most experts a grouped build's device plan holds (grouped.cuh: MAX_E for level 11's
+    weight streaming, MAX_E_WS for the tile engine of levels 12 and 15)."""
+    from .registry import get_level
+
+    return 512 if get_level(target).kind == "grouped" else 384
+
+
 def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: int, K: int, dtype: str,
-                         arch: str = "sm_90a") -> tuple[int | None, str]:
-    """-> (level id or None, why) for a grouped GEMM of `rows` token-expert rows over the experts hit."""
+                         arch: str = "sm_90a", E: int | None = None) -> tuple[int | None, str]:
+    """-> (level id or None, why) for a grouped GEMM of `rows` token-expert rows over the experts hit
+    (E: the layer's experts; a build whose plan holds fewer is passed over)."""
     if table is None:
         return None, "no grouped dispatch table (python -m roofline.rerun --build-grouped-dispatch BENCH_MOE.json OUT)"
     if dtype != table.get("dtype"):
@@ -182,9 +191,13 @@ def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: i
     rs = table["classes"].get(cls)
     if not rs:   # a decode kernel is no prefill kernel: a class never benched is not dispatched
         return None, f"{cls}: never benched for grouped {dtype} (the table has {', '.join(table['classes']) or 'no class'})"
-    r = rs[0]
+    fit = [r for r in rs if E is None or E <= max_experts(row_target(r))]
+    if not fit:
+        return None, f"{cls}: no benched grouped {dtype} build holds {E} experts (at most {max_experts(row_target(rs[0]))})"
+    r = fit[0]
     return row_target(r), (f"{cls}: {_what(r)} had the best median {r['median_pct_cublas']:.0f}% of "
-                           f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)")
+                           f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)"
+                           + ("" if r is rs[0] else f" among the builds that hold {E} experts"))
 
 
 def _what(r: dict) -> str:

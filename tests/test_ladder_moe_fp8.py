@@ -238,13 +238,17 @@ def test_merged_benches_keep_each_build_of_a_level_apart():
     assert set(per.values()) == {1} and len(per) == 4 * 30   # lib + 3 builds x 30 distinct shapes
 
 
+PREFILL5 = json.loads((EV / "start7_round5" / "bench_moe_prefill.json").read_text())
+
+
 def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
-    """aten::_scaled_grouped_mm heads: the grouped-fp8 table (built from the stored decode benches,
-    beside torch._scaled_grouped_mm) names level 11's fp8 build of one 32-token chunk; a prefill-sized
-    fp8 grouped head is not dispatched (no prefill case was benched in fp8: no decode kernel stands in)."""
+    """aten::_scaled_grouped_mm heads: the grouped-fp8 table (built from the stored decode benches and
+    round 5's prefill bench, beside torch._scaled_grouped_mm) names level 11's fp8 build of one
+    32-token chunk at decode and level 15's ping-pong 128x128 build at prefill; a prefill head of
+    more experts than the tile engine's plan holds (384) is not dispatched."""
     from roofline.stagec import rerun as rerun_run
 
-    runs = [MOE, MOE_RUNS[1]]
+    runs = [MOE, MOE_RUNS[1], PREFILL5]
     assert dispatch.build_grouped_table(dispatch.merge_benches(runs), dtype="fp8") == \
         dispatch.default_dispatch_table("grouped-fp8")
     t = dispatch.default_dispatch_table("grouped-fp8")
@@ -264,7 +268,61 @@ def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
     got = {e["name"]: (lvl, why, probs) for e, probs, lvl, why in work}
     assert got["sgmm"][0] == "l11_fp8_tn32" and rerun_run._contract(got["sgmm"][2][0]) == "grouped-fp8"
     assert get_level(got["sgmm"][0]).contract == "grouped-fp8"
-    assert "sgmm_prefill" in skipped and "never benched" in skipped["sgmm_prefill"]
+    # prefill, by hand: the median over the six prefill cases of each fp8 build's ratio to torch
+    pre = {}
+    for r in PREFILL5["rows"]:
+        if r.get("dtype") == "fp8" and r["level"] and r["check_ok"]:
+            pre.setdefault(r["name"], []).append(100 * r["ratio_vs_lib"])
+    assert all(len(v) == 6 for v in pre.values()) and len(pre) == 4
+    best = max(pre, key=lambda n: statistics.median(pre[n]))
+    row = t["classes"]["grouped-prefill"][0]
+    assert row["build"] == "l15_pp_m128" == build_of_row(15, best)
+    assert row["median_pct_cublas"] == pytest.approx(statistics.median(pre[best]))
+    assert got["sgmm_prefill"][0] == "l15_pp_m128" and get_level("l15_pp_m128").contract == "grouped-fp8"
+    assert rerun_run._contract(got["sgmm_prefill"][2][0]) == "grouped-fp8"
+    art["entries"][1]["shape"]["E"] = 512   # Qwen3-Next-sized: the tile engine's plan holds 384
+    work, skipped = rerun_run._plan(art, (), rerun_run._tables(None), "sm_90a", None)
+    assert "sgmm_prefill" in skipped and "holds 512 experts" in skipped["sgmm_prefill"]
+    assert dispatch.choose_grouped_level(t, 65536, 128, 1536, 2048, "fp8", E=384)[0] == "l15_pp_m128"
+
+
+def test_level15_launch_operands(monkeypatch):
+    """Level 15's builds go through the tile engine's grouped launcher: uint8 maps with 128-byte
+    inner boxes of the build's unit tile (A: unit rows; W: unit columns over the E*N weight rows), the
+    C map, K tiles of 128, the grid bound in units, the scales and offsets in the kernel's WsX slots."""
+    from roofline.ladder import build, gpu, gpu_x
+
+    maps, launches = [], []
+
+    class _Arr:
+        def __init__(self, shape, ptr):
+            self.shape, self.data = shape, type("D", (), {"ptr": ptr})()
+
+    class _K:
+        def __call__(self, grid, block, args, shared_mem):
+            launches.append((grid, block, args, shared_mem))
+    monkeypatch.setattr(gpu, "cupy", lambda: type("CP", (), {"int32": int, "zeros": None}))
+    monkeypatch.setattr(gpu_x, "_null", lambda: "null")
+    monkeypatch.setattr(gpu_x, "tensor_map_nd", lambda ptr, eb, dims, strides, box: maps.append((ptr, eb, dims, strides, box)) or f"map{ptr}")
+    monkeypatch.setattr(gpu, "tensor_map", lambda ptr, m, n, ld, box: f"cmap{ptr}")
+    monkeypatch.setattr(gpu, "sm_count", lambda: 132)
+    monkeypatch.setattr(gpu, "_ws_buffers", lambda a, b: ("ws", "cnt"))
+    monkeypatch.setattr(gpu_x, "get_kernel", lambda lv: _K())
+    R, E, N, K = 1000, 8, 1536, 2048
+    sa, sw = _Arr((R,), 40), _Arr((E, N), 50)
+    for key, unit in (("15", (128, 256)), ("l15_pp_m128", (128, 128))):
+        maps.clear(); launches.clear()
+        lv = get_level(key)
+        gpu_x.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, sw)
+        assert maps == [(16, 1, (K, R), (K,), (128, unit[0])), (32, 1, (K, E * N), (K,), (128, unit[1]))]
+        (grid, block, args, smem), = launches
+        assert grid == (min(132, (-(-R // unit[0]) + E) * (N // unit[1])), 1, 1) and block == (384, 1, 1)
+        assert args[:8] == ("map16", "map32", "cmap48", args[3], R, N, K, 1) and args[10:12] == (1, K // 128)
+        assert args[12] is sa and args[13] is sw and args[14:] == ("offs", E) and smem == lv.dyn_smem_bytes
+    with pytest.raises(ValueError, match="sa \\[1000\\] and sw \\[8, 1536\\]"):
+        gpu_x.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, None)
+    with pytest.raises(ValueError, match="at most 384"):
+        gpu_x.launch_grouped(lv, _Arr((R, K), 16), _Arr((512, N, K), 32), "offs", _Arr((R, N), 48), 512, N, K, "enk", sa, sw)
 
 
 def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(monkeypatch):

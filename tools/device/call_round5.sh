@@ -17,6 +17,7 @@ R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
 X="python3 -m roofline.ladder.device_x"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader | tee $R/gpu.txt
 T5=$($X levels --set x-round5)
+if [[ " ${STAGES:-check bench sanitize} " == *" check "* ]]; then
 timeout $(cap 90) $X check --targets $T5 --n-random 12 --limit-s 40 --out $R > $R/check.log 2>&1; echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | cut -c1-220
 pack; echo "== left $(left) s"
 timeout $(cap 150 60) $X bench-moe --targets $(cat $R/pass_x.txt) --cases prefill --min-reps 50 --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
@@ -28,9 +29,19 @@ for tool in memcheck synccheck racecheck; do
   echo "x $tool rc=$? in ${T}s: $(grep -c ': ok' $R/x_$tool.log) ok, $(grep -c FAIL $R/x_$tool.log) FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/x_$tool.log | tail -1)"
   pack
 done
+fi
 echo "== left $(left) s"
 if [[ " ${STAGES:-} " == *" cover "* ]] && [ $(left) -gt 60 ]; then
-  timeout $(cap 200 10) $X bench-moe --targets $($X levels --set cover-round5) --cases cover --min-reps 30 --out $R > $R/cover.log 2>&1
-  echo "cover rc=$?"; grep -E "^moe|refused" $R/cover.log | cut -c1-160; pack
+  timeout $(cap 170 10) $X bench-moe --targets $($X levels --set cover-round5) --cases cover --min-reps 30 --out $R > $R/cover.log 2>&1
+  echo "cover rc=$?"; grep -E "^moe" $R/cover.log | cut -c1-160; grep -cE "refused" $R/cover.log; pack
+fi
+if [[ " ${STAGES:-} " == *" ncu "* ]] && [ $(left) -gt 40 ]; then
+  timeout $(cap 90 5) ncu --profile-from-start off --section SpeedOfLight --section LaunchStats --section WarpStateStats \
+    --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__ops_path_tensor_src_fp8.sum \
+    --cache-control all --clock-control none -f -o $R/where python3 tools/device/ncu_where.py --round5 > $R/ncu.log 2>&1
+  echo "ncu rc=$?"
+  ncu --import $R/where.ncu-rep --csv --page raw --print-units base > $R/where_raw.csv 2>$R/ncu_import.err
+  python3 tools/device/ncu_where.py --summarize $R/where_raw.csv $R/ncu.log $R/where.json | cut -c1-260
+  gzip -f $R/where_raw.csv; rm -f $R/where.ncu-rep; pack
 fi
 echo "== elapsed $(( $(date +%s) - T0 )) s"
