@@ -359,3 +359,47 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
     assert lad[10] == ("ones", (6,), "f32") and lad[11] == ("ones", (3, 256), "f32")
     assert lib == ("library", "A", "W", "offs", ("ones", (6,), "f32"), ("ones", (3, 256), "f32"))
     assert timing.LIBRARY["grouped-fp8"] == "torch._scaled_grouped_mm"
+
+
+def test_the_moe_bench_gives_the_pools_back_between_cases(monkeypatch):
+    """The full-size DeepSeek-V3 case ran out of memory with 122 GB held by CuPy's pool across
+    cases: release_device_memory frees CuPy's device and pinned pools and torch's cache."""
+    from roofline.ladder import bench_x, gpu
+
+    calls = []
+
+    class _Pool:
+        def __init__(self, name, held):
+            self.name, self.held = name, held
+
+        def total_bytes(self):
+            return self.held
+
+        def free_all_blocks(self):
+            calls.append(self.name)
+            self.held = 0
+    dev, pinned = _Pool("device", 122 << 30), _Pool("pinned", 1 << 20)
+    monkeypatch.setattr(gpu, "cupy", lambda: type("CP", (), {"get_default_memory_pool": staticmethod(lambda: dev),
+                                                             "get_default_pinned_memory_pool": staticmethod(lambda: pinned)}))
+    cuda = type("C", (), {"is_available": staticmethod(lambda: True), "empty_cache": staticmethod(lambda: calls.append("torch"))})
+    monkeypatch.setattr(gpu, "torch_or_none", lambda: type("T", (), {"cuda": cuda}))
+    assert bench_x.release_device_memory() == {"pool_bytes_before": 122 << 30, "pool_bytes_after": 0}
+    assert calls == ["device", "pinned", "torch"]
+
+
+def test_the_moe_bench_plan_covers_the_dispatched_classes():
+    """Prefill cases time the tile-engine builds (levels 12, 15) and one level-11 build per dtype, in
+    fp8 as well (round 5); the coverage cases span experts 8..512, inter 512..14336, tokens 16..8192."""
+    from roofline.ladder import bench_x, device_x
+
+    plan = device_x.moe_plan(["15", "l15_pp_m128", "l12_fp8_pingpong", "l11_fp8_tn32", "12", "l11_fp8"], "prefill")
+    assert {c for c, _, _ in plan} == set(bench_x.PREFILL_CASES) and len(plan) == 2 * len(bench_x.PREFILL_CASES)
+    fp8 = [b for _, b, f in plan if f][0]
+    assert [x.name for x in fp8] == [get_level("15").name, VARIANTS["l15_pp_m128"].name, "grouped_fp8_pingpong",
+                                     "grouped_decode_fp8_tn32"]
+    cases = {**{k: bench_x.MOE_CASES[k] for k in bench_x.DECODE_CASES + bench_x.PREFILL_CASES}, **bench_x.COVER_CASES}
+    Es = {c[0] for c in cases.values()}
+    inters = {min(c[3], c[4]) for c in cases.values()}   # gate_up N = 2 inter; down K = inter
+    tokens = {c[1] for c in cases.values()}
+    assert min(Es) == 8 and max(Es) == 512 and min(tokens) == 16 and max(tokens) == 8192
+    assert min(inters) == 512 and max(c[4] for c in cases.values()) == 14336
