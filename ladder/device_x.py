@@ -146,7 +146,7 @@ def do_bench_moe(targets, cases: str, out: Path | None, min_reps: int) -> bool:
         rows += bench_x.grouped_case(timer, case, builds, ceil, fp8=fp8, min_reps=min_reps)
         if not fp8 and "decode" in case and "l11_wkn" in targets:
             rows += bench_x.grouped_case(timer, case, [_target("l11_wkn")], ceil, layout="ekn", min_reps=min_reps)
-        print(f"moe {case} {'fp8' if fp8 else 'bf16'}: done, pool {rows[-1].get('pool_bytes_after_case')} B after", flush=True)
+        print(f"moe {case} {'fp8' if fp8 else 'bf16'}: done, pool {rows[-1].get('pool_bytes_after_case') if rows else '-'} B after", flush=True)
     res = {"meta": bench_x.meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"),
            "ceilings": ceil, "rows": rows}
     if out:
