@@ -15,7 +15,8 @@ pytestmark = [pytest.mark.gpu,
 
 @pytest.mark.parametrize("target", [get_level(11), get_level(12), VARIANTS["l12_m128n128"], VARIANTS["l11_fp8"],
                                     VARIANTS["l11_fp8_tn32"], VARIANTS["l12_pingpong"], VARIANTS["l12_pingpong_m128"],
-                                    VARIANTS["l12_fp8_pingpong"]],
+                                    VARIANTS["l12_fp8_pingpong"], get_level(15), VARIANTS["l15_pp_m128"],
+                                    VARIANTS["l15_m128n128"]],
                          ids=lambda lv: lv.name)
 def test_grouped_level_passes_edge_routings(target):
     for i, (name, counts) in enumerate(edge_routings(big=target.kind == "ws")):
@@ -39,3 +40,19 @@ def test_rerun_measures_a_grouped_head_beside_torch():
     assert m["check_ok"] and m["ladder_t_ms"] > 0 and m["cublas_t_ms"] > 0
     assert m["ladder_level"] == 12 and m["ladder_build"] == "l12_pingpong"   # the grouped decode default
     assert m["library"] == "torch._grouped_mm" and m["problems"][0]["experts_hit_drawn"] <= 128
+
+
+def test_rerun_measures_an_fp8_prefill_head_beside_torch_scaled_grouped_mm():
+    """An fp8 MoE prefill head (4096 tokens, E 128, top-8) runs what the grouped-fp8 table names for
+    the prefill class (level 15's ping-pong build) beside torch._scaled_grouped_mm."""
+    from roofline.ladder import dispatch
+    from roofline.opclasses import Problem
+    from roofline.stagec.timing import measure_grouped
+
+    lvl, why = dispatch.choose_grouped_level(dispatch.default_dispatch_table("grouped-fp8"), 32768, 128, 1536, 2048,
+                                             "fp8", E=128)
+    assert lvl == "l15_pp_m128", why
+    m = measure_grouped([Problem("grouped", 32768, 1536, 2048, "fp8", 1.0, E=128)], level_id=lvl, contract="grouped-fp8")
+    assert m["check_ok"] and m["ladder_t_ms"] > 0 and m["cublas_t_ms"] > 0
+    assert m["ladder_level"] == 15 and m["ladder_build"] == "l15_pp_m128"
+    assert m["library"] == "torch._scaled_grouped_mm"

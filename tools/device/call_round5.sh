@@ -5,7 +5,8 @@
 #   check of level 15 and its builds (random + edge routings, NaN/Inf, float64 of the dequantised
 #   inputs, poisoned output, beside torch._scaled_grouped_mm); compute-sanitizer memcheck, racecheck,
 #   synccheck on their sanitize-mode cases; bench-moe prefill (2048/4096/8192 tokens, E 128, top-8)
-#   of the passing fp8 builds beside torch._scaled_grouped_mm; then (STAGES) the coverage cases and ncu.
+#   of the passing fp8 builds beside torch._scaled_grouped_mm (STAGES check); then, as STAGES names them,
+#   the coverage cases (cover), ncu of level 15 beside torch (ncu), the grouped/fp8 GPU tests (gpu).
 # -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
 set -u
 export PYTHONUNBUFFERED=1
@@ -32,16 +33,20 @@ done
 fi
 echo "== left $(left) s"
 if [[ " ${STAGES:-} " == *" cover "* ]] && [ $(left) -gt 60 ]; then
-  timeout $(cap 170 10) $X bench-moe --targets $($X levels --set cover-round5) --cases cover --min-reps 30 --out $R > $R/cover.log 2>&1
+  timeout $(cap 120 10) $X bench-moe --targets $($X levels --set cover-round5) --cases cover --min-reps 30 --out $R > $R/cover.log 2>&1
   echo "cover rc=$?"; grep -E "^moe" $R/cover.log | cut -c1-160; grep -cE "refused" $R/cover.log; pack
 fi
 if [[ " ${STAGES:-} " == *" ncu "* ]] && [ $(left) -gt 40 ]; then
-  timeout $(cap 90 5) ncu --profile-from-start off --section SpeedOfLight --section LaunchStats --section WarpStateStats \
+  timeout $(cap 75 5) ncu --profile-from-start off --section SpeedOfLight --section LaunchStats --section WarpStateStats \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__ops_path_tensor_src_fp8.sum \
     --cache-control all --clock-control none -f -o $R/where python3 tools/device/ncu_where.py --round5 > $R/ncu.log 2>&1
   echo "ncu rc=$?"
   ncu --import $R/where.ncu-rep --csv --page raw --print-units base > $R/where_raw.csv 2>$R/ncu_import.err
   python3 tools/device/ncu_where.py --summarize $R/where_raw.csv $R/ncu.log $R/where.json | cut -c1-260
   gzip -f $R/where_raw.csv; rm -f $R/where.ncu-rep; pack
+fi
+if [[ " ${STAGES:-} " == *" gpu "* ]] && [ $(left) -gt 30 ]; then
+  timeout $(cap 90 3) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ladder_moe_fp8_gpu.py > $R/gpu_tests.log 2>&1
+  echo "gpu tests rc=$?: $(tail -1 $R/gpu_tests.log)"; pack
 fi
 echo "== elapsed $(( $(date +%s) - T0 )) s"
