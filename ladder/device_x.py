@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from . import bench, bench_x, check_x, gpu, gpu_x
-from .registry import VARIANTS, get_level
+from .registry import VARIANTS, contract_fn, get_level
 
 from .registry import LEVELS
 
@@ -50,10 +50,7 @@ def _summ(name, res) -> dict:
 def _child(name: str, n_random: int, q) -> None:
     lv = _target(name)
     t0 = time.time()
-    if lv.contract.startswith("grouped"):
-        res = check_x.check_grouped_level(lv, n_random=n_random, seed=0)
-    else:
-        res = check_x.check_fp8_level(lv, n_random=n_random, seed=0)
+    res = contract_fn(lv.contract, "check")(lv, n_random=n_random, seed=0)   # the contract's check of one level
     q.put({**_summ(name, res), "seconds": time.time() - t0})
 
 

@@ -12,6 +12,8 @@ import json
 import statistics
 from importlib import resources
 
+from .level import CONTRACTS
+
 NOISE_BAND_ISOLATED = 0.034   # docs/method.md section 9: identical isolated reruns differ by up to ~3.4%
 DECODE_SKINNY_MAX_M = 128
 DECODE_WIDE_MAX_M = 256       # large decode batches / small prefill chunks: a few 128-row tiles
@@ -20,9 +22,7 @@ SHAPE_CLASSES = ("decode-skinny", "decode-wide", "prefill", "ragged")
 GROUPED_DECODE_MAX_ROWS = 64  # rows per hit expert up to which a grouped GEMM is a weight stream (decode)
 GROUPED_CLASSES = ("grouped-decode", "grouped-prefill")
 # one runtime table per contract (registry.CONTRACTS), package data in roofline/data/
-TABLE_FILES = {"gemm-bf16": "ladder_dispatch_sm90a_bf16.json", "gemm-fp8": "ladder_dispatch_sm90a_fp8.json",
-               "grouped-bf16": "ladder_dispatch_sm90a_grouped_bf16.json",
-               "grouped-fp8": "ladder_dispatch_sm90a_grouped_fp8.json"}
+TABLE_FILES = {name: c.dispatch_table for name, c in CONTRACTS.items()}
 
 
 MID_MAX_M = 1024              # mid: batched decode / chunked prefill rows above decode-wide

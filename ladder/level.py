@@ -28,14 +28,52 @@ from pathlib import Path
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels" / "sm90"
 ARCH = "sm_90a"
 
-# The problems a level can solve; bench, check and dispatch read a level's contract to call it.
-CONTRACTS = {
-    "gemm-bf16": "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
-    "gemm-fp8": "C[M,N] = (A[M,K] B[N,K]^T) * sa[M] * sb[N], e4m3 in, fp32 acc, bf16 out (torch._scaled_mm rowwise)",
-    "grouped-bf16": "C[R,N] = A_e[rows of e] W_e^T per expert, offs[E] int32 row ends, W [E,N,K] or [E,K,N] "
-                    "(torch._grouped_mm), bf16 in, fp32 acc, bf16 out",
-    "grouped-fp8": "grouped-bf16 in e4m3, C = (A_e W_e^T) * sa[row] * sw[e,n] (torch._scaled_grouped_mm rowwise)",
-}
+@dataclass(frozen=True)
+class Contract:
+    """One problem the ladder solves, and everything that serves it, in one record: the operands a
+    launch takes, the launcher, the library op a level is measured beside (in the same process, on
+    the same memory), the correctness check of one level, the bench that times it and the dispatch
+    table `roofline rerun` reads for it. Functions are named "module.function" inside roofline.ladder
+    (`contract_fn` resolves them; a test resolves every one)."""
+    name: str
+    formula: str
+    operands: str
+    launcher: str
+    library: str          # the baseline op, as reports name it
+    library_fn: str
+    check: str            # check_level-style: (level, n_random, seed) -> list of results
+    bench: str            # the command that times the contract's levels beside the library op
+    dispatch_table: str   # package data under roofline/data/
+    table_builder: str    # python -m roofline.rerun FLAG BENCH... OUT
+
+
+CONTRACTS: dict[str, Contract] = {c.name: c for c in (
+    Contract("gemm-bf16", "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
+             "a [M,K], b [N,K], c [M,N] uint16 (bf16 bits)", "gpu.launch", "cuBLAS (torch.mm)", "gpu.cublas_tn",
+             "check.check_level", "device_suite bench", "ladder_dispatch_sm90a_bf16.json", "--build-dispatch"),
+    Contract("gemm-fp8", "C[M,N] = (A[M,K] B[N,K]^T) * sa[M] * sb[N], e4m3 in, fp32 acc, bf16 out (torch._scaled_mm rowwise)",
+             "a [M,K], b [N,K] uint8 (e4m3 bits), sa [M], sb [N] float32, c [M,N] uint16", "gpu_x.launch_fp8",
+             "torch._scaled_mm", "gpu_x.torch_scaled", "check_x.check_fp8_level", "device_x bench-fp8",
+             "ladder_dispatch_sm90a_fp8.json", "--build-fp8-dispatch"),
+    Contract("grouped-bf16", "C[R,N] = A_e[rows of e] W_e^T per expert, offs[E] int32 row ends, W [E,N,K] or [E,K,N] "
+             "(torch._grouped_mm), bf16 in, fp32 acc, bf16 out",
+             "a [R,K], w [E,N,K] (or [E,K,N]: l11_wkn), offs [E] int32, c [R,N] uint16", "gpu_x.launch_grouped",
+             "torch._grouped_mm", "gpu_x.torch_grouped", "check_x.check_grouped_level", "device_x bench-moe",
+             "ladder_dispatch_sm90a_grouped_bf16.json", "--build-grouped-dispatch"),
+    Contract("grouped-fp8", "grouped-bf16 in e4m3, C = (A_e W_e^T) * sa[row] * sw[e,n] (torch._scaled_grouped_mm rowwise)",
+             "a [R,K], w [E,N,K] uint8 (e4m3 bits), offs [E] int32, sa [R], sw [E,N] float32, c [R,N] uint16",
+             "gpu_x.launch_grouped", "torch._scaled_grouped_mm", "gpu_x.torch_scaled_grouped",
+             "check_x.check_grouped_level", "device_x bench-moe", "ladder_dispatch_sm90a_grouped_fp8.json",
+             "--build-grouped-fp8-dispatch"),
+)}
+
+
+def contract_fn(contract: str, role: str):
+    """The function a contract names for `role` ("launcher", "library_fn", "check")."""
+    from importlib import import_module
+
+    mod, _, fn = getattr(CONTRACTS[contract], role).rpartition(".")
+    return getattr(import_module(f"roofline.ladder.{mod}"), fn)
 
 
 @dataclass(frozen=True)

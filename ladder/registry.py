@@ -7,7 +7,7 @@ ptxas) is level.py's docstring.
 """
 from __future__ import annotations
 
-from .level import ARCH, CONTRACTS, KERNEL_DIR, Level  # noqa: F401  (the registry's public names)
+from .level import ARCH, CONTRACTS, KERNEL_DIR, Contract, Level, contract_fn  # noqa: F401  (the registry's public names)
 
 
 _TILE = (128, 128, 64)

@@ -107,8 +107,13 @@ def draw_routing(p: Problem, seed: int = 0) -> tuple[list[int], str]:
 
 
 # the library op each contract's level is timed (and profiled) beside
-LIBRARY = {"gemm-bf16": "cuBLAS (torch.mm)", "grouped-bf16": "torch._grouped_mm", "gemm-fp8": "torch._scaled_mm",
-           "grouped-fp8": "torch._scaled_grouped_mm"}
+def _library_names() -> dict:
+    from roofline.ladder.level import CONTRACTS
+
+    return {name: c.library for name, c in CONTRACTS.items()}
+
+
+LIBRARY = _library_names()   # the ladder's Contract records name it
 
 
 def launchers(contract: str, lv, p: Problem, seed: int = 0, counts=None) -> dict:
