@@ -15,22 +15,16 @@
 #include "common.cuh"
 #include "ws.cuh"
 
-namespace {
-// The build, one named field per template argument of ws.cuh's WsCfg (no positional macro line).
-struct L15 {
-  static constexpr int consumers = 2;
+// level 12's build (grouped tile list, cooperative 128x256, 4 stages of 48 KiB) + level 13's fp8 main loop
+struct L15Base : ladder::WsBuild { static constexpr int grouped = 1, fp8 = 1; };
 #if defined(L15_PP_M128)
-  static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6;
+struct L15 : L15Base { static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128 units
 #elif defined(L15_M128N128)
-  static constexpr int pingpong = 0, m64_slabs = 1, tile_n = 128, stages = 6;
+struct L15 : L15Base { static constexpr int tile_n = 128, stages = 6; };                           // cooperative 128x128
 #else
-  static constexpr int pingpong = 0, m64_slabs = 1, tile_n = 256, stages = 4;
+struct L15 : L15Base {};
 #endif
-  static constexpr int cluster = 1, splitk = 0, group_rows = 16, tma_store = LADDER_EPI, fp8 = 1, grouped = 1;
-};
-}  // namespace
-LADDER_WS_KERNEL_X(gemm_l15, L15::consumers, L15::pingpong, L15::m64_slabs, L15::tile_n, L15::stages, L15::cluster,
-                   L15::splitk, L15::group_rows, L15::tma_store, L15::fp8, L15::grouped)
+LADDER_WS_LEVEL_X(gemm_l15, L15)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l15_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif
