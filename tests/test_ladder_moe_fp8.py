@@ -67,8 +67,24 @@ def test_the_stored_moe_bench_reads_back_against_an_independent_count():
 # the grouped table is built from three stored runs (`python -m roofline.rerun --build-grouped-dispatch
 # A B C OUT`): round 2's every-build bench, round 3's decode re-time and its prefill bench at 4096 and
 # 8192 tokens; a (case, build) timed in several keeps the latest
+# ... and round 5's coverage bench (bench_x.COVER_CASES: E 128-512, tokens 16-4096)
+COVER5 = json.loads((EV / "start8_round5" / "bench_moe_cover.json").read_text())
 MOE_RUNS = [MOE, json.loads((EV / "start5_round3" / "bench_moe.json").read_text()),
-            json.loads((EV / "start5_round3" / "prefill" / "bench_moe.json").read_text())]
+            json.loads((EV / "start5_round3" / "prefill" / "bench_moe.json").read_text()), COVER5]
+
+
+def _decode_medians(runs, dtype):
+    """By hand: per build name, the median % of the library over the grouped-decode cases (at most 64
+    rows per hit expert), each (case, build) read from the latest run that timed it."""
+    latest = {}
+    for b in sorted(runs, key=lambda b: b["meta"]["time_utc"]):
+        for r in b["rows"]:
+            if r.get("dtype") == dtype and r["level"] and r.get("check_ok") and r["rows"] <= 64 * r["experts_hit"]:
+                latest[(r["case"], r["name"])] = 100 * r["ratio_vs_lib"]
+    per = {}
+    for (_, n), v in latest.items():
+        per.setdefault(n, []).append(v)
+    return {n: (statistics.median(v), len(v)) for n, v in per.items()}
 
 
 def test_shipped_grouped_and_fp8_tables_are_the_stored_benches():
@@ -78,13 +94,12 @@ def test_shipped_grouped_and_fp8_tables_are_the_stored_benches():
     assert dispatch.build_dispatch_table(dispatch.merge_benches([FP8]), dtype="fp8") == \
         dispatch.default_dispatch_table("gemm-fp8")
     # independent: the grouped-decode median of the ping-pong build of level 12 from the rows by hand
-    latest = MOE_RUNS[1]   # round 3 re-timed l12_pingpong on every decode case
-    vals = [100 * r["ratio_vs_lib"] for r in latest["rows"] if r["name"] == VARIANTS["l12_pingpong"].name
-            and r.get("check_ok") and r["rows"] <= 64 * r["experts_hit"] and r["dtype"] == "bf16"]
+    med, n = _decode_medians(MOE_RUNS, "bf16")[VARIANTS["l12_pingpong"].name]
     tbl = dispatch.default_dispatch_table("grouped-bf16")
+    assert n == 9   # six decode cases + decode16, the DeepSeek-V3 layer, gpt-oss at 64 rows per expert
     assert tbl["classes"]["grouped-decode"][0] == {"level": 12, "build": "l12_pingpong",
-                                                   "median_pct_cublas": statistics.median(vals),
-                                                   "shapes_benched": 6, "within_noise_of_best": True}
+                                                   "median_pct_cublas": med,
+                                                   "shapes_benched": n, "within_noise_of_best": True}
 
 
 def test_fp8_dispatch_and_its_geomean():
@@ -248,16 +263,12 @@ def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
     more experts than the tile engine's plan holds (384) is not dispatched."""
     from roofline.stagec import rerun as rerun_run
 
-    runs = [MOE, MOE_RUNS[1], PREFILL5]
+    runs = [MOE, MOE_RUNS[1], PREFILL5, COVER5]
     assert dispatch.build_grouped_table(dispatch.merge_benches(runs), dtype="fp8") == \
         dispatch.default_dispatch_table("grouped-fp8")
     t = dispatch.default_dispatch_table("grouped-fp8")
-    latest = {}
-    for b in sorted(runs, key=lambda b: b["meta"]["time_utc"]):   # by hand: the latest row per (case, build)
-        for r in b["rows"]:
-            if r.get("dtype") == "fp8" and r["level"] and r["check_ok"]:
-                latest[(r["case"], r["name"])] = 100 * r["ratio_vs_lib"]
-    best = max({n for _, n in latest}, key=lambda n: statistics.median(v for (c, m), v in latest.items() if m == n))
+    dec = _decode_medians(runs, "fp8")
+    best = max(dec, key=lambda n: dec[n][0])
     assert t["classes"]["grouped-decode"][0]["build"] == "l11_fp8_tn32" == build_of_row(11, best)
     art = {"entries": [
         {"name": "sgmm", "modeled": True, "op_class": "moe", "shape": {"pairs": 512, "E": 128, "N": 1536, "K": 2048},
@@ -280,9 +291,13 @@ def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
     assert row["median_pct_cublas"] == pytest.approx(statistics.median(pre[best]))
     assert got["sgmm_prefill"][0] == "l15_pp_m128" and get_level("l15_pp_m128").contract == "grouped-fp8"
     assert rerun_run._contract(got["sgmm_prefill"][2][0]) == "grouped-fp8"
-    art["entries"][1]["shape"]["E"] = 512   # Qwen3-Next-sized: the tile engine's plan holds 384
+    art["entries"][1]["shape"]["E"] = 512   # Qwen3-Next-sized: the tile engine's plan holds 384, level 11's 512
     work, skipped = rerun_run._plan(art, (), rerun_run._tables(None), "sm_90a", None)
-    assert "sgmm_prefill" in skipped and "holds 512 experts" in skipped["sgmm_prefill"]
+    got = {e["name"]: (lvl, why) for e, probs, lvl, why in work}
+    assert got["sgmm_prefill"][0] == "l11_fp8_tn32" and "among the builds that hold 512 experts" in got["sgmm_prefill"][1]
+    only_ws = {**t, "classes": {"grouped-prefill": [r for r in t["classes"]["grouped-prefill"] if r["level"] != 11]}}
+    lvl, why = dispatch.choose_grouped_level(only_ws, 65536, 512, 1536, 2048, "fp8", E=512)
+    assert lvl is None and "holds 512 experts" in why
     assert dispatch.choose_grouped_level(t, 65536, 128, 1536, 2048, "fp8", E=384)[0] == "l15_pp_m128"
 
 

@@ -32,6 +32,12 @@ for tool in memcheck synccheck racecheck; do
 done
 fi
 echo "== left $(left) s"
+if [[ " ${STAGES:-} " == *" rerun "* ]]; then   # roofline rerun --counters of the fp8 MoE trace's grouped head
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+  W=$R/fp8run; mkdir -p $W; cp -r fp8run/profile $W/
+  timeout $(cap 110 10) roofline rerun $W/profile/round_1/profile_roofline.json --entry device_kernel --counters > $R/rerun.log 2>&1
+  echo "rerun rc=$?"; grep -v "it/s\|s/it" $R/rerun.log | tail -8 | cut -c1-220; pack
+fi
 if [[ " ${STAGES:-} " == *" cover "* ]] && [ $(left) -gt 60 ]; then
   timeout $(cap 120 10) $X bench-moe --targets $($X levels --set cover-round5) --cases cover --min-reps 30 --out $R > $R/cover.log 2>&1
   echo "cover rc=$?"; grep -E "^moe" $R/cover.log | cut -c1-160; grep -cE "refused" $R/cover.log; pack
