@@ -8,7 +8,7 @@ experts hit + A read once + C written once; % of the HBM roof divides the bytes 
 the peak table's bandwidth (roofline.peaks, 4.8 TB/s on the H200) and by the copy ceiling
 measured in the same run. fp8 dense: levels 13-14 beside torch._scaled_mm (rowwise scales,
 use_fast_accum=True) on the square-8192 and serving shape sets. Each case is checked first
-(check_x); a failing one is not timed. Ratios: library median / level median, with the range
+(check.py); a failing one is not timed. Ratios: library median / level median, with the range
 [lib p20 / level p80, lib p80 / level p20]."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import time
 
 from roofline.peaks.gemm import gemm_fewest_bytes, gemm_flops
 
-from . import bench, check_x, gpu, gpu_x
+from . import bench, check, gpu, gpu_x
 from .registry import Level
 from .routing import experts_hit, topk_counts
 
@@ -91,7 +91,7 @@ def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str 
     counts = topk_counts(tokens, E, top_k, seed=0)
     R, hit = sum(counts), experts_hit(counts)
     eb = 1 if fp8 else 2
-    a, w, offs = check_x.grouped_operands(counts, N, K, layout, seed=1, fp8=fp8)
+    a, w, offs = check.grouped_operands(counts, N, K, layout, seed=1, fp8=fp8)
     sa = sw = None
     if fp8:
         sa = cp.ones(R, dtype=cp.float32); sw = cp.ones((E, N), dtype=cp.float32)
@@ -106,7 +106,7 @@ def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str 
     rows = [lib]
     for lv in levels:
         try:
-            chk = check_x.check_grouped(lv, counts, N, K, layout=layout, seed=3, case=case)
+            chk = check.check_grouped(lv, counts, N, K, layout=layout, seed=3, case=case)
         except ValueError as exc:   # the launcher refuses the case (more experts than the plan holds)
             rows.append({**base, "level": lv.id, "name": lv.name, "check_ok": False, "check_reason": f"refused: {exc}"})
             continue
@@ -141,7 +141,7 @@ def fp8_shape(timer, shape, levels: list[Level], min_reps: int = 50) -> list[dic
     lib = {**base, "level": 0, "name": "torch._scaled_mm", **_timed(timer, lambda: gpu_x.torch_scaled(a, b, sa, sb), min_reps)}
     rows = [lib]
     for lv in levels:
-        chk = check_x.check_fp8(lv, m, n, k, seed=5)
+        chk = check.check_fp8(lv, m, n, k, seed=5)
         row = {**base, "level": lv.id, "name": lv.name, "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
         if not chk.ok:
             rows.append({**row, "check_reason": chk.reason})

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import bench, bench_x, check_x, gpu, gpu_x
+from . import bench, bench_x, check, gpu, gpu_x
 from .registry import VARIANTS, contract_fn, get_level
 
 from .registry import LEVELS
@@ -90,9 +90,9 @@ def do_sanitize(targets) -> bool:
         if lv.contract.startswith("grouped"):
             lay = gpu_x.grouped_layout(lv)
             cases = [([0, 1, 0, 3, 17, 0, 40, 2], 200, 72, lay), ([5, 0, 130], 64, 256, lay)]
-            res = [check_x.check_grouped(lv, c, n, k, layout=lay, seed=9, with_lib=False) for c, n, k, lay in cases]
+            res = [check.check_grouped(lv, c, n, k, layout=lay, seed=9, with_lib=False) for c, n, k, lay in cases]
         else:
-            res = [check_x.check_fp8(lv, *s, seed=9, with_lib=False) for s in ((128, 256, 128), (100, 37, 40), (64, 512, 2048))]
+            res = [check.check_fp8(lv, *s, seed=9, with_lib=False) for s in ((128, 256, 128), (100, 37, 40), (64, 512, 2048))]
         for r in res:
             print(f"sanitize-mode {name} {r.case}: {'ok' if r.ok else 'FAIL ' + r.reason}", flush=True)
             ok &= r.ok
@@ -106,11 +106,11 @@ def do_probe(targets, only: int | None = None) -> bool:
     ok = True
     for name in targets:
         lv = _target(name)
-        for i, (counts, n, k, lay, case) in enumerate(check_x.grouped_cases(lv, 0, 0)):
+        for i, (counts, n, k, lay, case) in enumerate(check.grouped_cases(lv, 0, 0)):
             if only is not None and i != only:
                 continue
             print(f"probe {name} {case}: launching", flush=True)
-            r = check_x.check_grouped(lv, counts, n, k, layout=lay, seed=i, with_lib=False, case=case)
+            r = check.check_grouped(lv, counts, n, k, layout=lay, seed=i, with_lib=False, case=case)
             print(f"probe {name} {case}: {'ok' if r.ok else 'FAIL ' + r.reason}", flush=True)
             ok &= r.ok
     return ok

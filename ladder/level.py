@@ -53,17 +53,17 @@ CONTRACTS: dict[str, Contract] = {c.name: c for c in (
              "check.check_level", "device_suite bench", "ladder_dispatch_sm90a_bf16.json", "--build-dispatch"),
     Contract("gemm-fp8", "C[M,N] = (A[M,K] B[N,K]^T) * sa[M] * sb[N], e4m3 in, fp32 acc, bf16 out (torch._scaled_mm rowwise)",
              "a [M,K], b [N,K] uint8 (e4m3 bits), sa [M], sb [N] float32, c [M,N] uint16", "gpu_x.launch_fp8",
-             "torch._scaled_mm", "gpu_x.torch_scaled", "check_x.check_fp8_level", "device_x bench-fp8",
+             "torch._scaled_mm", "gpu_x.torch_scaled", "check.check_fp8_level", "device_x bench-fp8",
              "ladder_dispatch_sm90a_fp8.json", "--build-fp8-dispatch"),
     Contract("grouped-bf16", "C[R,N] = A_e[rows of e] W_e^T per expert, offs[E] int32 row ends, W [E,N,K] or [E,K,N] "
              "(torch._grouped_mm), bf16 in, fp32 acc, bf16 out",
              "a [R,K], w [E,N,K] (or [E,K,N]: l11_wkn), offs [E] int32, c [R,N] uint16", "gpu_x.launch_grouped",
-             "torch._grouped_mm", "gpu_x.torch_grouped", "check_x.check_grouped_level", "device_x bench-moe",
+             "torch._grouped_mm", "gpu_x.torch_grouped", "check.check_grouped_level", "device_x bench-moe",
              "ladder_dispatch_sm90a_grouped_bf16.json", "--build-grouped-dispatch"),
     Contract("grouped-fp8", "grouped-bf16 in e4m3, C = (A_e W_e^T) * sa[row] * sw[e,n] (torch._scaled_grouped_mm rowwise)",
              "a [R,K], w [E,N,K] uint8 (e4m3 bits), offs [E] int32, sa [R], sw [E,N] float32, c [R,N] uint16",
              "gpu_x.launch_grouped", "torch._scaled_grouped_mm", "gpu_x.torch_scaled_grouped",
-             "check_x.check_grouped_level", "device_x bench-moe", "ladder_dispatch_sm90a_grouped_fp8.json",
+             "check.check_grouped_level", "device_x bench-moe", "ladder_dispatch_sm90a_grouped_fp8.json",
              "--build-grouped-fp8-dispatch"),
 )}
 

@@ -191,13 +191,13 @@ def test_each_grouped_build_is_checked_and_launched_with_its_own_weight_layout()
     the W [E, K, N] cases (a 3-D tensor map) to the 2-D builds and W [E, N, K] to l11_wkn. Each build
     now reads one layout; its cases use only that one, and the launcher refuses the other before
     touching the GPU."""
-    from roofline.ladder import check_x, gpu_x
+    from roofline.ladder import check, gpu_x
 
     grouped = [lv for lv in (*LEVELS, *VARIANTS.values()) if lv.contract.startswith("grouped")]
     assert {gpu_x.grouped_layout(lv) for lv in grouped} == {"enk", "ekn"}
     for lv in grouped:
         want = "ekn" if "L11_WKN=1" in lv.defines else "enk"
-        assert {c[3] for c in check_x.grouped_cases(lv, 6, 0)} == {want}, lv.name
+        assert {c[3] for c in check.grouped_cases(lv, 6, 0)} == {want}, lv.name
         other = "enk" if want == "ekn" else "ekn"
 
         class _A:   # never reached: the layout is refused before the operands are looked at
@@ -344,7 +344,7 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
     """The re-run's side-by-side launches of a grouped fp8 problem (timing.launchers, also what the
     counter run launches): e4m3 operands on the drawn routing, unit scales of [rows] and [E, N],
     the ladder build and torch._scaled_grouped_mm on the same memory."""
-    from roofline.ladder import check_x, gpu, gpu_x
+    from roofline.ladder import check, gpu, gpu_x
     from roofline.opclasses import Problem
     from roofline.stagec import timing
 
@@ -360,7 +360,7 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
             return ("empty", shape, dtype)
     calls = []
     monkeypatch.setattr(gpu, "cupy", lambda: _CP)
-    monkeypatch.setattr(check_x, "grouped_operands", lambda counts, N, K, lay, seed, fp8=False:
+    monkeypatch.setattr(check, "grouped_operands", lambda counts, N, K, lay, seed, fp8=False:
                         calls.append(("operands", tuple(counts), N, K, lay, seed, fp8)) or ("A", "W", "offs"))
     monkeypatch.setattr(gpu_x, "launch_grouped", lambda *a: calls.append(("ladder",) + a))
     monkeypatch.setattr(gpu_x, "torch_scaled_grouped", lambda *a: calls.append(("library",) + a))

@@ -5,7 +5,7 @@ grouped head beside torch._grouped_mm. Skipped without CuPy and a GPU. On the de
 """
 import pytest
 
-from roofline.ladder import check_x, gpu
+from roofline.ladder import check, gpu
 from roofline.ladder.registry import VARIANTS, get_level
 from roofline.ladder.routing import edge_routings
 
@@ -21,13 +21,13 @@ pytestmark = [pytest.mark.gpu,
 def test_grouped_level_passes_edge_routings(target):
     for i, (name, counts) in enumerate(edge_routings(big=target.kind == "ws")):
         for n, k in ((256, 128), (131, 1), (200, 77)):
-            r = check_x.check_grouped(target, counts, n, k, seed=i, specials=(i == 2), case=name)
+            r = check.check_grouped(target, counts, n, k, seed=i, specials=(i == 2), case=name)
             assert r.ok, (name, n, k, r.reason)
 
 
 @pytest.mark.parametrize("level_id", [13, 14, "l13_pingpong"])
 def test_fp8_level_passes(level_id):
-    res = check_x.check_fp8_level(get_level(level_id), n_random=6, seed=1)
+    res = check.check_fp8_level(get_level(level_id), n_random=6, seed=1)
     assert all(r.ok for r in res), [(r.case, r.reason) for r in res if not r.ok][:5]
     assert any(r.specials for r in res)
 

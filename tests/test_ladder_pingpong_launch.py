@@ -158,7 +158,7 @@ def test_grouped_fp8_pingpong_reaches_check_sanitize_and_the_decode_bench(monkey
     """device_x runs every grouped-fp8 target: the check's grouped cases (prefill-sized edge
     routings: it is a ws build), sanitize's grouped cases, and bench-moe's fp8 rows on every
     decode case beside level 11's fp8 build; the round-3 target set names it."""
-    from roofline.ladder import bench, bench_x, check_x, device_x
+    from roofline.ladder import bench, bench_x, check, device_x
     from roofline.ladder.target_sets import TARGET_SETS
     from roofline.ladder.routing import edge_routings
 
@@ -166,10 +166,10 @@ def test_grouped_fp8_pingpong_reaches_check_sanitize_and_the_decode_bench(monkey
     assert name in device_x.x_targets()
     assert TARGET_SETS["x-round3"] == ("l12_fp8_pingpong", "l11_fp8_tn32", "l12_pingpong")
     lv = VARIANTS[name]
-    cases = check_x.grouped_cases(lv, 3, 0)
+    cases = check.grouped_cases(lv, 3, 0)
     assert [c[0] for c in cases[:4 * len(edge_routings(big=True)):4]] == [r for _, r in edge_routings(big=True)]
     seen = []
-    monkeypatch.setattr(check_x, "check_grouped", lambda lv, *a, **k: seen.append(lv.name) or SimpleNamespace(
+    monkeypatch.setattr(check, "check_grouped", lambda lv, *a, **k: seen.append(lv.name) or SimpleNamespace(
         ok=True, case="c"))
     assert device_x.do_sanitize([name]) and seen == [lv.name, lv.name]
     calls = []

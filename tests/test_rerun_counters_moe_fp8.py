@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from roofline import api, report
-from roofline.ladder import bench, check_x, gpu, gpu_x
+from roofline.ladder import bench, check, gpu, gpu_x
 from roofline.stagec import profiler, rerun as stagec_rerun, timing
 
 from conftest import FIXTURES
@@ -84,9 +84,9 @@ class Device:
             return Arr((sum(counts), K)), Arr((len(counts), N, K)), np.cumsum(counts).astype(np.int32)
 
         ok = types.SimpleNamespace(ok=True, rel_err_ref=1e-3, reason="")
-        mp.setattr(check_x, "grouped_operands", operands)
-        mp.setattr(check_x, "check_grouped", lambda *a, **k: ok)
-        mp.setattr(check_x, "check_fp8", lambda *a, **k: ok)
+        mp.setattr(check, "grouped_operands", operands)
+        mp.setattr(check, "check_grouped", lambda *a, **k: ok)
+        mp.setattr(check, "check_fp8", lambda *a, **k: ok)
         dev = self
 
         class Timer:

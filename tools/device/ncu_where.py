@@ -27,7 +27,7 @@ def _plan(cases):
     fp8 form; "fp8-MxNxK" and "bf16-MxNxK": dense); the library op runs first in every case."""
     import cupy as cp
 
-    from roofline.ladder import bench_x, check_x, gpu, gpu_x
+    from roofline.ladder import bench_x, check, gpu, gpu_x
     from roofline.ladder.registry import get_level
     from roofline.ladder.routing import topk_counts
 
@@ -43,7 +43,7 @@ def _plan(cases):
             E, tokens, top_k, N, K = bench_x.MOE_CASES[case]
             counts = topk_counts(tokens, E, top_k, seed=0)
             R = sum(counts)
-            a, w, offs = check_x.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8)
+            a, w, offs = check.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8)
             sa = cp.ones(R, dtype=cp.float32) if fp8 else None
             sw = cp.ones((E, N), dtype=cp.float32) if fp8 else None
             c = cp.empty((R, N), dtype=cp.uint16)
