@@ -77,13 +77,78 @@ def cfg_mistral_swa():
                          sliding_window=1024, max_position_embeddings=8192)
 
 
+def cfg_qwen3_dense():
+    """Qwen3-14B-shaped dense decoder (GQA 40 -> 8)."""
+    from transformers import Qwen3Config
+    return Qwen3Config(hidden_size=5120, intermediate_size=17408, num_attention_heads=40,
+                       num_key_value_heads=8, head_dim=128, num_hidden_layers=2, vocab_size=151936,
+                       max_position_embeddings=8192)
+
+
+def cfg_llama_3b():
+    """Llama-3.2-3B-shaped (GQA 24 -> 8, tied embeddings), three layers."""
+    from transformers import LlamaConfig
+    return LlamaConfig(hidden_size=3072, intermediate_size=8192, num_attention_heads=24,
+                       num_key_value_heads=8, head_dim=128, num_hidden_layers=3, vocab_size=128256,
+                       tie_word_embeddings=True, max_position_embeddings=8192, rope_theta=500000.0)
+
+
+def cfg_gpt_oss():
+    """gpt-oss-20B-shaped: attention sinks, GQA 64 -> 8 (head_dim 64), 32 experts top-4, one
+    sliding-window (128) layer and one full layer; bf16 experts (no MXFP4 here)."""
+    from transformers import GptOssConfig
+    return GptOssConfig(hidden_size=2880, intermediate_size=2880, num_local_experts=32,
+                        num_experts_per_tok=4, num_attention_heads=64, num_key_value_heads=8,
+                        head_dim=64, sliding_window=128, num_hidden_layers=2,
+                        layer_types=["sliding_attention", "full_attention"], vocab_size=201088,
+                        max_position_embeddings=8192)
+
+
+def cfg_gemma3():
+    """Gemma-3-4B-shaped text model: three sliding-window (1024) layers and one global layer."""
+    from transformers import Gemma3TextConfig
+    return Gemma3TextConfig(hidden_size=2560, intermediate_size=10240, num_attention_heads=8,
+                            num_key_value_heads=4, head_dim=256, num_hidden_layers=4,
+                            vocab_size=262208, sliding_window=1024, query_pre_attn_scalar=256,
+                            layer_types=["sliding_attention"] * 3 + ["full_attention"],
+                            max_position_embeddings=8192)
+
+
+def cfg_qwen3_next():
+    """Qwen3-Next-80B-A3B-shaped hybrid: three gated delta-net (linear attention) layers and one
+    full-attention layer, every layer an MoE (512 experts top-10 + a shared expert)."""
+    from transformers import Qwen3NextConfig
+    return Qwen3NextConfig(hidden_size=2048, num_hidden_layers=4, num_attention_heads=16,
+                           num_key_value_heads=2, head_dim=256, linear_num_key_heads=16,
+                           linear_num_value_heads=32, linear_key_head_dim=128,
+                           linear_value_head_dim=128, linear_conv_kernel_dim=4, num_experts=512,
+                           num_experts_per_tok=10, moe_intermediate_size=512,
+                           shared_expert_intermediate_size=512, vocab_size=151936,
+                           layer_types=["linear_attention"] * 3 + ["full_attention"],
+                           max_position_embeddings=8192)
+
+
+def cfg_bamba():
+    """Bamba-9B-shaped Mamba2 hybrid: three Mamba2 layers and one attention layer (index 2)."""
+    from transformers import BambaConfig
+    return BambaConfig(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+                       num_key_value_heads=8, num_hidden_layers=4, attn_layer_indices=[2],
+                       mamba_n_heads=128, mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128,
+                       mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=256, vocab_size=128000,
+                       max_position_embeddings=8192)
+
+
 def shrink(cfg):
     """--tiny: the same model class at toy sizes (CPU smoke test)."""
     for k, v in dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
                      num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=512,
                      num_experts=8, n_routed_experts=8, n_group=2, topk_group=1, q_lora_rank=64,
                      kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=16,
-                     sliding_window=16).items():
+                     sliding_window=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                     linear_key_head_dim=16, linear_value_head_dim=16, mamba_n_heads=4,
+                     mamba_d_head=64, mamba_d_state=16, mamba_chunk_size=8, num_local_experts=8,
+                     shared_expert_intermediate_size=64, num_experts_per_tok=2,
+                     query_pre_attn_scalar=32).items():
         if hasattr(cfg, k) and getattr(cfg, k) is not None:
             setattr(cfg, k, v)
     if getattr(cfg, "n_routed_experts", None):   # MLA: rotary runs over the rope part only
@@ -125,12 +190,69 @@ def to_fp8(model):
     return model
 
 
+class FP8GroupedExperts(nn.Module):
+    """The MoE experts of a Qwen3-MoE layer in e4m3 through torch._scaled_grouped_mm (written here:
+    transformers has no fp8 grouped path that runs without a hub kernel). Routing as serving
+    stacks do it: sort the (token, slot) pairs by expert (torch.sort), count rows per expert
+    (bincount -> cumsum offsets), gather the rows, quantise them rowwise (amax per row, scale [R]),
+    gate_up and down as grouped fp8 GEMMs with weights scaled per expert and output column
+    (scale [E, N]), SiLU-and-mul between, the routing weight applied, and the rows scattered back
+    with index_add_ (atomic adds into [T, H])."""
+
+    def __init__(self, ex):
+        super().__init__()
+        self.E, self.act_fn = ex.num_experts, ex.act_fn
+        for name in ("gate_up_proj", "down_proj"):
+            w = getattr(ex, name).detach().float()                 # [E, N, K]
+            sc = w.abs().amax(dim=2).clamp(min=1e-12) / 448.0     # [E, N]
+            self.register_buffer(name + "_8", (w / sc[..., None]).to(torch.float8_e4m3fn))
+            self.register_buffer(name + "_s", sc.contiguous())
+
+    @staticmethod
+    def quant_rows(x):
+        sc = x.abs().amax(dim=1).float().clamp(min=1e-12) / 448.0
+        return (x.float() / sc[:, None]).to(torch.float8_e4m3fn), sc
+
+    def gmm(self, x8, xs, name, offs):
+        w8, ws = getattr(self, name + "_8"), getattr(self, name + "_s")
+        if x8.is_cuda:
+            return torch._scaled_grouped_mm(x8, w8.transpose(1, 2), xs, ws, offs=offs, out_dtype=DT,
+                                            use_fast_accum=True)
+        # CPU smoke test only (--tiny): the same arithmetic group by group
+        out, lo = [], 0
+        for e, hi in enumerate(offs.tolist()):
+            out.append((x8[lo:hi].float() * xs[lo:hi, None]) @ (w8[e].float() * ws[e][:, None]).t())
+            lo = hi
+        return torch.cat(out).to(DT)
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        k = top_k_index.shape[1]
+        flat = top_k_index.reshape(-1)
+        order = torch.sort(flat, stable=True).indices
+        tok = order // k
+        offs = torch.cumsum(torch.bincount(flat, minlength=self.E), 0, dtype=torch.int32)
+        x8, xs = self.quant_rows(hidden_states[tok])
+        g, u = self.gmm(x8, xs, "gate_up_proj", offs).chunk(2, dim=-1)
+        a8, as_ = self.quant_rows(self.act_fn(g) * u)
+        y = self.gmm(a8, as_, "down_proj", offs)
+        y = y * top_k_weights.reshape(-1)[order, None].to(y.dtype)
+        out = torch.zeros_like(hidden_states)
+        out.index_add_(0, tok, y)
+        return out
+
+
+def to_fp8_moe(model):
+    for layer in model.model.layers:
+        layer.mlp.experts = FP8GroupedExperts(layer.mlp.experts)
+    return model
+
+
 # ----------------------------------------------------------------------------- steps
-def build(cfg, experts=None, device="cuda"):
+def build(cfg, experts=None, device="cuda", attn="sdpa"):
     from transformers import AutoModelForCausalLM
     if TINY:
         cfg = shrink(cfg)
-    kw = {"dtype": DT, "attn_implementation": "sdpa"}
+    kw = {"dtype": DT, "attn_implementation": attn}
     if experts:
         kw["experts_implementation"] = experts
     with torch.device(device):
@@ -220,14 +342,31 @@ CASES = {
     "mistral_swa": (cfg_mistral_swa, None, 2, 4096, 1, 6, {"decode_b": 16}),
     "llama_graph_decode": (cfg_llama, None, 64, 512, 0, 6, {"graph": True}),
     "llama_compile_decode": (cfg_llama, None, 64, 512, 0, 6, {"compile": True}),
+    # round 2 (issues 31, 32): necessary vs moved bytes, hybrids, fp8 grouped MoE. static: the
+    # StaticCache's max_cache_len (decode reads all its slots; isl of them are filled); attn: the
+    # attention implementation (eager materialises the GQA broadcast: repeat_kv)
+    "qwen3_static_eager": (cfg_qwen3_dense, None, 4, 700, 0, 4,
+                           {"decode_b": 24, "static": 2816, "attn": "eager"}),
+    "qwen3_static_sdpa": (cfg_qwen3_dense, None, 4, 700, 0, 4, {"decode_b": 24, "static": 2816}),
+    "gptoss_eager": (cfg_gpt_oss, "grouped_mm", 4, 1024, 1, 4, {"decode_b": 40, "attn": "eager"}),
+    "gemma3_swa_eager": (cfg_gemma3, None, 2, 1792, 1, 5, {"decode_b": 24, "attn": "eager"}),
+    "llama3b_cat_decode": (cfg_llama_3b, None, 4, 1536, 0, 10, {"decode_b": 48}),
+    "qwen3moe_fp8_grouped": (cfg_qwen3_moe, None, 4, 640, 1, 4, {"decode_b": 48, "fp8_moe": True}),
+    "qwen3next_fla": (cfg_qwen3_next, "grouped_mm", 2, 1024, 1, 4, {"decode_b": 40}),
+    # bamba_mamba2 at (2, 1024, decode_b 32) ran out of memory on the H200 (2026-12-03): the
+    # decode batch's own prefill through the reference chunk scan (no mamba_ssm) asked for 512 GiB
+    # at 32 x 1024 tokens; 8 x 128 here is untested on the device
+    "bamba_mamba2": (cfg_bamba, None, 8, 128, 1, 4, {"decode_b": 32}),
 }
 
 
 def prepare(name, device):
     cfgf, experts, b, isl, n_pre, n_dec, opt = CASES[name]
-    model = build(cfgf(), experts, device)
+    model = build(cfgf(), experts, device, opt.get("attn", "sdpa"))
     if opt.get("fp8"):
         model = to_fp8(model)
+    if opt.get("fp8_moe"):
+        model = to_fp8_moe(model)
     if TINY:
         b, isl = min(b, 2), min(isl, 16)
     return model, b, isl, n_pre, n_dec, opt
@@ -249,7 +388,8 @@ def run_case(name, device, out_dir):
         if opt.get("graph") or opt.get("compile"):
             fn = graph_case(model, dec_b, isl, device, n_dec, compiled=bool(opt.get("compile")))
         else:
-            fn = eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, opt.get("decode_experts"))
+            fn = eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, opt.get("decode_experts"),
+                            opt.get("static"))
         prof = profiled(path, fn)
     meta["kernel_totals"] = kernel_totals(prof)
     meta["trace"] = os.path.basename(path)
@@ -264,10 +404,17 @@ def decode_backend(model, experts):
         model.set_experts_implementation(experts)
 
 
-def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=None):
+def runner(model, b, isl, device, static=None):
+    """static: a StaticCache of that many slots (max_cache_len); else a DynamicCache."""
+    if static and TINY:
+        static = min(static, isl + 24)
+    return Runner(model, b, isl, device, static=bool(static), max_len=static or None)
+
+
+def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=None, static=None):
     first = model.config._experts_implementation if dec_experts else None
-    r = Runner(model, b, isl, device)
-    rd = Runner(model, dec_b, isl, device) if dec_b != b else r
+    r = runner(model, b, isl, device, static)
+    rd = runner(model, dec_b, isl, device, static) if dec_b != b else r
     r.prefill()            # warm-up outside the profiled window (cuBLAS handles, autotune)
     if rd is not r:
         rd.prefill()
@@ -359,17 +506,17 @@ def ncu_case(name, device):
             sync()
             torch.cuda.nvtx.range_pop()
         else:
-            r = Runner(model, b, isl, device)
-            r.prefill()
-            sync()
+            r = runner(model, b, isl, device, opt.get("static"))
             if n_pre:
+                r.prefill()
+                sync()
                 r.reset()
                 torch.cuda.nvtx.range_push(f"{name}__prefill")
                 r.prefill()
                 sync()
                 torch.cuda.nvtx.range_pop()
             if n_dec:
-                rd = Runner(model, dec_b, isl, device)
+                rd = runner(model, dec_b, isl, device, opt.get("static"))
                 rd.prefill()
                 decode_backend(model, opt.get("decode_experts"))
                 rd.decode()
