@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import gpu, gpu_x
+from . import gpu, gpu_moe_fp8
 from .registry import Level
 from .routing import edge_routings, uniform_counts
 
@@ -250,7 +250,7 @@ def grouped_operands(counts, N: int, K: int, layout: str, seed: int, fp8: bool =
     E, R = len(counts), int(sum(counts))
     wshape = (E, N, K) if layout == "enk" else (E, K, N)
     if fp8:
-        a, w = gpu_x.random_fp8((max(R, 1), K), seed), gpu_x.random_fp8(wshape, seed + 1)
+        a, w = gpu_moe_fp8.random_fp8((max(R, 1), K), seed), gpu_moe_fp8.random_fp8(wshape, seed + 1)
         a = a[:R]
     else:
         a, w = gpu.random_bf16((R, K), seed=seed), gpu.random_bf16(wshape, seed=seed + 1)
@@ -262,7 +262,7 @@ def grouped_operands(counts, N: int, K: int, layout: str, seed: int, fp8: bool =
             a[int(rng.integers(R)), int(rng.integers(K))] = 0x7FC0
             a[int(rng.integers(R)), int(rng.integers(K))] = 0x7F80
             w.reshape(-1)[int(rng.integers(w.size))] = 0xFF80
-    offs = cp.asarray(gpu_x.offsets_from_counts(counts))
+    offs = cp.asarray(gpu_moe_fp8.offsets_from_counts(counts))
     return a, w, offs
 
 
@@ -280,10 +280,10 @@ def check_grouped(level: Level, counts, N: int, K: int, *, layout: str = "enk", 
         if specials and R:
             sw[0, 0] = cp.inf
     c = cp.full((R, N), gpu.POISON_BITS, dtype=cp.uint16)
-    gpu_x.launch_grouped(level, a, w, offs, c, E, N, K, layout, sa, sw)
+    gpu_moe_fp8.launch_grouped(level, a, w, offs, c, E, N, K, layout, sa, sw)
     cp.cuda.runtime.deviceSynchronize()
     unwritten = int((c == gpu.POISON_BITS).sum())
-    conv = (lambda x: gpu_x.fp8_bits_to_f64(x)) if fp8 else (lambda x: gpu.bf16_bits_to_f32(x, cp).astype(cp.float64))
+    conv = (lambda x: gpu_moe_fp8.fp8_bits_to_f64(x)) if fp8 else (lambda x: gpu.bf16_bits_to_f32(x, cp).astype(cp.float64))
     a64 = conv(a)
     ref = cp.zeros((R, N)); absref = cp.zeros((R, N))
     ends = np.cumsum(counts)
@@ -306,7 +306,7 @@ def check_grouped(level: Level, counts, N: int, K: int, *, layout: str = "enk", 
     if with_lib and gpu.torch_or_none() is not None and R and (fp8 or K % 8 == 0 and N % 8 == 0) and (
             not fp8 or (K % 16 == 0 and N % 16 == 0 and layout == "enk")):
         try:
-            lib = gpu_x.bits_of(gpu_x.torch_scaled_grouped(a, w, offs, sa, sw) if fp8 else gpu_x.torch_grouped(a, w, offs, layout))
+            lib = gpu_moe_fp8.bits_of(gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw) if fp8 else gpu_moe_fp8.torch_grouped(a, w, offs, layout))
             cp.cuda.runtime.deviceSynchronize()
             lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
         except RuntimeError:   # the library refuses this shape (alignment): no library comparison
@@ -318,7 +318,7 @@ def check_grouped(level: Level, counts, N: int, K: int, *, layout: str = "enk", 
 def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: bool = False,
               with_lib: bool = True) -> XCheck:
     cp = gpu.cupy()
-    a, b = gpu_x.random_fp8((m, k), seed), gpu_x.random_fp8((n, k), seed + 1)
+    a, b = gpu_moe_fp8.random_fp8((m, k), seed), gpu_moe_fp8.random_fp8((n, k), seed + 1)
     rs = cp.random.RandomState(seed)
     sa = (rs.random_sample(m, dtype=cp.float32) + 0.5).astype(cp.float32)
     sb = (rs.random_sample(n, dtype=cp.float32) + 0.5).astype(cp.float32)
@@ -327,10 +327,10 @@ def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: 
         a[int(rng.integers(m)), int(rng.integers(k))] = 0x7F   # NaN (e4m3 has no Inf)
         sb[int(rng.integers(n))] = cp.inf
     c = cp.full((m, n), gpu.POISON_BITS, dtype=cp.uint16)
-    gpu_x.launch_fp8(level, a, b, sa, sb, c, m, n, k)
+    gpu_moe_fp8.launch_fp8(level, a, b, sa, sb, c, m, n, k)
     cp.cuda.runtime.deviceSynchronize()
     unwritten = int((c == gpu.POISON_BITS).sum())
-    a64, b64 = gpu_x.fp8_bits_to_f64(a), gpu_x.fp8_bits_to_f64(b)
+    a64, b64 = gpu_moe_fp8.fp8_bits_to_f64(a), gpu_moe_fp8.fp8_bits_to_f64(b)
     s = sa[:, None].astype(cp.float64) * sb[None, :].astype(cp.float64)
     ref = (a64 @ b64.T) * s
     absref = (cp.abs(a64) @ cp.abs(b64).T) * cp.abs(s)
@@ -339,7 +339,7 @@ def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: 
     lib_rel = None
     if with_lib and gpu.torch_or_none() is not None and k % 16 == 0 and n % 16 == 0:
         try:
-            lib = gpu_x.bits_of(gpu_x.torch_scaled(a, b, sa, sb))
+            lib = gpu_moe_fp8.bits_of(gpu_moe_fp8.torch_scaled(a, b, sa, sb))
             cp.cuda.runtime.deviceSynchronize()
             lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
         except RuntimeError:
@@ -349,7 +349,7 @@ def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: 
 
 def grouped_cases(level: Level, n_random: int, seed: int) -> list[tuple]:
     """(counts, N, K, layout, name): the edge routings and shapes, then random ones."""
-    layouts = (gpu_x.grouped_layout(level),)   # each build reads one layout (l11_wkn: [E, K, N])
+    layouts = (gpu_moe_fp8.grouped_layout(level),)   # each build reads one layout (l11_wkn: [E, K, N])
     big = level.kind != "grouped"
     out = []
     for name, counts in edge_routings(big=big):

@@ -52,14 +52,14 @@ def grouped_class(rows: int, experts_hit: float) -> str:
 
 
 def _pct(r: dict) -> float | None:
-    """% of the library kernel: the dense bench's pct_cublas, or 100 x bench_x's ratio_vs_lib."""
+    """% of the library kernel: the dense bench's pct_cublas, or 100 x bench_moe_fp8's ratio_vs_lib."""
     if "pct_cublas" in r:
         return r["pct_cublas"]
     return 100.0 * r["ratio_vs_lib"] if "ratio_vs_lib" in r else None
 
 
 def build_grouped_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
-    """From bench_x's grouped rows (bench_moe.json): per grouped class, every level that passed its
+    """From bench_moe_fp8's grouped rows (bench_moe.json): per grouped class, every level that passed its
     check, ranked by its median % of the library op (torch._grouped_mm; fp8: torch._scaled_grouped_mm)
     over the cases of the class (the stopping rule's order, dispatch_order). Rows of `dtype` with W
     [E, N, K] only (the layout every level takes)."""

@@ -3,7 +3,7 @@ ladder/README.md is this module's output; tests/test_ladder_targets.py regenerat
 
     python3 -m roofline.ladder.targets BENCH.json [BENCH.json ...]
 
-Inputs: bench_x's grouped rows (bench_moe.json: `case`, `ratio_vs_lib`, `pct_hbm_peak`), its fp8
+Inputs: bench_moe_fp8's grouped rows (bench_moe.json: `case`, `ratio_vs_lib`, `pct_hbm_peak`), its fp8
 rows (bench_fp8_*.json, one file per machine start: `m n k`, `ratio_vs_lib`) and the dense bench's
 mid-shape rows (bench_mid.json: `pct_cublas`). Per case the best CHECKED kernel (level or variant)
 is shown with its p20-p80 range; a target is met only where the stated figure is."""

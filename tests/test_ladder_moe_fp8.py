@@ -67,7 +67,7 @@ def test_the_stored_moe_bench_reads_back_against_an_independent_count():
 # the grouped table is built from three stored runs (`python -m roofline.rerun --build-grouped-dispatch
 # A B C OUT`): round 2's every-build bench, round 3's decode re-time and its prefill bench at 4096 and
 # 8192 tokens; a (case, build) timed in several keeps the latest
-# ... and round 5's coverage bench (bench_x.COVER_CASES: E 128-512, tokens 16-4096)
+# ... and round 5's coverage bench (bench_moe_fp8.COVER_CASES: E 128-512, tokens 16-4096)
 COVER5 = json.loads((EV / "start8_round5" / "bench_moe_cover.json").read_text())
 MOE_RUNS = [MOE, json.loads((EV / "start5_round3" / "bench_moe.json").read_text()),
             json.loads((EV / "start5_round3" / "prefill" / "bench_moe.json").read_text()), COVER5]
@@ -175,7 +175,7 @@ def test_l2_mode_counts_all_expert_weights():
 
 
 def test_e4m3_table():
-    from roofline.ladder.gpu_x import E4M3
+    from roofline.ladder.gpu_moe_fp8 import E4M3
     assert (E4M3[0x38], E4M3[0x7E], E4M3[0x01], E4M3[0xB8]) == (1.0, 448.0, 2.0 ** -9, -1.0)
     assert np.isnan(E4M3[0x7F]) and np.isnan(E4M3[0xFF]) and np.isfinite(np.delete(E4M3, [0x7F, 0xFF])).all()
 
@@ -191,10 +191,10 @@ def test_each_grouped_build_is_checked_and_launched_with_its_own_weight_layout()
     the W [E, K, N] cases (a 3-D tensor map) to the 2-D builds and W [E, N, K] to l11_wkn. Each build
     now reads one layout; its cases use only that one, and the launcher refuses the other before
     touching the GPU."""
-    from roofline.ladder import check, gpu_x
+    from roofline.ladder import check, gpu_moe_fp8
 
     grouped = [lv for lv in (*LEVELS, *VARIANTS.values()) if lv.contract.startswith("grouped")]
-    assert {gpu_x.grouped_layout(lv) for lv in grouped} == {"enk", "ekn"}
+    assert {gpu_moe_fp8.grouped_layout(lv) for lv in grouped} == {"enk", "ekn"}
     for lv in grouped:
         want = "ekn" if "L11_WKN=1" in lv.defines else "enk"
         assert {c[3] for c in check.grouped_cases(lv, 6, 0)} == {want}, lv.name
@@ -203,7 +203,7 @@ def test_each_grouped_build_is_checked_and_launched_with_its_own_weight_layout()
         class _A:   # never reached: the layout is refused before the operands are looked at
             shape = (1, 1)
         with pytest.raises(ValueError, match="reads W"):
-            gpu_x.launch_grouped(lv, _A(), None, None, None, 1, 1, 1, other)
+            gpu_moe_fp8.launch_grouped(lv, _A(), None, None, None, 1, 1, 1, other)
 
 
 def test_a_level_kernel_is_looked_up_once_per_process(monkeypatch):
@@ -305,7 +305,7 @@ def test_level15_launch_operands(monkeypatch):
     """Level 15's builds go through the tile engine's grouped launcher: uint8 maps with 128-byte
     inner boxes of the build's unit tile (A: unit rows; W: unit columns over the E*N weight rows), the
     C map, K tiles of 128, the grid bound in units, the scales and offsets in the kernel's WsX slots."""
-    from roofline.ladder import build, gpu, gpu_x
+    from roofline.ladder import build, gpu, gpu_moe_fp8
 
     maps, launches = [], []
 
@@ -317,34 +317,34 @@ def test_level15_launch_operands(monkeypatch):
         def __call__(self, grid, block, args, shared_mem):
             launches.append((grid, block, args, shared_mem))
     monkeypatch.setattr(gpu, "cupy", lambda: type("CP", (), {"int32": int, "zeros": None}))
-    monkeypatch.setattr(gpu_x, "_null", lambda: "null")
-    monkeypatch.setattr(gpu_x, "tensor_map_nd", lambda ptr, eb, dims, strides, box: maps.append((ptr, eb, dims, strides, box)) or f"map{ptr}")
+    monkeypatch.setattr(gpu_moe_fp8, "_null", lambda: "null")
+    monkeypatch.setattr(gpu_moe_fp8, "tensor_map_nd", lambda ptr, eb, dims, strides, box: maps.append((ptr, eb, dims, strides, box)) or f"map{ptr}")
     monkeypatch.setattr(gpu, "tensor_map", lambda ptr, m, n, ld, box: f"cmap{ptr}")
     monkeypatch.setattr(gpu, "sm_count", lambda: 132)
     monkeypatch.setattr(gpu, "_ws_buffers", lambda a, b: ("ws", "cnt"))
-    monkeypatch.setattr(gpu_x, "get_kernel", lambda lv: _K())
+    monkeypatch.setattr(gpu_moe_fp8, "get_kernel", lambda lv: _K())
     R, E, N, K = 1000, 8, 1536, 2048
     sa, sw = _Arr((R,), 40), _Arr((E, N), 50)
     for key, unit in (("15", (128, 256)), ("l15_pp_m128", (128, 128))):
         maps.clear(); launches.clear()
         lv = get_level(key)
-        gpu_x.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, sw)
+        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, sw)
         assert maps == [(16, 1, (K, R), (K,), (128, unit[0])), (32, 1, (K, E * N), (K,), (128, unit[1]))]
         (grid, block, args, smem), = launches
         assert grid == (min(132, (-(-R // unit[0]) + E) * (N // unit[1])), 1, 1) and block == (384, 1, 1)
         assert args[:8] == ("map16", "map32", "cmap48", args[3], R, N, K, 1) and args[10:12] == (1, K // 128)
         assert args[12] is sa and args[13] is sw and args[14:] == ("offs", E) and smem == lv.dyn_smem_bytes
     with pytest.raises(ValueError, match="sa \\[1000\\] and sw \\[8, 1536\\]"):
-        gpu_x.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, None)
+        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, None)
     with pytest.raises(ValueError, match="at most 384"):
-        gpu_x.launch_grouped(lv, _Arr((R, K), 16), _Arr((512, N, K), 32), "offs", _Arr((R, N), 48), 512, N, K, "enk", sa, sw)
+        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((512, N, K), 32), "offs", _Arr((R, N), 48), 512, N, K, "enk", sa, sw)
 
 
 def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(monkeypatch):
     """The re-run's side-by-side launches of a grouped fp8 problem (timing.launchers, also what the
     counter run launches): e4m3 operands on the drawn routing, unit scales of [rows] and [E, N],
     the ladder build and torch._scaled_grouped_mm on the same memory."""
-    from roofline.ladder import check, gpu, gpu_x
+    from roofline.ladder import check, gpu, gpu_moe_fp8
     from roofline.opclasses import Problem
     from roofline.stagec import timing
 
@@ -362,8 +362,8 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
     monkeypatch.setattr(gpu, "cupy", lambda: _CP)
     monkeypatch.setattr(check, "grouped_operands", lambda counts, N, K, lay, seed, fp8=False:
                         calls.append(("operands", tuple(counts), N, K, lay, seed, fp8)) or ("A", "W", "offs"))
-    monkeypatch.setattr(gpu_x, "launch_grouped", lambda *a: calls.append(("ladder",) + a))
-    monkeypatch.setattr(gpu_x, "torch_scaled_grouped", lambda *a: calls.append(("library",) + a))
+    monkeypatch.setattr(gpu_moe_fp8, "launch_grouped", lambda *a: calls.append(("ladder",) + a))
+    monkeypatch.setattr(gpu_moe_fp8, "torch_scaled_grouped", lambda *a: calls.append(("library",) + a))
     p = Problem("grouped", 6, 256, 128, "fp8", 1.0, E=3)
     lv = VARIANTS["l11_fp8_tn32"]
     fns = timing.launchers("grouped-fp8", lv, p, seed=4, counts=[1, 0, 5])
@@ -379,7 +379,7 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
 def test_the_moe_bench_gives_the_pools_back_between_cases(monkeypatch):
     """The full-size DeepSeek-V3 case ran out of memory with 122 GB held by CuPy's pool across
     cases: release_device_memory frees CuPy's device and pinned pools and torch's cache."""
-    from roofline.ladder import bench_x, gpu
+    from roofline.ladder import bench_moe_fp8, gpu
 
     calls = []
 
@@ -398,21 +398,21 @@ def test_the_moe_bench_gives_the_pools_back_between_cases(monkeypatch):
                                                              "get_default_pinned_memory_pool": staticmethod(lambda: pinned)}))
     cuda = type("C", (), {"is_available": staticmethod(lambda: True), "empty_cache": staticmethod(lambda: calls.append("torch"))})
     monkeypatch.setattr(gpu, "torch_or_none", lambda: type("T", (), {"cuda": cuda}))
-    assert bench_x.release_device_memory() == {"pool_bytes_before": 122 << 30, "pool_bytes_after": 0}
+    assert bench_moe_fp8.release_device_memory() == {"pool_bytes_before": 122 << 30, "pool_bytes_after": 0}
     assert calls == ["device", "pinned", "torch"]
 
 
 def test_the_moe_bench_plan_covers_the_dispatched_classes():
     """Prefill cases time the tile-engine builds (levels 12, 15) and one level-11 build per dtype, in
     fp8 as well (round 5); the coverage cases span experts 8..512, inter 512..14336, tokens 16..8192."""
-    from roofline.ladder import bench_x, device_x
+    from roofline.ladder import bench_moe_fp8, device_moe_fp8
 
-    plan = device_x.moe_plan(["15", "l15_pp_m128", "l12_fp8_pingpong", "l11_fp8_tn32", "12", "l11_fp8"], "prefill")
-    assert {c for c, _, _ in plan} == set(bench_x.PREFILL_CASES) and len(plan) == 2 * len(bench_x.PREFILL_CASES)
+    plan = device_moe_fp8.moe_plan(["15", "l15_pp_m128", "l12_fp8_pingpong", "l11_fp8_tn32", "12", "l11_fp8"], "prefill")
+    assert {c for c, _, _ in plan} == set(bench_moe_fp8.PREFILL_CASES) and len(plan) == 2 * len(bench_moe_fp8.PREFILL_CASES)
     fp8 = [b for _, b, f in plan if f][0]
     assert [x.name for x in fp8] == [get_level("15").name, VARIANTS["l15_pp_m128"].name, "grouped_fp8_pingpong",
                                      "grouped_decode_fp8_tn32"]
-    cases = {**{k: bench_x.MOE_CASES[k] for k in bench_x.DECODE_CASES + bench_x.PREFILL_CASES}, **bench_x.COVER_CASES}
+    cases = {**{k: bench_moe_fp8.MOE_CASES[k] for k in bench_moe_fp8.DECODE_CASES + bench_moe_fp8.PREFILL_CASES}, **bench_moe_fp8.COVER_CASES}
     Es = {c[0] for c in cases.values()}
     inters = {min(c[3], c[4]) for c in cases.values()}   # gate_up N = 2 inter; down K = inter
     tokens = {c[1] for c in cases.values()}

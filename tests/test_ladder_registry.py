@@ -155,7 +155,7 @@ def test_one_contract_record_per_contract_names_callables_and_shipped_tables():
         for role in ("launcher", "library_fn", "check"):
             assert callable(contract_fn(name, role)), (name, role)
         assert resources.files("roofline").joinpath("data", c.dispatch_table).is_file()
-        assert c.table_builder.startswith("--build-") and c.bench.split()[0] in ("device_suite", "device_x")
+        assert c.table_builder.startswith("--build-") and c.bench.split()[0] in ("device_suite", "device_moe_fp8")
     assert dispatch.TABLE_FILES == {n: c.dispatch_table for n, c in CONTRACTS.items()}
     assert timing.LIBRARY == {n: c.library for n, c in CONTRACTS.items()}
     assert contract_fn("grouped-fp8", "library_fn").__name__ == "torch_scaled_grouped"

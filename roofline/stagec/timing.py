@@ -124,26 +124,26 @@ def launchers(contract: str, lv, p: Problem, seed: int = 0, counts=None) -> dict
     gemm-fp8: e4m3 A (seed + 1) and B (seed + 2), unit rowwise scales, beside torch._scaled_mm.
     One builder for the timing here and the counter run (roofline/stagec/profiler.py), so both
     launch the same problem on the same data. The closures hold the operands."""
-    from roofline.ladder import check, gpu, gpu_x
+    from roofline.ladder import check, gpu, gpu_moe_fp8
 
     cp = gpu.cupy()
     if contract == "grouped-bf16":
         a, w, offs = check.grouped_operands(counts, p.N, p.K, p.w_layout, seed + 1)
         c = cp.empty((p.M, p.N), dtype=cp.uint16)
-        return {"ladder": lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
-                "cublas": lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout)}
+        return {"ladder": lambda: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
+                "cublas": lambda: gpu_moe_fp8.torch_grouped(a, w, offs, p.w_layout)}
     if contract == "grouped-fp8":   # e4m3 A and W [E, N, K], unit rowwise / per-expert colwise scales
         a, w, offs = check.grouped_operands(counts, p.N, p.K, "enk", seed + 1, fp8=True)
         sa, sw = cp.ones(p.M, dtype=cp.float32), cp.ones((p.E, p.N), dtype=cp.float32)
         c = cp.empty((p.M, p.N), dtype=cp.uint16)
-        return {"ladder": lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, "enk", sa, sw),
-                "cublas": lambda: gpu_x.torch_scaled_grouped(a, w, offs, sa, sw)}
+        return {"ladder": lambda: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, "enk", sa, sw),
+                "cublas": lambda: gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw)}
     if contract == "gemm-fp8":
-        a, b = gpu_x.random_fp8((p.M, p.K), seed + 1), gpu_x.random_fp8((p.N, p.K), seed + 2)
+        a, b = gpu_moe_fp8.random_fp8((p.M, p.K), seed + 1), gpu_moe_fp8.random_fp8((p.N, p.K), seed + 2)
         sa, sb = cp.ones(p.M, dtype=cp.float32), cp.ones(p.N, dtype=cp.float32)
         c = cp.empty((p.M, p.N), dtype=cp.uint16)
-        return {"ladder": lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K),
-                "cublas": lambda: gpu_x.torch_scaled(a, b, sa, sb)}
+        return {"ladder": lambda: gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K),
+                "cublas": lambda: gpu_moe_fp8.torch_scaled(a, b, sa, sb)}
     raise ValueError(f"no side-by-side launchers for contract {contract!r}")
 
 

@@ -15,7 +15,7 @@ export LADDER_CUBIN_DIR=$PWD/.cubins
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-400} - ($(date +%s) - T0) )); }
 cap() { local l=$(( $(left) - ${2:-5} )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
-X="python3 -m roofline.ladder.device_x"
+X="python3 -m roofline.ladder.device_moe_fp8"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader | tee $R/gpu.txt
 T5=$($X levels --set x-round5)
 if [[ " ${STAGES:-check bench sanitize} " == *" check "* ]]; then

@@ -17,7 +17,7 @@ import time
 
 from roofline.peaks.gemm import gemm_fewest_bytes, gemm_flops
 
-from . import bench, check, gpu, gpu_x
+from . import bench, check, gpu, gpu_moe_fp8
 from .registry import Level
 from .routing import experts_hit, topk_counts
 
@@ -100,8 +100,8 @@ def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str 
     base = {"case": case, "E": E, "tokens": tokens, "top_k": top_k, "rows": R, "N": N, "K": K, "layout": layout,
             "dtype": "fp8" if fp8 else "bf16", "experts_hit": hit, "routing": "topk_counts(tokens, E, top_k, seed=0)",
             "bytes_min": nbytes, "flops": 2.0 * R * N * K}
-    lib_fn = ((lambda: gpu_x.torch_scaled_grouped(a, w, offs, sa, sw)) if fp8 else
-              (lambda: gpu_x.torch_grouped(a, w, offs, layout)))
+    lib_fn = ((lambda: gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw)) if fp8 else
+              (lambda: gpu_moe_fp8.torch_grouped(a, w, offs, layout)))
     lib = {**base, "level": 0, "name": "torch._scaled_grouped_mm" if fp8 else "torch._grouped_mm", **_timed(timer, lib_fn, min_reps)}
     rows = [lib]
     for lv in levels:
@@ -114,7 +114,7 @@ def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str 
         if not chk.ok:
             rows.append({**row, "check_reason": chk.reason})
             continue
-        row.update(_timed(timer, lambda: gpu_x.launch_grouped(lv, a, w, offs, c, E, N, K, layout, sa, sw), min_reps))
+        row.update(_timed(timer, lambda: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, E, N, K, layout, sa, sw), min_reps))
         rows.append({**row, **_ratio(row, lib)})
     for r in rows:
         if "t_ms_median" in r:
@@ -133,12 +133,12 @@ def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str 
 def fp8_shape(timer, shape, levels: list[Level], min_reps: int = 50) -> list[dict]:
     cp = gpu.cupy()
     m, n, k = shape
-    a, b = gpu_x.random_fp8((m, k), 1), gpu_x.random_fp8((n, k), 2)
+    a, b = gpu_moe_fp8.random_fp8((m, k), 1), gpu_moe_fp8.random_fp8((n, k), 2)
     sa, sb = cp.ones(m, dtype=cp.float32), cp.ones(n, dtype=cp.float32)
     c = cp.empty((m, n), dtype=cp.uint16)
     base = {"m": m, "n": n, "k": k, "dtype": "fp8", "flops": gemm_flops(m, n, k),
             "bytes_min": gemm_fewest_bytes(m, n, k, 1, 1, 2)}
-    lib = {**base, "level": 0, "name": "torch._scaled_mm", **_timed(timer, lambda: gpu_x.torch_scaled(a, b, sa, sb), min_reps)}
+    lib = {**base, "level": 0, "name": "torch._scaled_mm", **_timed(timer, lambda: gpu_moe_fp8.torch_scaled(a, b, sa, sb), min_reps)}
     rows = [lib]
     for lv in levels:
         chk = check.check_fp8(lv, m, n, k, seed=5)
@@ -146,7 +146,7 @@ def fp8_shape(timer, shape, levels: list[Level], min_reps: int = 50) -> list[dic
         if not chk.ok:
             rows.append({**row, "check_reason": chk.reason})
             continue
-        row.update(_timed(timer, lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, m, n, k), min_reps))
+        row.update(_timed(timer, lambda: gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, m, n, k), min_reps))
         rows.append({**row, **_ratio(row, lib)})
     for r in rows:
         if "t_ms_median" in r:
@@ -195,7 +195,7 @@ def render(res: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # pragma: no cover - render a stored result: python3 -m roofline.ladder.bench_x FILE.json
+if __name__ == "__main__":  # pragma: no cover - render a stored result: python3 -m roofline.ladder.bench_moe_fp8 FILE.json
     import json
     import sys
 
