@@ -34,7 +34,7 @@ MOE_CASES: dict[str, tuple[int, int, int, int, int]] = {
     # the corpus trace's prefill head is 8192 tokens (512 rows per expert): the class needs both sizes
     "qwen3moe-prefill8192-gate_up": (128, 8192, 8, 1536, 2048),
     "qwen3moe-prefill8192-down": (128, 8192, 8, 2048, 768),
-    # the fp8 prefill target is ">= 2048 tokens over 128 experts" (issue 33): its smallest size
+    # the fp8 prefill target is ">= 2048 tokens over 128 experts" (round 5): its smallest size
     "qwen3moe-prefill2048-gate_up": (128, 2048, 8, 1536, 2048),
     "qwen3moe-prefill2048-down": (128, 2048, 8, 2048, 768),
 }

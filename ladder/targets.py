@@ -17,7 +17,7 @@ from pathlib import Path
 DECODE_ROOF_PCT = 80.0      # grouped decode, bf16 and fp8: % of the HBM roof (peaks table)
 DECODE_X = 1.25             # grouped bf16 decode: x torch._grouped_mm
 PREFILL_X = 1.15            # grouped prefill: x torch._grouped_mm
-FP8_PREFILL_X = 2.5         # grouped fp8 prefill (issue 33): x torch._scaled_grouped_mm
+FP8_PREFILL_X = 2.5         # grouped fp8 prefill (round 5): x torch._scaled_grouped_mm
 FP8_SQUARE_X = 1.00         # fp8 8192^3: x torch._scaled_mm, every machine start
 FP8_SERVING_GEOMEAN = 0.90  # fp8 serving shapes: geomean of the best level per shape
 MID_X = 0.90                # bf16 mid shapes: x cuBLAS

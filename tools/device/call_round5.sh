@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Round 5, first device call (issue 33, item 1: the fp8 grouped prefill level 15), as a user installs
+# Round 5, first device call (item 1: the fp8 grouped prefill level 15), as a user installs
 # the project (pip install of the checkout; the image has numpy, cupy, torch, click, pyyaml), in
 # priority order under one time budget (BUDGET_S):
 #   check of level 15 and its builds (random + edge routings, NaN/Inf, float64 of the dequantised
