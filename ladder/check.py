@@ -12,6 +12,20 @@ kernel writes, the level launched, then
     the reference's exactly (NaN where NaN, +Inf where +Inf, -Inf where -Inf).
 The float64 reference is computed on the GPU (cupy float64 matmul) or, with host_ref=True, with
 numpy on the host (used under compute-sanitizer, where only our kernels should run).
+
+The other contracts (registry CONTRACTS: each record names its check here), by the same rules:
+Grouped (levels 11-12): random bf16 A [R,K] and W, offsets from a routing (routing.py), output
+poisoned, the level launched; every row the offsets cover must be written, and against a float64
+reference per expert (A_e . W_e^T on the same bf16 inputs) the norm-wise relative error is within
+check.REL_TOL and every element within check.ELEM_REL |ref| + check.ELEM_ABS (|A_e| |W_e|^T);
+with specials, NaN/+Inf/-Inf planted in A and W: the non-finite pattern equals the reference's;
+beside torch._grouped_mm on the same inputs (relative error within REL_TOL).
+fp8 (levels 13-14, the grouped fp8 variant): e4m3 inputs, fp32 scales; the reference is float64
+on the dequantised inputs with the scales applied after the product (the contract of
+torch._scaled_mm: C = (A B^T) * sa * sb). Stated tolerance: norm-wise FP8_REL_TOL, per element
+ELEM_REL |ref| + FP8_ELEM_ABS (|A| |B|^T |sa| |sb|): the bf16 output rounding plus one fp32
+tensor-core accumulation (Hopper's fp8 accumulation keeps fewer mantissa bits than fp32; the
+bound is what use_fast_accum accepts). e4m3 has no Inf: specials are a NaN in A and an Inf scale.
 """
 from __future__ import annotations
 
@@ -19,8 +33,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import gpu
+from . import gpu, gpu_moe_fp8
 from .registry import Level
+from .routing import edge_routings, uniform_counts
 
 REL_TOL = 1e-2          # bf16 operands band (METHOD.md: between 1e-3 and 1e-2)
 ELEM_REL = 2.0 ** -7    # two bf16 half-ulps
@@ -173,3 +188,202 @@ def check_level(level: Level, n_random: int = 200, seed: int = 0, specials_every
         results.append(check_shape(level, m, n, k, seed=seed + i,
                                    specials=(i % specials_every == 3), with_cublas=with_cublas))
     return results
+
+
+# ------------------------------------------------------------------ grouped (MoE) and fp8 contracts
+FP8_REL_TOL = 1e-2
+FP8_ELEM_ABS = 2.0 ** -7
+
+
+@dataclass
+class XCheck:
+    level: str
+    case: str
+    ok: bool
+    rel_err_ref: float
+    rel_err_lib: float | None
+    unwritten: int
+    bad_elements: int
+    nonfinite_mismatch: int
+    specials: bool
+    reason: str = ""
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _compare(xp, out, ref, absref, rel_tol, elem_abs):
+    fin = xp.isfinite(ref)
+    mism = (xp.isnan(out) != xp.isnan(ref)) | ((out == xp.inf) != (ref == xp.inf)) | ((out == -xp.inf) != (ref == -xp.inf))
+    d = xp.where(fin, out - ref, 0.0)
+    r = xp.where(fin, ref, 0.0)
+    den = float(xp.linalg.norm(r))
+    rel = float(xp.linalg.norm(d)) / den if den > 0 else float(xp.linalg.norm(d))
+    tol = ELEM_REL * xp.abs(r) + elem_abs * xp.where(fin, absref, 0.0)
+    bad = int((fin & ~(xp.abs(d) <= tol)).sum())
+    return rel, bad, int(mism.sum()), not rel <= rel_tol
+
+
+def _rel(cp, a, b):
+    both = cp.isfinite(a) & cp.isfinite(b)
+    den = float(cp.linalg.norm(cp.where(both, b, 0.0)))
+    return float(cp.linalg.norm(cp.where(both, a - b, 0.0))) / den if den > 0 else 0.0
+
+
+def _result(name, case, rel, lib_rel, unwritten, bad, mism, rel_fail, specials, tol) -> XCheck:
+    reasons = []
+    if unwritten:
+        reasons.append(f"{unwritten} elements unwritten")
+    if rel_fail:
+        reasons.append(f"rel err {rel:.3g} > {tol}")
+    if bad:
+        reasons.append(f"{bad} elements outside tolerance")
+    if mism:
+        reasons.append(f"{mism} non-finite mismatches")
+    if lib_rel is not None and not lib_rel <= tol:
+        reasons.append(f"rel err vs library {lib_rel:.3g} > {tol}")
+    return XCheck(name, case, not reasons, rel, lib_rel, unwritten, bad, mism, specials, "; ".join(reasons))
+
+
+def grouped_operands(counts, N: int, K: int, layout: str, seed: int, fp8: bool = False, specials: bool = False):
+    cp = gpu.cupy()
+    E, R = len(counts), int(sum(counts))
+    wshape = (E, N, K) if layout == "enk" else (E, K, N)
+    if fp8:
+        a, w = gpu_moe_fp8.random_fp8((max(R, 1), K), seed), gpu_moe_fp8.random_fp8(wshape, seed + 1)
+        a = a[:R]
+    else:
+        a, w = gpu.random_bf16((R, K), seed=seed), gpu.random_bf16(wshape, seed=seed + 1)
+    if specials and R:
+        rng = np.random.default_rng(seed)
+        if fp8:
+            a[int(rng.integers(R)), int(rng.integers(K))] = 0x7F
+        else:
+            a[int(rng.integers(R)), int(rng.integers(K))] = 0x7FC0
+            a[int(rng.integers(R)), int(rng.integers(K))] = 0x7F80
+            w.reshape(-1)[int(rng.integers(w.size))] = 0xFF80
+    offs = cp.asarray(gpu_moe_fp8.offsets_from_counts(counts))
+    return a, w, offs
+
+
+def check_grouped(level: Level, counts, N: int, K: int, *, layout: str = "enk", seed: int = 0,
+                  specials: bool = False, with_lib: bool = True, case: str = "") -> XCheck:
+    cp = gpu.cupy()
+    fp8 = level.contract == "grouped-fp8"
+    E, R = len(counts), int(sum(counts))
+    a, w, offs = grouped_operands(counts, N, K, layout, seed, fp8, specials)
+    sa = sw = None
+    if fp8:
+        rs = cp.random.RandomState(seed)
+        sa = (rs.random_sample(R, dtype=cp.float32) + 0.5).astype(cp.float32)
+        sw = (rs.random_sample((E, N), dtype=cp.float32) + 0.5).astype(cp.float32)
+        if specials and R:
+            sw[0, 0] = cp.inf
+    c = cp.full((R, N), gpu.POISON_BITS, dtype=cp.uint16)
+    gpu_moe_fp8.launch_grouped(level, a, w, offs, c, E, N, K, layout, sa, sw)
+    cp.cuda.runtime.deviceSynchronize()
+    unwritten = int((c == gpu.POISON_BITS).sum())
+    conv = (lambda x: gpu_moe_fp8.fp8_bits_to_f64(x)) if fp8 else (lambda x: gpu.bf16_bits_to_f32(x, cp).astype(cp.float64))
+    a64 = conv(a)
+    ref = cp.zeros((R, N)); absref = cp.zeros((R, N))
+    ends = np.cumsum(counts)
+    for e in range(E):
+        r0, r1 = int(ends[e] - counts[e]), int(ends[e])
+        if r1 <= r0:
+            continue
+        we = conv(w[e])              # one expert at a time: float64 copies of all the weights can be GBs
+        we = we.T if layout == "ekn" else we
+        ref[r0:r1] = a64[r0:r1] @ we.T
+        absref[r0:r1] = cp.abs(a64[r0:r1]) @ cp.abs(we).T
+        if fp8:
+            s = sa[r0:r1, None].astype(cp.float64) * sw[e][None, :].astype(cp.float64)
+            ref[r0:r1] *= s
+            absref[r0:r1] *= cp.abs(s)
+    out = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
+    tol, eabs = (FP8_REL_TOL, FP8_ELEM_ABS) if fp8 else (REL_TOL, ELEM_ABS)
+    rel, bad, mism, rel_fail = _compare(cp, out, ref, absref, tol, eabs)
+    lib_rel = None
+    if with_lib and gpu.torch_or_none() is not None and R and (fp8 or K % 8 == 0 and N % 8 == 0) and (
+            not fp8 or (K % 16 == 0 and N % 16 == 0 and layout == "enk")):
+        try:
+            lib = gpu_moe_fp8.bits_of(gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw) if fp8 else gpu_moe_fp8.torch_grouped(a, w, offs, layout))
+            cp.cuda.runtime.deviceSynchronize()
+            lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
+        except RuntimeError:   # the library refuses this shape (alignment): no library comparison
+            lib_rel = None
+    return _result(level.name, case or f"E{E} R{R} N{N} K{K} {layout}", rel, lib_rel, unwritten, bad, mism,
+                   rel_fail, specials, tol)
+
+
+def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: bool = False,
+              with_lib: bool = True) -> XCheck:
+    cp = gpu.cupy()
+    a, b = gpu_moe_fp8.random_fp8((m, k), seed), gpu_moe_fp8.random_fp8((n, k), seed + 1)
+    rs = cp.random.RandomState(seed)
+    sa = (rs.random_sample(m, dtype=cp.float32) + 0.5).astype(cp.float32)
+    sb = (rs.random_sample(n, dtype=cp.float32) + 0.5).astype(cp.float32)
+    if specials:
+        rng = np.random.default_rng(seed)
+        a[int(rng.integers(m)), int(rng.integers(k))] = 0x7F   # NaN (e4m3 has no Inf)
+        sb[int(rng.integers(n))] = cp.inf
+    c = cp.full((m, n), gpu.POISON_BITS, dtype=cp.uint16)
+    gpu_moe_fp8.launch_fp8(level, a, b, sa, sb, c, m, n, k)
+    cp.cuda.runtime.deviceSynchronize()
+    unwritten = int((c == gpu.POISON_BITS).sum())
+    a64, b64 = gpu_moe_fp8.fp8_bits_to_f64(a), gpu_moe_fp8.fp8_bits_to_f64(b)
+    s = sa[:, None].astype(cp.float64) * sb[None, :].astype(cp.float64)
+    ref = (a64 @ b64.T) * s
+    absref = (cp.abs(a64) @ cp.abs(b64).T) * cp.abs(s)
+    out = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
+    rel, bad, mism, rel_fail = _compare(cp, out, ref, absref, FP8_REL_TOL, FP8_ELEM_ABS)
+    lib_rel = None
+    if with_lib and gpu.torch_or_none() is not None and k % 16 == 0 and n % 16 == 0:
+        try:
+            lib = gpu_moe_fp8.bits_of(gpu_moe_fp8.torch_scaled(a, b, sa, sb))
+            cp.cuda.runtime.deviceSynchronize()
+            lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
+        except RuntimeError:
+            lib_rel = None
+    return _result(level.name, f"{m}x{n}x{k}", rel, lib_rel, unwritten, bad, mism, rel_fail, specials, FP8_REL_TOL)
+
+
+def grouped_cases(level: Level, n_random: int, seed: int) -> list[tuple]:
+    """(counts, N, K, layout, name): the edge routings and shapes, then random ones."""
+    layouts = (gpu_moe_fp8.grouped_layout(level),)   # each build reads one layout (l11_wkn: [E, K, N])
+    big = level.kind != "grouped"
+    out = []
+    for name, counts in edge_routings(big=big):
+        for N, K in ((256, 128), (200, 77), (64, 1), (131, 1000)):
+            for lay in layouts:
+                out.append((counts, N, K, lay, f"{name} N{N} K{K} {lay}"))
+    rng = np.random.default_rng(seed)
+    for i in range(n_random):
+        E = int(rng.choice([1, 2, 8, 16, 64, 128]))
+        rows = int(rng.integers(1, 4000 if big else 400))
+        N = int(rng.integers(1, 1500)); K = int(rng.integers(1, 700))
+        if i % 3 == 0:
+            N, K = 64 * int(rng.integers(1, 24)), 64 * int(rng.integers(1, 12))
+        out.append((uniform_counts(rows, E, seed + i), N, K, layouts[i % len(layouts)], f"random{i}"))
+    return out
+
+
+def check_grouped_level(level: Level, n_random: int = 40, seed: int = 0, specials_every: int = 7) -> list[XCheck]:
+    res = []
+    for i, (counts, N, K, lay, name) in enumerate(grouped_cases(level, n_random, seed)):
+        res.append(check_grouped(level, counts, N, K, layout=lay, seed=seed + i, specials=(i % specials_every == 3),
+                                 case=name))
+    return res
+
+
+def fp8_shapes(n_random: int, seed: int) -> list[tuple[int, int, int]]:
+    out = [(128, 256, 128), (1, 1, 16), (1, 16, 1), (100, 37, 40), (128, 128, 17), (300, 200, 272),
+           (16, 4096, 4096), (64, 1024, 8192), (129, 33000, 144), (2048, 2048, 512), (1500, 2900, 77)]
+    rng = np.random.default_rng(seed)
+    for _ in range(n_random):
+        out.append((int(rng.integers(1, 3000)), int(rng.integers(1, 3000)), int(rng.integers(1, 800))))
+    return out
+
+
+def check_fp8_level(level: Level, n_random: int = 40, seed: int = 0, specials_every: int = 7) -> list[XCheck]:
+    return [check_fp8(level, *s, seed=seed + i, specials=(i % specials_every == 3))
+            for i, s in enumerate(fp8_shapes(n_random, seed))]

@@ -65,7 +65,7 @@ def run_cmd(level_id, shape, as_json):
     except KeyError as exc:
         raise click.BadParameter(str(exc))
     if lv.contract != "gemm-bf16":
-        raise click.BadParameter(f"level {lv.id} solves {lv.contract}: run it with python3 -m roofline.ladder.device_x")
+        raise click.BadParameter(f"level {lv.id} solves {lv.contract}: run it with python3 -m roofline.ladder.device_moe_fp8")
     if not lv.supports(m, n, k):
         raise click.BadParameter(f"level {lv.id} supports {lv.domain_text()}")
     _need_gpu()

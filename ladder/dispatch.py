@@ -12,6 +12,8 @@ import json
 import statistics
 from importlib import resources
 
+from .level import CONTRACTS
+
 NOISE_BAND_ISOLATED = 0.034   # docs/method.md section 9: identical isolated reruns differ by up to ~3.4%
 DECODE_SKINNY_MAX_M = 128
 DECODE_WIDE_MAX_M = 256       # large decode batches / small prefill chunks: a few 128-row tiles
@@ -20,9 +22,7 @@ SHAPE_CLASSES = ("decode-skinny", "decode-wide", "prefill", "ragged")
 GROUPED_DECODE_MAX_ROWS = 64  # rows per hit expert up to which a grouped GEMM is a weight stream (decode)
 GROUPED_CLASSES = ("grouped-decode", "grouped-prefill")
 # one runtime table per contract (registry.CONTRACTS), package data in roofline/data/
-TABLE_FILES = {"gemm-bf16": "ladder_dispatch_sm90a_bf16.json", "gemm-fp8": "ladder_dispatch_sm90a_fp8.json",
-               "grouped-bf16": "ladder_dispatch_sm90a_grouped_bf16.json",
-               "grouped-fp8": "ladder_dispatch_sm90a_grouped_fp8.json"}
+TABLE_FILES = {name: c.dispatch_table for name, c in CONTRACTS.items()}
 
 
 MID_MAX_M = 1024              # mid: batched decode / chunked prefill rows above decode-wide
@@ -52,14 +52,14 @@ def grouped_class(rows: int, experts_hit: float) -> str:
 
 
 def _pct(r: dict) -> float | None:
-    """% of the library kernel: the dense bench's pct_cublas, or 100 x bench_x's ratio_vs_lib."""
+    """% of the library kernel: the dense bench's pct_cublas, or 100 x bench_moe_fp8's ratio_vs_lib."""
     if "pct_cublas" in r:
         return r["pct_cublas"]
     return 100.0 * r["ratio_vs_lib"] if "ratio_vs_lib" in r else None
 
 
 def build_grouped_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
-    """From bench_x's grouped rows (bench_moe.json): per grouped class, every level that passed its
+    """From bench_moe_fp8's grouped rows (bench_moe.json): per grouped class, every level that passed its
     check, ranked by its median % of the library op (torch._grouped_mm; fp8: torch._scaled_grouped_mm)
     over the cases of the class (the stopping rule's order, dispatch_order). Rows of `dtype` with W
     [E, N, K] only (the layout every level takes)."""
@@ -169,9 +169,18 @@ def table_contract(table: dict) -> str:
     return table.get("contract") or ("gemm-fp8" if table.get("dtype") == "fp8" else "gemm-bf16")
 
 
+def max_experts(target) -> int:
+    """The most experts a grouped build's device plan holds (grouped.cuh: MAX_E for level 11's
+    weight streaming, MAX_E_WS for the tile engine of levels 12 and 15)."""
+    from .registry import get_level
+
+    return 512 if get_level(target).kind == "grouped" else 384
+
+
 def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: int, K: int, dtype: str,
-                         arch: str = "sm_90a") -> tuple[int | None, str]:
-    """-> (level id or None, why) for a grouped GEMM of `rows` token-expert rows over the experts hit."""
+                         arch: str = "sm_90a", E: int | None = None) -> tuple[int | None, str]:
+    """-> (level id or None, why) for a grouped GEMM of `rows` token-expert rows over the experts hit
+    (E: the layer's experts; a build whose plan holds fewer is passed over)."""
     if table is None:
         return None, "no grouped dispatch table (python -m roofline.rerun --build-grouped-dispatch BENCH_MOE.json OUT)"
     if dtype != table.get("dtype"):
@@ -182,9 +191,13 @@ def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: i
     rs = table["classes"].get(cls)
     if not rs:   # a decode kernel is no prefill kernel: a class never benched is not dispatched
         return None, f"{cls}: never benched for grouped {dtype} (the table has {', '.join(table['classes']) or 'no class'})"
-    r = rs[0]
+    fit = [r for r in rs if E is None or E <= max_experts(row_target(r))]
+    if not fit:
+        return None, f"{cls}: no benched grouped {dtype} build holds {E} experts (at most {max_experts(row_target(rs[0]))})"
+    r = fit[0]
     return row_target(r), (f"{cls}: {_what(r)} had the best median {r['median_pct_cublas']:.0f}% of "
-                           f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)")
+                           f"{table.get('library', 'the library')} over {r['shapes_benched']} benched case(s)"
+                           + ("" if r is rs[0] else f" among the builds that hold {E} experts"))
 
 
 def _what(r: dict) -> str:

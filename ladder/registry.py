@@ -1,97 +1,13 @@
-"""The one registry of GEMM-ladder levels.
+"""The one registry of GEMM-ladder levels: LEVELS (one entry per level file), WRONG (builds that
+must fail the check) and VARIANTS (other measured builds of the same files, named by a key).
 
 The CLI (`roofline ladder list`), the README table (`render_markdown_table`) and the tests all
-read `LEVELS`. A level is one CUDA file under kernels/sm90/; its numbers here are promises that
-tests/test_ladder_build.py checks against ptxas's resource report (registers at most
-`regs_max`, static shared memory exactly `smem_bytes`, zero spill bytes when `no_spills`) and
-that static + dynamic shared memory (`dyn_smem_bytes`, given at launch) fits the 227 KiB limit;
-the test build passes -DLADDER_EXPECT_DYN_SMEM=dyn_smem_bytes and the kernel static_asserts that
-it equals its own DYN_SMEM.
-
-Launch kinds: "sync" (levels 1-3: pointer arguments, grid of tiles), "tma" (levels 4-5: tensor
-maps made on the host by cuTensorMapEncodeTiled, passed by value; grid of tiles), "persistent"
-(level 6: tensor maps; grid = min(#tiles, #SMs of the device)), "ws" (levels 7-10, the
-warp-specialized template kernels/sm90/ws.cuh: tensor maps + a split-K workspace and counters;
-grid = min(#work units, #SMs) rounded to the cluster size; `cluster` CTAs per cluster,
-`splitk` -1 = split count chosen per shape by gpu.splitk_plan). For "ws" levels `tile_mnk` is
-the tile of one work unit (one consumer's tile in ping-pong builds), the A box; the B box is
-tile N / cluster rows (the multicast half); the test build passes tile_mnk and `cluster` too and
-ws.cuh static_asserts them against the build's unit tile (UM x UN x KE) and cluster size.
-
-Problem contract, all levels: C[M,N] = A[M,K] . B[N,K]^T, A row-major (K contiguous), B given
-as [N,K] row-major ("TN", K contiguous, the layout of an nn.Linear weight and cuBLAS's fastest
-path), bf16 in, fp32 accumulate, bf16 out.
+read `LEVELS`; what a Level entry promises (and how tests/test_ladder_build.py checks it against
+ptxas) is level.py's docstring.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-
-KERNEL_DIR = Path(__file__).resolve().parent / "kernels" / "sm90"
-ARCH = "sm_90a"
-
-# The problems a level can solve; bench, check and dispatch read a level's contract to call it.
-CONTRACTS = {
-    "gemm-bf16": "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
-    "gemm-fp8": "C[M,N] = (A[M,K] B[N,K]^T) * sa[M] * sb[N], e4m3 in, fp32 acc, bf16 out (torch._scaled_mm rowwise)",
-    "grouped-bf16": "C[R,N] = A_e[rows of e] W_e^T per expert, offs[E] int32 row ends, W [E,N,K] or [E,K,N] "
-                    "(torch._grouped_mm), bf16 in, fp32 acc, bf16 out",
-    "grouped-fp8": "grouped-bf16 in e4m3, C = (A_e W_e^T) * sa[row] * sw[e,n] (torch._scaled_grouped_mm rowwise)",
-}
-
-
-@dataclass(frozen=True)
-class Level:
-    id: int
-    name: str
-    file: str                      # under kernels/sm90/
-    kernel: str                    # extern "C" entry point
-    description: str               # one line
-    adds: str                      # what this level adds over the previous one
-    tile_mnk: tuple[int, int, int]  # CTA tile (BM, BN, BK)
-    threads: int
-    smem_bytes: int                # static shared memory per CTA
-    regs_max: int                  # register budget; <= 128 lets two 256-thread CTAs share an SM
-    no_spills: bool                # promise: 0 spill bytes, 0 stack frame
-    max_m: int | None = None       # shape domain; None = any
-    max_n: int | None = None
-    max_k: int | None = None
-    defines: tuple[str, ...] = field(default=())  # extra -D for this build (wrong variants)
-    kind: str = "sync"             # "sync" | "tma" | "persistent" | "ws" (how gpu.launch calls it)
-    dyn_smem_bytes: int = 0        # dynamic shared memory requested at launch (incl. 1 KiB align slack)
-    cluster: int = 1               # CTAs per cluster (compile-time __cluster_dims__; "ws" levels)
-    splitk: int = 0                # 0: no split-K; -1: split count chosen per shape (gpu.splitk_plan); n: n splits; -2: stream-K tail (gpu.streamk_plan)
-    by_m: tuple[tuple[int, str], ...] = ()  # ((m_above, VARIANTS key), ...): for M > m_above launch that build
-    by_waves: bool = False         # "ws": launch the build of mid.MID_BUILDS the wave model picks for the shape
-    grid_balance: bool = False     # "ws": launch the fewest CTAs that keep the same number of rounds (idle SMs save power)
-    contract: str = "gemm-bf16"    # CONTRACTS: which problem the level solves (the dense bf16 GEMM for levels 1-10)
-
-    @property
-    def total_smem_bytes(self) -> int:
-        return self.smem_bytes + self.dyn_smem_bytes
-
-    @property
-    def path(self) -> Path:
-        return KERNEL_DIR / self.file
-
-    def supports(self, m: int, n: int, k: int) -> bool:
-        if min(m, n, k) < 1:
-            return False
-        return all(lim is None or v <= lim for v, lim in
-                   ((m, self.max_m), (n, self.max_n), (k, self.max_k)))
-
-    def grid(self, m: int, n: int) -> tuple[int, int, int]:
-        bm, bn, _ = self.tile_mnk
-        if self.kind in ("persistent", "ws"):
-            return (((m + bm - 1) // bm) * ((n + bn - 1) // bn), 1, 1)  # #tiles; gpu.launch caps at #SMs
-        if self.max_m is not None and self.max_n is not None:
-            return (1, 1, 1)  # single-tile levels
-        return ((n + bn - 1) // bn, (m + bm - 1) // bm, 1)
-
-    def domain_text(self) -> str:
-        def lim(v):
-            return "any" if v is None else f"<= {v}"
-        return f"M {lim(self.max_m)}, N {lim(self.max_n)}, K {lim(self.max_k)}"
+from .level import ARCH, CONTRACTS, KERNEL_DIR, Contract, Level, contract_fn  # noqa: F401  (the registry's public names)
 
 
 _TILE = (128, 128, 64)
@@ -198,6 +114,12 @@ LEVELS = LEVELS + (
           "fp8 decode: split-K, scales after the reduction",
           (64, 128, 128), _WS_THREADS_1, 16 * 8 + 16, 232, True, kind="ws", splitk=-1, contract="gemm-fp8",
           dyn_smem_bytes=_ws_dyn(8, _STAGE_64, 1)),
+    Level(15, "grouped_fp8_prefill", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+          "fp8 MoE prefill: level 12's grouped tile list with level 13's QGMMA m64n256k32 main loop, two cooperative "
+          "consumers on 128x256 (4 stages of 48 KiB), sa[row] * sw[e, n] in the epilogue; no cluster",
+          "fp8 grouped prefill: level 12's tile list on level 13's fp8 main loop",
+          (128, 256, 128), _WS_THREADS_2, 1616, 168, True, kind="ws", contract="grouped-fp8",
+          dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
 )
 
 # Deliberately wrong builds, kept so that a test proves the check catches them. Never benched.
@@ -422,6 +344,16 @@ VARIANTS: dict[str, Level] = {
         "l12_pingpong in fp8 e4m3 (QGMMA m64n256k32, K tiles of 128): 64x256 units, 4 stages of 40 KiB, "
         "scales sa[row] * sw[e, n] in the epilogue", "-", (64, 256, 128), _WS_THREADS_2, 1632, 168, True, kind="ws",
         contract="grouped-fp8", defines=("L12_PINGPONG", "L12_FP8"), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
+    "l15_pp_m128": Level(
+        15, "grouped_fp8_prefill_pingpong_128x128", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+        "level 15 ping-pong: the consumers alternate whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB", "-",
+        (128, 128, 128), _WS_THREADS_2, 1664, 168, True, kind="ws", contract="grouped-fp8", defines=("L15_PP_M128",),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l15_m128n128": Level(
+        15, "grouped_fp8_prefill_128x128", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+        "level 15 on 128x128 tiles (two cooperative m64n128k32 consumers), 6 stages of 32 KiB", "-",
+        (128, 128, 128), _WS_THREADS_2, 1648, 168, True, kind="ws", contract="grouped-fp8", defines=("L15_M128N128",),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
     "l13_pingpong": Level(
         13, "fp8_pingpong", "l13_fp8.cu", "gemm_l13",
         "level 13 ping-pong: the consumers alternate whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB, 2-CTA cluster",

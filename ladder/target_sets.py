@@ -1,4 +1,4 @@
-"""Named sets of ladder targets a device call runs (`device_x levels --set NAME`, `device_suite
+"""Named sets of ladder targets a device call runs (`device_moe_fp8 levels --set NAME`, `device_suite
 levels --set NAME`): the device scripts under tools/device/ read them here and never list builds
 themselves (tests/test_single_source.py). Every name is a level id or a registry VARIANTS key
 (tests/test_ladder_registry.py resolves them all)."""
@@ -21,4 +21,9 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     # round-1 variants (sanitizer runs of the fourth machine start)
     "san-round4-dense": ("l09_n192", "l09_n192_cl2", "l09_n192_sk", "l09_m128"),
     "san-round4-x": ("l12_m128n128", "l13_nocluster"),
+    # the fp8 grouped prefill level and its builds, beside level 12's fp8 ping-pong build (notes/l15.md)
+    "x-round5": ("15", "l15_pp_m128", "l15_m128n128", "l12_fp8_pingpong"),
+    # the coverage cases (bench_moe_fp8.COVER_CASES): what the grouped tables dispatch, bf16 and fp8
+    # (the builds the grouped tables dispatch: bf16 decode / prefill, fp8 decode / prefill)
+    "cover-round5": ("12", "l12_pingpong", "l11_fp8_tn32", "l15_pp_m128"),
 }

@@ -1,9 +1,9 @@
-"""The targets of levels 11-14 and the mid shapes, read from stored bench results (the table in
+"""The targets of levels 11-15 and the mid shapes, read from stored bench results (the table in
 ladder/README.md is this module's output; tests/test_ladder_targets.py regenerates and compares):
 
     python3 -m roofline.ladder.targets BENCH.json [BENCH.json ...]
 
-Inputs: bench_x's grouped rows (bench_moe.json: `case`, `ratio_vs_lib`, `pct_hbm_peak`), its fp8
+Inputs: bench_moe_fp8's grouped rows (bench_moe.json: `case`, `ratio_vs_lib`, `pct_hbm_peak`), its fp8
 rows (bench_fp8_*.json, one file per machine start: `m n k`, `ratio_vs_lib`) and the dense bench's
 mid-shape rows (bench_mid.json: `pct_cublas`). Per case the best CHECKED kernel (level or variant)
 is shown with its p20-p80 range; a target is met only where the stated figure is."""
@@ -17,6 +17,7 @@ from pathlib import Path
 DECODE_ROOF_PCT = 80.0      # grouped decode, bf16 and fp8: % of the HBM roof (peaks table)
 DECODE_X = 1.25             # grouped bf16 decode: x torch._grouped_mm
 PREFILL_X = 1.15            # grouped prefill: x torch._grouped_mm
+FP8_PREFILL_X = 2.5         # grouped fp8 prefill (round 5): x torch._scaled_grouped_mm
 FP8_SQUARE_X = 1.00         # fp8 8192^3: x torch._scaled_mm, every machine start
 FP8_SERVING_GEOMEAN = 0.90  # fp8 serving shapes: geomean of the best level per shape
 MID_X = 0.90                # bf16 mid shapes: x cuBLAS
@@ -68,11 +69,38 @@ def grouped_rows(benches: list[dict]) -> list[str]:
                 want = [roof >= DECODE_ROOF_PCT] + ([b["ratio_vs_lib"] >= DECODE_X] if dtype == "bf16" else [])
                 what = (f">= {DECODE_ROOF_PCT:.0f} % of the HBM roof" + (f", >= {DECODE_X}x" if dtype == "bf16" else ""))
                 fig = f"{_fmt(b)}, {roof:.1f} % of the roof"
+            elif dtype == "fp8":
+                lib = next(r for r in rows if r.get("level") == 0)
+                roof = roof_ceiling(b, lib)
+                want, what = [b["ratio_vs_lib"] >= FP8_PREFILL_X], f">= {FP8_PREFILL_X}x"
+                fig = f"{_fmt(b)}, {b['tflops']:.0f} TFLOP/s" + (
+                    f", {roof['pct_fp8_roof']:.0f} % of the fp8 roof; the roofs allow <= {roof['max_x']:.2f}x" if roof else "")
             else:
                 want, what, fig = [b["ratio_vs_lib"] >= PREFILL_X], f">= {PREFILL_X}x", f"{_fmt(b)}, {b['tflops']:.0f} TFLOP/s"
             lib = next(r for r in rows if r.get("level") == 0)
             out.append(f"| {case} {dtype} | {b['level']} `{b['name']}` | {fig} | {lib['name']} | {what} | {_yes(all(want))} |")
     return out
+
+
+def roof_ceiling(row: dict, lib: dict, device: str = "NVIDIA H200") -> dict | None:
+    """The most any kernel can gain over the library on this case: the library's median over the
+    floor max(useful FLOPs / fp8 peak, fewest bytes / HBM peak) (the peaks table's measured fp8
+    envelope and datasheet bandwidth). Also the row's useful FLOP rate as % of the fp8 peak."""
+    from roofline import peaks
+    from roofline.errors import PeaksError
+
+    try:
+        p = peaks.resolve(gpu_name=device, gfx=None)
+    except PeaksError:
+        return None
+    fl, bw = p.flops.get("fp8"), p.hbm_bw_bytes_s
+    if not (fl and bw):
+        return None
+    from roofline.peaks.roof import roofline_bound_s
+
+    floor_s = roofline_bound_s(row["flops"], row["bytes_min"], fl, bw)
+    return {"floor_us": floor_s * 1e6, "max_x": lib["t_ms_median"] * 1e-3 / floor_s,
+            "pct_fp8_roof": 100.0 * row["flops"] / (row["t_ms_median"] * 1e-3) / fl}
 
 
 def fp8_rows(benches: list[dict]) -> list[str]:

@@ -27,7 +27,7 @@ def _gm(v):
 def test_ws_levels_registry():
     ws = [lv for lv in LEVELS if lv.kind == "ws"]
     assert [lv.id for lv in ws if lv.contract == "gemm-bf16"] == [7, 8, 9, 10]
-    assert [lv.id for lv in ws if lv.contract != "gemm-bf16"] == [12, 13, 14]   # the same engine, other contracts
+    assert [lv.id for lv in ws if lv.contract != "gemm-bf16"] == [12, 13, 14, 15]   # the same engine, other contracts
     assert get_level(8).cluster == 2 and get_level(9).cluster == 2 and get_level(7).cluster == 1
     assert get_level(9).grid_balance and not get_level(8).grid_balance and VARIANTS["l09_nocluster"].cluster == 1
     assert get_level(9).threads == 384 and get_level(7).threads == 256

@@ -67,8 +67,24 @@ def test_the_stored_moe_bench_reads_back_against_an_independent_count():
 # the grouped table is built from three stored runs (`python -m roofline.rerun --build-grouped-dispatch
 # A B C OUT`): round 2's every-build bench, round 3's decode re-time and its prefill bench at 4096 and
 # 8192 tokens; a (case, build) timed in several keeps the latest
+# ... and round 5's coverage bench (bench_moe_fp8.COVER_CASES: E 128-512, tokens 16-4096)
+COVER5 = json.loads((EV / "start8_round5" / "bench_moe_cover.json").read_text())
 MOE_RUNS = [MOE, json.loads((EV / "start5_round3" / "bench_moe.json").read_text()),
-            json.loads((EV / "start5_round3" / "prefill" / "bench_moe.json").read_text())]
+            json.loads((EV / "start5_round3" / "prefill" / "bench_moe.json").read_text()), COVER5]
+
+
+def _decode_medians(runs, dtype):
+    """By hand: per build name, the median % of the library over the grouped-decode cases (at most 64
+    rows per hit expert), each (case, build) read from the latest run that timed it."""
+    latest = {}
+    for b in sorted(runs, key=lambda b: b["meta"]["time_utc"]):
+        for r in b["rows"]:
+            if r.get("dtype") == dtype and r["level"] and r.get("check_ok") and r["rows"] <= 64 * r["experts_hit"]:
+                latest[(r["case"], r["name"])] = 100 * r["ratio_vs_lib"]
+    per = {}
+    for (_, n), v in latest.items():
+        per.setdefault(n, []).append(v)
+    return {n: (statistics.median(v), len(v)) for n, v in per.items()}
 
 
 def test_shipped_grouped_and_fp8_tables_are_the_stored_benches():
@@ -78,13 +94,12 @@ def test_shipped_grouped_and_fp8_tables_are_the_stored_benches():
     assert dispatch.build_dispatch_table(dispatch.merge_benches([FP8]), dtype="fp8") == \
         dispatch.default_dispatch_table("gemm-fp8")
     # independent: the grouped-decode median of the ping-pong build of level 12 from the rows by hand
-    latest = MOE_RUNS[1]   # round 3 re-timed l12_pingpong on every decode case
-    vals = [100 * r["ratio_vs_lib"] for r in latest["rows"] if r["name"] == VARIANTS["l12_pingpong"].name
-            and r.get("check_ok") and r["rows"] <= 64 * r["experts_hit"] and r["dtype"] == "bf16"]
+    med, n = _decode_medians(MOE_RUNS, "bf16")[VARIANTS["l12_pingpong"].name]
     tbl = dispatch.default_dispatch_table("grouped-bf16")
+    assert n == 9   # six decode cases + decode16, the DeepSeek-V3 layer, gpt-oss at 64 rows per expert
     assert tbl["classes"]["grouped-decode"][0] == {"level": 12, "build": "l12_pingpong",
-                                                   "median_pct_cublas": statistics.median(vals),
-                                                   "shapes_benched": 6, "within_noise_of_best": True}
+                                                   "median_pct_cublas": med,
+                                                   "shapes_benched": n, "within_noise_of_best": True}
 
 
 def test_fp8_dispatch_and_its_geomean():
@@ -160,7 +175,7 @@ def test_l2_mode_counts_all_expert_weights():
 
 
 def test_e4m3_table():
-    from roofline.ladder.gpu_x import E4M3
+    from roofline.ladder.gpu_moe_fp8 import E4M3
     assert (E4M3[0x38], E4M3[0x7E], E4M3[0x01], E4M3[0xB8]) == (1.0, 448.0, 2.0 ** -9, -1.0)
     assert np.isnan(E4M3[0x7F]) and np.isnan(E4M3[0xFF]) and np.isfinite(np.delete(E4M3, [0x7F, 0xFF])).all()
 
@@ -176,19 +191,19 @@ def test_each_grouped_build_is_checked_and_launched_with_its_own_weight_layout()
     the W [E, K, N] cases (a 3-D tensor map) to the 2-D builds and W [E, N, K] to l11_wkn. Each build
     now reads one layout; its cases use only that one, and the launcher refuses the other before
     touching the GPU."""
-    from roofline.ladder import check_x, gpu_x
+    from roofline.ladder import check, gpu_moe_fp8
 
     grouped = [lv for lv in (*LEVELS, *VARIANTS.values()) if lv.contract.startswith("grouped")]
-    assert {gpu_x.grouped_layout(lv) for lv in grouped} == {"enk", "ekn"}
+    assert {gpu_moe_fp8.grouped_layout(lv) for lv in grouped} == {"enk", "ekn"}
     for lv in grouped:
         want = "ekn" if "L11_WKN=1" in lv.defines else "enk"
-        assert {c[3] for c in check_x.grouped_cases(lv, 6, 0)} == {want}, lv.name
+        assert {c[3] for c in check.grouped_cases(lv, 6, 0)} == {want}, lv.name
         other = "enk" if want == "ekn" else "ekn"
 
         class _A:   # never reached: the layout is refused before the operands are looked at
             shape = (1, 1)
         with pytest.raises(ValueError, match="reads W"):
-            gpu_x.launch_grouped(lv, _A(), None, None, None, 1, 1, 1, other)
+            gpu_moe_fp8.launch_grouped(lv, _A(), None, None, None, 1, 1, 1, other)
 
 
 def test_a_level_kernel_is_looked_up_once_per_process(monkeypatch):
@@ -238,22 +253,22 @@ def test_merged_benches_keep_each_build_of_a_level_apart():
     assert set(per.values()) == {1} and len(per) == 4 * 30   # lib + 3 builds x 30 distinct shapes
 
 
+PREFILL5 = json.loads((EV / "start7_round5" / "bench_moe_prefill.json").read_text())
+
+
 def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
-    """aten::_scaled_grouped_mm heads: the grouped-fp8 table (built from the stored decode benches,
-    beside torch._scaled_grouped_mm) names level 11's fp8 build of one 32-token chunk; a prefill-sized
-    fp8 grouped head is not dispatched (no prefill case was benched in fp8: no decode kernel stands in)."""
+    """aten::_scaled_grouped_mm heads: the grouped-fp8 table (built from the stored decode benches and
+    round 5's prefill bench, beside torch._scaled_grouped_mm) names level 11's fp8 build of one
+    32-token chunk at decode and level 15's ping-pong 128x128 build at prefill; a prefill head of
+    more experts than the tile engine's plan holds (384) is not dispatched."""
     from roofline.stagec import rerun as rerun_run
 
-    runs = [MOE, MOE_RUNS[1]]
+    runs = [MOE, MOE_RUNS[1], PREFILL5, COVER5]
     assert dispatch.build_grouped_table(dispatch.merge_benches(runs), dtype="fp8") == \
         dispatch.default_dispatch_table("grouped-fp8")
     t = dispatch.default_dispatch_table("grouped-fp8")
-    latest = {}
-    for b in sorted(runs, key=lambda b: b["meta"]["time_utc"]):   # by hand: the latest row per (case, build)
-        for r in b["rows"]:
-            if r.get("dtype") == "fp8" and r["level"] and r["check_ok"]:
-                latest[(r["case"], r["name"])] = 100 * r["ratio_vs_lib"]
-    best = max({n for _, n in latest}, key=lambda n: statistics.median(v for (c, m), v in latest.items() if m == n))
+    dec = _decode_medians(runs, "fp8")
+    best = max(dec, key=lambda n: dec[n][0])
     assert t["classes"]["grouped-decode"][0]["build"] == "l11_fp8_tn32" == build_of_row(11, best)
     art = {"entries": [
         {"name": "sgmm", "modeled": True, "op_class": "moe", "shape": {"pairs": 512, "E": 128, "N": 1536, "K": 2048},
@@ -264,14 +279,72 @@ def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
     got = {e["name"]: (lvl, why, probs) for e, probs, lvl, why in work}
     assert got["sgmm"][0] == "l11_fp8_tn32" and rerun_run._contract(got["sgmm"][2][0]) == "grouped-fp8"
     assert get_level(got["sgmm"][0]).contract == "grouped-fp8"
-    assert "sgmm_prefill" in skipped and "never benched" in skipped["sgmm_prefill"]
+    # prefill, by hand: the median over the six prefill cases of each fp8 build's ratio to torch
+    pre = {}
+    for r in PREFILL5["rows"]:
+        if r.get("dtype") == "fp8" and r["level"] and r["check_ok"]:
+            pre.setdefault(r["name"], []).append(100 * r["ratio_vs_lib"])
+    assert all(len(v) == 6 for v in pre.values()) and len(pre) == 4
+    best = max(pre, key=lambda n: statistics.median(pre[n]))
+    row = t["classes"]["grouped-prefill"][0]
+    assert row["build"] == "l15_pp_m128" == build_of_row(15, best)
+    assert row["median_pct_cublas"] == pytest.approx(statistics.median(pre[best]))
+    assert got["sgmm_prefill"][0] == "l15_pp_m128" and get_level("l15_pp_m128").contract == "grouped-fp8"
+    assert rerun_run._contract(got["sgmm_prefill"][2][0]) == "grouped-fp8"
+    art["entries"][1]["shape"]["E"] = 512   # Qwen3-Next-sized: the tile engine's plan holds 384, level 11's 512
+    work, skipped = rerun_run._plan(art, (), rerun_run._tables(None), "sm_90a", None)
+    got = {e["name"]: (lvl, why) for e, probs, lvl, why in work}
+    assert got["sgmm_prefill"][0] == "l11_fp8_tn32" and "among the builds that hold 512 experts" in got["sgmm_prefill"][1]
+    only_ws = {**t, "classes": {"grouped-prefill": [r for r in t["classes"]["grouped-prefill"] if r["level"] != 11]}}
+    lvl, why = dispatch.choose_grouped_level(only_ws, 65536, 512, 1536, 2048, "fp8", E=512)
+    assert lvl is None and "holds 512 experts" in why
+    assert dispatch.choose_grouped_level(t, 65536, 128, 1536, 2048, "fp8", E=384)[0] == "l15_pp_m128"
+
+
+def test_level15_launch_operands(monkeypatch):
+    """Level 15's builds go through the tile engine's grouped launcher: uint8 maps with 128-byte
+    inner boxes of the build's unit tile (A: unit rows; W: unit columns over the E*N weight rows), the
+    C map, K tiles of 128, the grid bound in units, the scales and offsets in the kernel's WsX slots."""
+    from roofline.ladder import build, gpu, gpu_moe_fp8
+
+    maps, launches = [], []
+
+    class _Arr:
+        def __init__(self, shape, ptr):
+            self.shape, self.data = shape, type("D", (), {"ptr": ptr})()
+
+    class _K:
+        def __call__(self, grid, block, args, shared_mem):
+            launches.append((grid, block, args, shared_mem))
+    monkeypatch.setattr(gpu, "cupy", lambda: type("CP", (), {"int32": int, "zeros": None}))
+    monkeypatch.setattr(gpu_moe_fp8, "_null", lambda: "null")
+    monkeypatch.setattr(gpu_moe_fp8, "tensor_map_nd", lambda ptr, eb, dims, strides, box: maps.append((ptr, eb, dims, strides, box)) or f"map{ptr}")
+    monkeypatch.setattr(gpu, "tensor_map", lambda ptr, m, n, ld, box: f"cmap{ptr}")
+    monkeypatch.setattr(gpu, "sm_count", lambda: 132)
+    monkeypatch.setattr(gpu, "_ws_buffers", lambda a, b: ("ws", "cnt"))
+    monkeypatch.setattr(gpu_moe_fp8, "get_kernel", lambda lv: _K())
+    R, E, N, K = 1000, 8, 1536, 2048
+    sa, sw = _Arr((R,), 40), _Arr((E, N), 50)
+    for key, unit in (("15", (128, 256)), ("l15_pp_m128", (128, 128))):
+        maps.clear(); launches.clear()
+        lv = get_level(key)
+        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, sw)
+        assert maps == [(16, 1, (K, R), (K,), (128, unit[0])), (32, 1, (K, E * N), (K,), (128, unit[1]))]
+        (grid, block, args, smem), = launches
+        assert grid == (min(132, (-(-R // unit[0]) + E) * (N // unit[1])), 1, 1) and block == (384, 1, 1)
+        assert args[:8] == ("map16", "map32", "cmap48", args[3], R, N, K, 1) and args[10:12] == (1, K // 128)
+        assert args[12] is sa and args[13] is sw and args[14:] == ("offs", E) and smem == lv.dyn_smem_bytes
+    with pytest.raises(ValueError, match="sa \\[1000\\] and sw \\[8, 1536\\]"):
+        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, None)
+    with pytest.raises(ValueError, match="at most 384"):
+        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((512, N, K), 32), "offs", _Arr((R, N), 48), 512, N, K, "enk", sa, sw)
 
 
 def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(monkeypatch):
     """The re-run's side-by-side launches of a grouped fp8 problem (timing.launchers, also what the
     counter run launches): e4m3 operands on the drawn routing, unit scales of [rows] and [E, N],
     the ladder build and torch._scaled_grouped_mm on the same memory."""
-    from roofline.ladder import check_x, gpu, gpu_x
+    from roofline.ladder import check, gpu, gpu_moe_fp8
     from roofline.opclasses import Problem
     from roofline.stagec import timing
 
@@ -287,10 +360,10 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
             return ("empty", shape, dtype)
     calls = []
     monkeypatch.setattr(gpu, "cupy", lambda: _CP)
-    monkeypatch.setattr(check_x, "grouped_operands", lambda counts, N, K, lay, seed, fp8=False:
+    monkeypatch.setattr(check, "grouped_operands", lambda counts, N, K, lay, seed, fp8=False:
                         calls.append(("operands", tuple(counts), N, K, lay, seed, fp8)) or ("A", "W", "offs"))
-    monkeypatch.setattr(gpu_x, "launch_grouped", lambda *a: calls.append(("ladder",) + a))
-    monkeypatch.setattr(gpu_x, "torch_scaled_grouped", lambda *a: calls.append(("library",) + a))
+    monkeypatch.setattr(gpu_moe_fp8, "launch_grouped", lambda *a: calls.append(("ladder",) + a))
+    monkeypatch.setattr(gpu_moe_fp8, "torch_scaled_grouped", lambda *a: calls.append(("library",) + a))
     p = Problem("grouped", 6, 256, 128, "fp8", 1.0, E=3)
     lv = VARIANTS["l11_fp8_tn32"]
     fns = timing.launchers("grouped-fp8", lv, p, seed=4, counts=[1, 0, 5])
@@ -301,3 +374,47 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
     assert lad[10] == ("ones", (6,), "f32") and lad[11] == ("ones", (3, 256), "f32")
     assert lib == ("library", "A", "W", "offs", ("ones", (6,), "f32"), ("ones", (3, 256), "f32"))
     assert timing.LIBRARY["grouped-fp8"] == "torch._scaled_grouped_mm"
+
+
+def test_the_moe_bench_gives_the_pools_back_between_cases(monkeypatch):
+    """The full-size DeepSeek-V3 case ran out of memory with 122 GB held by CuPy's pool across
+    cases: release_device_memory frees CuPy's device and pinned pools and torch's cache."""
+    from roofline.ladder import bench_moe_fp8, gpu
+
+    calls = []
+
+    class _Pool:
+        def __init__(self, name, held):
+            self.name, self.held = name, held
+
+        def total_bytes(self):
+            return self.held
+
+        def free_all_blocks(self):
+            calls.append(self.name)
+            self.held = 0
+    dev, pinned = _Pool("device", 122 << 30), _Pool("pinned", 1 << 20)
+    monkeypatch.setattr(gpu, "cupy", lambda: type("CP", (), {"get_default_memory_pool": staticmethod(lambda: dev),
+                                                             "get_default_pinned_memory_pool": staticmethod(lambda: pinned)}))
+    cuda = type("C", (), {"is_available": staticmethod(lambda: True), "empty_cache": staticmethod(lambda: calls.append("torch"))})
+    monkeypatch.setattr(gpu, "torch_or_none", lambda: type("T", (), {"cuda": cuda}))
+    assert bench_moe_fp8.release_device_memory() == {"pool_bytes_before": 122 << 30, "pool_bytes_after": 0}
+    assert calls == ["device", "pinned", "torch"]
+
+
+def test_the_moe_bench_plan_covers_the_dispatched_classes():
+    """Prefill cases time the tile-engine builds (levels 12, 15) and one level-11 build per dtype, in
+    fp8 as well (round 5); the coverage cases span experts 8..512, inter 512..14336, tokens 16..8192."""
+    from roofline.ladder import bench_moe_fp8, device_moe_fp8
+
+    plan = device_moe_fp8.moe_plan(["15", "l15_pp_m128", "l12_fp8_pingpong", "l11_fp8_tn32", "12", "l11_fp8"], "prefill")
+    assert {c for c, _, _ in plan} == set(bench_moe_fp8.PREFILL_CASES) and len(plan) == 2 * len(bench_moe_fp8.PREFILL_CASES)
+    fp8 = [b for _, b, f in plan if f][0]
+    assert [x.name for x in fp8] == [get_level("15").name, VARIANTS["l15_pp_m128"].name, "grouped_fp8_pingpong",
+                                     "grouped_decode_fp8_tn32"]
+    cases = {**{k: bench_moe_fp8.MOE_CASES[k] for k in bench_moe_fp8.DECODE_CASES + bench_moe_fp8.PREFILL_CASES}, **bench_moe_fp8.COVER_CASES}
+    Es = {c[0] for c in cases.values()}
+    inters = {min(c[3], c[4]) for c in cases.values()}   # gate_up N = 2 inter; down K = inter
+    tokens = {c[1] for c in cases.values()}
+    assert min(Es) == 8 and max(Es) == 512 and min(tokens) == 16 and max(tokens) == 8192
+    assert min(inters) == 512 and max(c[4] for c in cases.values()) == 14336

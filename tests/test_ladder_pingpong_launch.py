@@ -1,7 +1,7 @@
 """CPU-only: the launchers of levels 12-13 size the ping-pong builds by one consumer's unit tile.
 
 A ping-pong build's registry tile_mnk is one consumer's unit (UM x UN x KE; the CPU build test
-static_asserts it against ws.cuh's Cfg). Here gpu_x.launch_fp8 / launch_grouped run against fake
+static_asserts it against ws.cuh's Cfg). Here gpu_moe_fp8.launch_fp8 / launch_grouped run against fake
 CuPy / driver objects that record the tensor-map boxes and the grid, and the grid is checked
 against the kernel's own work walk (ws.cuh WsWork: units u = cid + i * #clusters) recomputed here:
 every unit owned by exactly one cluster, no cluster idle, and the fewest rounds the SMs allow."""
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from roofline.ladder import gpu, gpu_x
+from roofline.ladder import gpu, gpu_moe_fp8
 from roofline.ladder.registry import VARIANTS, get_level
 
 SMS = 132
@@ -24,7 +24,7 @@ class _Arr:
         for d in shape:
             self.size *= d
 
-    def __setitem__(self, key, value):   # gpu_x._pad_last copies into a zeroed buffer
+    def __setitem__(self, key, value):   # gpu_moe_fp8._pad_last copies into a zeroed buffer
         pass
 
 
@@ -46,14 +46,14 @@ def fake(monkeypatch):
     monkeypatch.setattr(gpu, "max_active_clusters", lambda level, kern: None)
     monkeypatch.setattr(gpu, "_ws_buffers", lambda nf, nc: ("ws", "cnt"))
     monkeypatch.setattr(gpu, "tensor_map", lambda ptr, rows, cols, stride, box_rows, box_cols=64: ("C", box_rows))
-    monkeypatch.setattr(gpu_x, "get_kernel", lambda level: rec.kern)
-    monkeypatch.setattr(gpu_x, "_NULL", _Arr((4,)))
+    monkeypatch.setattr(gpu_moe_fp8, "get_kernel", lambda level: rec.kern)
+    monkeypatch.setattr(gpu_moe_fp8, "_NULL", _Arr((4,)))
 
     def nd(ptr, eb, dims, strides, box):
         rec.maps.append((eb, dims, box))
         rec.strides.append((ptr, strides))
         return ("map", dims, box)
-    monkeypatch.setattr(gpu_x, "tensor_map_nd", nd)
+    monkeypatch.setattr(gpu_moe_fp8, "tensor_map_nd", nd)
     return rec
 
 
@@ -66,7 +66,7 @@ def _walk(units: int, clusters: int) -> list[int]:
 def test_fp8_pingpong_grid_and_boxes(fake, name, um, un):
     lv = VARIANTS[name]
     m = n = k = 8192
-    gpu_x.launch_fp8(lv, _Arr((m, k)), _Arr((n, k)), _Arr((m,)), _Arr((n,)), _Arr((m, n)), m, n, k)
+    gpu_moe_fp8.launch_fp8(lv, _Arr((m, k)), _Arr((n, k)), _Arr((m,)), _Arr((n,)), _Arr((m, n)), m, n, k)
     (grid, block, args, smem), = fake.kern.calls
     (eb_a, _, box_a), (eb_b, _, box_b) = fake.maps
     # A box: one consumer's unit rows x 128 bytes; B box: the unit's columns split over the cluster
@@ -89,7 +89,7 @@ def test_grouped_grid_bound_counts_unit_rows(fake, name, um, un):
     counts = [0, 1, 70, 130, 255, 257, 64, 0]
     E, N, K, R = len(counts), 512, 768, sum(counts)
     offs = _Arr((E,))
-    gpu_x.launch_grouped(lv, _Arr((R, K)), _Arr((E, N, K)), offs, _Arr((R, N)), E, N, K)
+    gpu_moe_fp8.launch_grouped(lv, _Arr((R, K)), _Arr((E, N, K)), offs, _Arr((R, N)), E, N, K)
     (grid, _, args, smem), = fake.kern.calls
     (_, _, box_a), (_, dims_b, box_b) = fake.maps
     assert box_a == (64, um) and box_b == (64, un) and dims_b == (K, E * N)
@@ -124,7 +124,7 @@ def test_grouped_fp8_pingpong_maps_scales_and_grid(fake, counts, N, K):
     E, R = len(counts), sum(counts)
     a, w, offs, c = _Arr((R, K)), _Arr((E, N, K)), _Arr((E,)), _Arr((R, N))
     sa, sw = _Arr((R,)), _Arr((E, N))
-    gpu_x.launch_grouped(lv, a, w, offs, c, E, N, K, "enk", sa, sw)
+    gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, E, N, K, "enk", sa, sw)
     (grid, block, args, smem), = fake.kern.calls
     (eb_a, dims_a, box_a), (eb_b, dims_b, box_b) = fake.maps
     kp = -(-K // 16) * 16   # TMA row stride: 16-byte multiple of one-byte elements
@@ -150,37 +150,37 @@ def test_grouped_fp8_pingpong_refuses_missing_or_short_scales(fake):
     ops = (_Arr((R, K)), _Arr((E, N, K)), _Arr((E,)), _Arr((R, N)))
     for sa, sw in ((None, None), (_Arr((R,)), None), (_Arr((R - 1,)), _Arr((E, N))), (_Arr((R,)), _Arr((N,)))):
         with pytest.raises(ValueError, match="scales"):
-            gpu_x.launch_grouped(lv, *ops, E, N, K, "enk", sa, sw)
+            gpu_moe_fp8.launch_grouped(lv, *ops, E, N, K, "enk", sa, sw)
     assert not fake.kern.calls and sum(counts) == R
 
 
 def test_grouped_fp8_pingpong_reaches_check_sanitize_and_the_decode_bench(monkeypatch):
-    """device_x runs every grouped-fp8 target: the check's grouped cases (prefill-sized edge
+    """device_moe_fp8 runs every grouped-fp8 target: the check's grouped cases (prefill-sized edge
     routings: it is a ws build), sanitize's grouped cases, and bench-moe's fp8 rows on every
     decode case beside level 11's fp8 build; the round-3 target set names it."""
-    from roofline.ladder import bench, bench_x, check_x, device_x
+    from roofline.ladder import bench, bench_moe_fp8, check, device_moe_fp8
     from roofline.ladder.target_sets import TARGET_SETS
     from roofline.ladder.routing import edge_routings
 
     name = "l12_fp8_pingpong"
-    assert name in device_x.x_targets()
+    assert name in device_moe_fp8.x_targets()
     assert TARGET_SETS["x-round3"] == ("l12_fp8_pingpong", "l11_fp8_tn32", "l12_pingpong")
     lv = VARIANTS[name]
-    cases = check_x.grouped_cases(lv, 3, 0)
+    cases = check.grouped_cases(lv, 3, 0)
     assert [c[0] for c in cases[:4 * len(edge_routings(big=True)):4]] == [r for _, r in edge_routings(big=True)]
     seen = []
-    monkeypatch.setattr(check_x, "check_grouped", lambda lv, *a, **k: seen.append(lv.name) or SimpleNamespace(
+    monkeypatch.setattr(check, "check_grouped", lambda lv, *a, **k: seen.append(lv.name) or SimpleNamespace(
         ok=True, case="c"))
-    assert device_x.do_sanitize([name]) and seen == [lv.name, lv.name]
+    assert device_moe_fp8.do_sanitize([name]) and seen == [lv.name, lv.name]
     calls = []
     monkeypatch.setattr(bench, "Timer", lambda: None)
-    monkeypatch.setattr(bench_x, "ceilings", lambda timer: {})
-    monkeypatch.setattr(bench_x, "meta", lambda what: {})
-    monkeypatch.setattr(bench_x, "render", lambda res: "")
-    monkeypatch.setattr(bench_x, "grouped_case", lambda timer, case, lvs, ceil, layout="enk", fp8=False, min_reps=50:
+    monkeypatch.setattr(bench_moe_fp8, "ceilings", lambda timer: {})
+    monkeypatch.setattr(bench_moe_fp8, "meta", lambda what: {})
+    monkeypatch.setattr(bench_moe_fp8, "render", lambda res: "")
+    monkeypatch.setattr(bench_moe_fp8, "grouped_case", lambda timer, case, lvs, ceil, layout="enk", fp8=False, min_reps=50:
                         calls.append((case, [x.name for x in lvs], fp8)) or [])
-    assert device_x.do_bench_moe(list(TARGET_SETS["x-round3"]), "decode", None, 50)
+    assert device_moe_fp8.do_bench_moe(list(TARGET_SETS["x-round3"]), "decode", None, 50)
     fp8_rows = {case: names for case, names, fp8 in calls if fp8}
-    assert set(fp8_rows) == set(bench_x.DECODE_CASES)
+    assert set(fp8_rows) == set(bench_moe_fp8.DECODE_CASES)
     assert all(names == ["grouped_fp8_pingpong", "grouped_decode_fp8_tn32"] for names in fp8_rows.values())
     assert {tuple(n) for _, n, fp8 in calls if not fp8} == {("grouped_prefill_pingpong",)}

@@ -137,3 +137,25 @@ def test_named_target_sets_name_registry_builds_only():
         assert targets and len(set(targets)) == len(targets), name
         for t in targets:
             get_level(t)   # raises KeyError for a build the registry does not have
+
+
+def test_one_contract_record_per_contract_names_callables_and_shipped_tables():
+    """Each contract is one record (operands, launcher, library op, check, bench, dispatch table); every
+    function it names resolves, every level solves a recorded contract, and the dispatch and re-run
+    read their table files and library names from the records."""
+    from importlib import resources
+
+    from roofline.ladder import dispatch
+    from roofline.ladder.registry import CONTRACTS, VARIANTS, contract_fn
+    from roofline.stagec import timing
+
+    assert {lv.contract for lv in (*LEVELS, *VARIANTS.values())} == set(CONTRACTS)
+    for name, c in CONTRACTS.items():
+        assert c.name == name
+        for role in ("launcher", "library_fn", "check"):
+            assert callable(contract_fn(name, role)), (name, role)
+        assert resources.files("roofline").joinpath("data", c.dispatch_table).is_file()
+        assert c.table_builder.startswith("--build-") and c.bench.split()[0] in ("device_suite", "device_moe_fp8")
+    assert dispatch.TABLE_FILES == {n: c.dispatch_table for n, c in CONTRACTS.items()}
+    assert timing.LIBRARY == {n: c.library for n, c in CONTRACTS.items()}
+    assert contract_fn("grouped-fp8", "library_fn").__name__ == "torch_scaled_grouped"

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from roofline import api, report, rerun as rerun_top
-from roofline.ladder import bench, check_x, gpu, gpu_x
+from roofline.ladder import bench, check, gpu, gpu_moe_fp8
 from roofline.stagec import profiler, timing
 
 from conftest import FIXTURES
@@ -70,13 +70,13 @@ class Device:
         mp.setattr(gpu, "random_bf16", lambda shape, seed, scale=1.0: Arr(shape))
         mp.setattr(gpu, "cublas_tn", lambda a, b, c: self.launch("cublas", "gemm-bf16", a.shape[0], b.shape[0], a.shape[1]))
         mp.setattr(gpu, "launch", lambda lv, a, b, c, m, n, k: self.launch("ladder", "gemm-bf16", m, n, k))
-        mp.setattr(gpu_x, "random_fp8", lambda shape, seed: Arr(shape))
-        mp.setattr(gpu_x, "launch_fp8", lambda lv, a, b, sa, sb, c, m, n, k: self.launch("ladder", "gemm-fp8", m, n, k))
-        mp.setattr(gpu_x, "torch_scaled",
+        mp.setattr(gpu_moe_fp8, "random_fp8", lambda shape, seed: Arr(shape))
+        mp.setattr(gpu_moe_fp8, "launch_fp8", lambda lv, a, b, sa, sb, c, m, n, k: self.launch("ladder", "gemm-fp8", m, n, k))
+        mp.setattr(gpu_moe_fp8, "torch_scaled",
                    lambda a, b, sa, sb: self.launch("cublas", "gemm-fp8", a.shape[0], b.shape[0], a.shape[1]))
-        mp.setattr(gpu_x, "launch_grouped", lambda lv, a, w, offs, c, E, N, K, layout="enk":
+        mp.setattr(gpu_moe_fp8, "launch_grouped", lambda lv, a, w, offs, c, E, N, K, layout="enk":
                    self.launch("ladder", "grouped-bf16", c.shape[0], N, K, offs))
-        mp.setattr(gpu_x, "torch_grouped", lambda a, w, offs, layout="enk":
+        mp.setattr(gpu_moe_fp8, "torch_grouped", lambda a, w, offs, layout="enk":
                    self.launch("cublas", "grouped-bf16", a.shape[0], w.shape[1], w.shape[2], offs))
 
         def operands(counts, N, K, layout, seed, fp8=False, specials=False):
@@ -84,9 +84,9 @@ class Device:
             return Arr((sum(counts), K)), Arr((len(counts), N, K)), np.cumsum(counts).astype(np.int32)
 
         ok = types.SimpleNamespace(ok=True, rel_err_ref=1e-3, reason="")
-        mp.setattr(check_x, "grouped_operands", operands)
-        mp.setattr(check_x, "check_grouped", lambda *a, **k: ok)
-        mp.setattr(check_x, "check_fp8", lambda *a, **k: ok)
+        mp.setattr(check, "grouped_operands", operands)
+        mp.setattr(check, "check_grouped", lambda *a, **k: ok)
+        mp.setattr(check, "check_fp8", lambda *a, **k: ok)
         dev = self
 
         class Timer:

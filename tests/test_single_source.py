@@ -156,8 +156,8 @@ def test_the_ladders_python_names_levels_only_through_the_registry():
 
 
 def test_device_suite_lists_exactly_the_registry():
-    # device_suite drives the dense bf16 levels, device_x the grouped and fp8 ones: together the registry
-    from roofline.ladder.device_x import x_targets
+    # device_suite drives the dense bf16 levels, device_moe_fp8 the grouped and fp8 ones: together the registry
+    from roofline.ladder.device_moe_fp8 import x_targets
     from roofline.ladder.registry import DENSE_LEVELS as LEVELS, LEVELS as ALL, VARIANTS as ALL_VARIANTS
 
     VARIANTS = {k: v for k, v in ALL_VARIANTS.items() if v.contract == "gemm-bf16"}

@@ -138,7 +138,7 @@ def _choose(tables: dict, p, arch) -> tuple[int | None, str]:
         if kind not in tables:
             return None, f"grouped {p.dtype} GEMMs are not dispatched (no {kind} table)"
         counts, rule = draw_routing(p)
-        lvl, why = choose_grouped_level(tables[kind], p.M, experts_hit(counts), p.N, p.K, p.dtype, arch)
+        lvl, why = choose_grouped_level(tables[kind], p.M, experts_hit(counts), p.N, p.K, p.dtype, arch, E=len(counts))
         return lvl, f"{why}; routing {rule}: {experts_hit(counts)} experts hit (model {p.experts_hit_model:.1f})" \
             if p.experts_hit_model is not None else f"{why}; routing {rule}"
     return choose_level(tables.get(kind), p.M, p.N, p.K, p.dtype, arch)

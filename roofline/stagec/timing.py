@@ -107,38 +107,43 @@ def draw_routing(p: Problem, seed: int = 0) -> tuple[list[int], str]:
 
 
 # the library op each contract's level is timed (and profiled) beside
-LIBRARY = {"gemm-bf16": "cuBLAS (torch.mm)", "grouped-bf16": "torch._grouped_mm", "gemm-fp8": "torch._scaled_mm",
-           "grouped-fp8": "torch._scaled_grouped_mm"}
+def _library_names() -> dict:
+    from roofline.ladder.level import CONTRACTS
+
+    return {name: c.library for name, c in CONTRACTS.items()}
+
+
+LIBRARY = _library_names()   # the ladder's Contract records name it
 
 
 def launchers(contract: str, lv, p: Problem, seed: int = 0, counts=None) -> dict:
     """The two launches a re-run puts side by side on one problem, on the same operands:
     {"ladder": the level, "cublas": the library op}. grouped-bf16: `counts` rows per expert (the
-    drawn routing), A and W from check_x.grouped_operands(seed + 1), beside torch._grouped_mm
+    drawn routing), A and W from check.grouped_operands(seed + 1), beside torch._grouped_mm
     (grouped-fp8: the same in e4m3 with unit scales, beside torch._scaled_grouped_mm);
     gemm-fp8: e4m3 A (seed + 1) and B (seed + 2), unit rowwise scales, beside torch._scaled_mm.
     One builder for the timing here and the counter run (roofline/stagec/profiler.py), so both
     launch the same problem on the same data. The closures hold the operands."""
-    from roofline.ladder import check_x, gpu, gpu_x
+    from roofline.ladder import check, gpu, gpu_moe_fp8
 
     cp = gpu.cupy()
     if contract == "grouped-bf16":
-        a, w, offs = check_x.grouped_operands(counts, p.N, p.K, p.w_layout, seed + 1)
+        a, w, offs = check.grouped_operands(counts, p.N, p.K, p.w_layout, seed + 1)
         c = cp.empty((p.M, p.N), dtype=cp.uint16)
-        return {"ladder": lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
-                "cublas": lambda: gpu_x.torch_grouped(a, w, offs, p.w_layout)}
+        return {"ladder": lambda: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, p.w_layout),
+                "cublas": lambda: gpu_moe_fp8.torch_grouped(a, w, offs, p.w_layout)}
     if contract == "grouped-fp8":   # e4m3 A and W [E, N, K], unit rowwise / per-expert colwise scales
-        a, w, offs = check_x.grouped_operands(counts, p.N, p.K, "enk", seed + 1, fp8=True)
+        a, w, offs = check.grouped_operands(counts, p.N, p.K, "enk", seed + 1, fp8=True)
         sa, sw = cp.ones(p.M, dtype=cp.float32), cp.ones((p.E, p.N), dtype=cp.float32)
         c = cp.empty((p.M, p.N), dtype=cp.uint16)
-        return {"ladder": lambda: gpu_x.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, "enk", sa, sw),
-                "cublas": lambda: gpu_x.torch_scaled_grouped(a, w, offs, sa, sw)}
+        return {"ladder": lambda: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, p.E, p.N, p.K, "enk", sa, sw),
+                "cublas": lambda: gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw)}
     if contract == "gemm-fp8":
-        a, b = gpu_x.random_fp8((p.M, p.K), seed + 1), gpu_x.random_fp8((p.N, p.K), seed + 2)
+        a, b = gpu_moe_fp8.random_fp8((p.M, p.K), seed + 1), gpu_moe_fp8.random_fp8((p.N, p.K), seed + 2)
         sa, sb = cp.ones(p.M, dtype=cp.float32), cp.ones(p.N, dtype=cp.float32)
         c = cp.empty((p.M, p.N), dtype=cp.uint16)
-        return {"ladder": lambda: gpu_x.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K),
-                "cublas": lambda: gpu_x.torch_scaled(a, b, sa, sb)}
+        return {"ladder": lambda: gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, p.M, p.N, p.K),
+                "cublas": lambda: gpu_moe_fp8.torch_scaled(a, b, sa, sb)}
     raise ValueError(f"no side-by-side launchers for contract {contract!r}")
 
 
@@ -147,7 +152,7 @@ def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: s
     """Check, then time a grouped level and torch._grouped_mm on each grouped problem with a drawn
     routing, same operands, same L2 state; the routing (its rule, its rows per expert
     `routing_counts`, which the counter run launches again) and the experts it hit go with the result."""
-    from roofline.ladder import bench, check_x
+    from roofline.ladder import bench, check
     from roofline.ladder.registry import get_level
     from roofline.ladder.routing import experts_hit
 
@@ -157,7 +162,7 @@ def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: s
     per, ok = [], True
     for p in problems:
         counts, rule = draw_routing(p, seed)
-        chk = check_x.check_grouped(lv, counts, p.N, p.K, layout=p.w_layout, seed=seed + 7)
+        chk = check.check_grouped(lv, counts, p.N, p.K, layout=p.w_layout, seed=seed + 7)
         ok = ok and chk.ok
         row = {**asdict(p), "routing": rule, "routing_counts": list(counts), "experts_hit_drawn": experts_hit(counts),
                "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
@@ -171,7 +176,7 @@ def measure_grouped(problems: list[Problem], level_id: int, seed: int = 0, l2: s
 
 def measure_fp8(problems: list[Problem], level_id: int, seed: int = 0, l2: str = "cold") -> dict:
     """Check, then time an fp8 level and torch._scaled_mm (rowwise scales) on each problem."""
-    from roofline.ladder import bench, check_x
+    from roofline.ladder import bench, check
     from roofline.ladder.registry import get_level
 
     lv = get_level(level_id)
@@ -179,7 +184,7 @@ def measure_fp8(problems: list[Problem], level_id: int, seed: int = 0, l2: str =
     tot = {"ladder": [0.0, 0.0, 0.0], "cublas": [0.0, 0.0, 0.0]}
     per, ok = [], True
     for p in problems:
-        chk = check_x.check_fp8(lv, p.M, p.N, p.K, seed=seed + 7)
+        chk = check.check_fp8(lv, p.M, p.N, p.K, seed=seed + 7)
         ok = ok and chk.ok
         row = {**asdict(p), "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
         if chk.ok:

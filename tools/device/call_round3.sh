@@ -16,7 +16,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-530} - ($(date +%s) - T0) )); }
 cap() { local l=$(( $(left) - ${2:-5} )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
-X="python3 -m roofline.ladder.device_x"; S="python3 -m roofline.ladder.device_suite"
+X="python3 -m roofline.ladder.device_moe_fp8"; S="python3 -m roofline.ladder.device_suite"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
 timeout 45 $X bench-fp8 --shapes square-8192 --targets 13 --out $R > $R/fp8.log 2>&1; echo "fp8 rc=$?"; grep -E "^\| 8192" $R/fp8.log
 X3=$($X levels --set x-round3); M3=$($S levels --set mid-round3); RC=$($X levels --set racecheck-round3)

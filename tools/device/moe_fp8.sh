@@ -8,7 +8,7 @@
 # racecheck, synccheck on what passed), moe (bench-moe), fp8 (bench-fp8). BUDGET_S bounds it all.
 export PYTHONUNBUFFERED=1
 export LADDER_CUBIN_DIR=${LADDER_CUBIN_DIR:-$PWD/.cubins}
-X="python3 -m roofline.ladder.device_x"
+X="python3 -m roofline.ladder.device_moe_fp8"
 OUT=${OUT:-/tmp/x_out}; R=$OUT/r; mkdir -p $R
 STAGES=${STAGES:-"dense check san moe fp8"}
 TARGETS=${TARGETS:-$($X levels)}   # the registry's grouped and fp8 levels and variants

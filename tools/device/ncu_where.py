@@ -10,7 +10,7 @@ Every launch is compiled and warmed outside the profiled range (cudaProfilerStar
 launched once inside it, preceded by a one-thread marker kernel `mark_NNN` whose number is the
 launch's index in the printed plan (WHERE_PLAN lines): the kernels between two markers belong to
 that launch (a library op can launch more than one kernel). Operands as the benches build them
-(ladder/bench_x.py: routing topk_counts seed 0; random bf16 / e4m3), ncu flushes the caches
+(ladder/bench_moe_fp8.py: routing topk_counts seed 0; random bf16 / e4m3), ncu flushes the caches
 before each kernel (--cache-control all), as the benches flush L2 before each timed launch."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _plan(cases):
     fp8 form; "fp8-MxNxK" and "bf16-MxNxK": dense); the library op runs first in every case."""
     import cupy as cp
 
-    from roofline.ladder import bench_x, check_x, gpu, gpu_x
+    from roofline.ladder import bench_moe_fp8, check, gpu, gpu_moe_fp8
     from roofline.ladder.registry import get_level
     from roofline.ladder.routing import topk_counts
 
@@ -39,28 +39,28 @@ def _plan(cases):
             raise SystemExit(f"{spec!r}: name the builds after a colon")
         fp8 = case.endswith("-fp8")
         case = case[:-4] if fp8 else case
-        if case in bench_x.MOE_CASES:
-            E, tokens, top_k, N, K = bench_x.MOE_CASES[case]
+        if case in bench_moe_fp8.MOE_CASES:
+            E, tokens, top_k, N, K = bench_moe_fp8.MOE_CASES[case]
             counts = topk_counts(tokens, E, top_k, seed=0)
             R = sum(counts)
-            a, w, offs = check_x.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8)
+            a, w, offs = check.grouped_operands(counts, N, K, "enk", seed=1, fp8=fp8)
             sa = cp.ones(R, dtype=cp.float32) if fp8 else None
             sw = cp.ones((E, N), dtype=cp.float32) if fp8 else None
             c = cp.empty((R, N), dtype=cp.uint16)
-            lib = ((lambda a=a, w=w, o=offs, sa=sa, sw=sw: gpu_x.torch_scaled_grouped(a, w, o, sa, sw)) if fp8
-                   else (lambda a=a, w=w, o=offs: gpu_x.torch_grouped(a, w, o)))
+            lib = ((lambda a=a, w=w, o=offs, sa=sa, sw=sw: gpu_moe_fp8.torch_scaled_grouped(a, w, o, sa, sw)) if fp8
+                   else (lambda a=a, w=w, o=offs: gpu_moe_fp8.torch_grouped(a, w, o)))
             run = lambda lv, a=a, w=w, o=offs, c=c, sa=sa, sw=sw, E=E, N=N, K=K: \
-                gpu_x.launch_grouped(lv, a, w, o, c, E, N, K, "enk", sa, sw)  # noqa: E731
+                gpu_moe_fp8.launch_grouped(lv, a, w, o, c, E, N, K, "enk", sa, sw)  # noqa: E731
             tag = f"{case}{'-fp8' if fp8 else ''}"
         elif case.startswith(("fp8-", "bf16-")):
             m, n, k = (int(x) for x in case.split("-", 1)[1].split("x"))
             c = cp.empty((m, n), dtype=cp.uint16)
             if case.startswith("fp8-"):
-                a, b = gpu_x.random_fp8((m, k), 1), gpu_x.random_fp8((n, k), 2)
+                a, b = gpu_moe_fp8.random_fp8((m, k), 1), gpu_moe_fp8.random_fp8((n, k), 2)
                 sa, sb = cp.ones(m, dtype=cp.float32), cp.ones(n, dtype=cp.float32)
-                lib = lambda a=a, b=b, sa=sa, sb=sb: gpu_x.torch_scaled(a, b, sa, sb)  # noqa: E731
+                lib = lambda a=a, b=b, sa=sa, sb=sb: gpu_moe_fp8.torch_scaled(a, b, sa, sb)  # noqa: E731
                 run = lambda lv, a=a, b=b, sa=sa, sb=sb, c=c, m=m, n=n, k=k: \
-                    gpu_x.launch_fp8(lv, a, b, sa, sb, c, m, n, k)  # noqa: E731
+                    gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, m, n, k)  # noqa: E731
             else:
                 a, b = gpu.random_bf16((m, k), 1), gpu.random_bf16((n, k), 2)
                 lib = lambda a=a, b=b, c=c: gpu.cublas_tn(a, b, c)  # noqa: E731
@@ -81,6 +81,8 @@ DEFAULT = (["qwen3moe-prefill4096-gate_up:12+l12_m128n128", "qwen3moe-prefill409
 
 
 # the third round's plan: the builds the dispatch tables name now, where a target is still missed
+# round 5 (notes/l15.md): the fp8 grouped prefill builds beside torch._scaled_grouped_mm
+ROUND5 = ["qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+15", "qwen3moe-prefill4096-down-fp8:l15_pp_m128+15"]
 ROUND3 = ["qwen3moe-decode64-down:l12_pingpong", "qwen3moe-decode256-down:l12_pingpong",
           "qwen3moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong",
           "qwen3moe-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong",
@@ -183,5 +185,7 @@ if __name__ == "__main__":  # pragma: no cover - a device tool
             open(sys.argv[4], "w").write(json.dumps(res, indent=1))
     elif sys.argv[1:] == ["--round3"]:
         run(ROUND3)
+    elif sys.argv[1:] == ["--round5"]:
+        run(ROUND5)
     else:
         run(sys.argv[1:] or DEFAULT)

@@ -9,7 +9,11 @@
 #ifndef L7_D
 #define L7_D 6
 #endif
-LADDER_WS_KERNEL(gemm_l07, 1, 0, 2, 128, L7_D, 1, 0, 16, LADDER_EPI)
+// what level 7 sets (ws.cuh WsBuild has the rest): one consumer owning a 128x128 tile as two m64 slabs
+struct L7 : ladder::WsBuild {
+  static constexpr int consumers = 1, m64_slabs = 2, tile_n = 128, stages = L7_D;
+};
+LADDER_WS_LEVEL(gemm_l07, L7)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l07_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

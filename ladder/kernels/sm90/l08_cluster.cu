@@ -8,7 +8,12 @@
 #ifndef L8_D
 #define L8_D 6
 #endif
-LADDER_WS_KERNEL(gemm_l08, 1, 0, 2, 128, L8_D, 2, 0, 8, LADDER_EPI)
+// level 7's build + what level 8 adds: a 2-CTA cluster (the tile groups count cluster rows: 8 x 2)
+struct L8 : ladder::WsBuild {
+  static constexpr int consumers = 1, m64_slabs = 2, tile_n = 128, stages = L8_D;
+  static constexpr int cluster = 2, group_rows = 8;
+};
+LADDER_WS_LEVEL(gemm_l08, L8)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l08_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

@@ -17,23 +17,28 @@
 #else
 #define L9_SPLIT 0
 #endif
+// what level 9 adds to level 7: two consumers (WsBuild's default), cooperative on 128x256
+struct L9Base : ladder::WsBuild {
+  static constexpr int cluster = L9_CL, splitk = L9_SPLIT, group_rows = 16 / L9_CL;
+};
 #if defined(L9_N192)
 // mid shapes (notes/mid.md): cooperative 128x192 (m64n192, 96 accumulators), 4 stages of 40 KiB
-LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 192, 4, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)
+struct L9 : L9Base { static constexpr int tile_n = 192; };
 #elif defined(L9_N96)
 // mid shapes (notes/mid.md): cooperative 128x96 (m64n96, 48 accumulators), 8 stages of 28 KiB,
-// register-store epilogue (EPI = 0: 96 columns are not whole 64-column TMA store boxes)
-LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 96, 8, L9_CL, L9_SPLIT, 16 / L9_CL, 0)
+// register-store epilogue (96 columns are not whole 64-column TMA store boxes)
+struct L9 : L9Base { static constexpr int tile_n = 96, stages = 8, tma_store = 0; };
 #elif defined(L9_M128)
-// mid shapes (notes/mid.md): cooperative 128x128 (m64n128), 6 stages of 32 KiB, no split
-LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 128, 6, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)
+// mid shapes (notes/mid.md): cooperative 128x128 (m64n128), 6 stages of 32 KiB
+struct L9 : L9Base { static constexpr int tile_n = 128, stages = 6; };
 #elif defined(L9_PINGPONG) && defined(L9_PP_WIDE)
-LADDER_WS_KERNEL(gemm_l09, 2, 1, 1, 256, 4, L9_CL, 0, 16 / L9_CL, LADDER_EPI)
+struct L9 : L9Base { static constexpr int pingpong = 1, splitk = 0; };   // ping-pong 64x256 units
 #elif defined(L9_PINGPONG)
-LADDER_WS_KERNEL(gemm_l09, 2, 1, 2, 128, 6, L9_CL, 0, 16 / L9_CL, LADDER_EPI)
+struct L9 : L9Base { static constexpr int pingpong = 1, splitk = 0, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128
 #else
-LADDER_WS_KERNEL(gemm_l09, 2, 0, 1, 256, 4, L9_CL, L9_SPLIT, 16 / L9_CL, LADDER_EPI)
+struct L9 : L9Base {};   // cooperative 128x256, 4 stages of 48 KiB
 #endif
+LADDER_WS_LEVEL(gemm_l09, L9)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l09_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

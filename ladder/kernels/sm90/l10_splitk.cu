@@ -8,15 +8,18 @@
 // launcher uses it for M > 64 (registry by_m). -DL10_N256: 64x256 tiles (m64n256), 5 stages.
 #include "common.cuh"
 #include "ws.cuh"
+// what level 10 sets: one consumer on 64x128 tiles, 8 stages, split-K (the launcher picks the splits)
+struct L10Base : ladder::WsBuild { static constexpr int consumers = 1, tile_n = 128, stages = 8, splitk = 1; };
 #if defined(L10_M128)
-LADDER_WS_KERNEL(gemm_l10, 2, 0, 1, 128, 6, 1, 1, 16, LADDER_EPI)
+struct L10 : L10Base { static constexpr int consumers = 2, stages = 6; };   // 128x128, two cooperative consumers
 #elif defined(L10_N256)
-LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 256, 5, 1, 1, 16, LADDER_EPI)
+struct L10 : L10Base { static constexpr int tile_n = 256, stages = 5; };    // 64x256 (m64n256)
 #elif defined(L10_SK)
-LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 128, 8, 1, 2, 16, LADDER_EPI)   // 64x128 tiles, stream-K tail (ws.cuh)
+struct L10 : L10Base { static constexpr int splitk = 2; };                   // stream-K tail (ws.cuh)
 #else
-LADDER_WS_KERNEL(gemm_l10, 1, 0, 1, 128, 8, 1, 1, 16, LADDER_EPI)
+struct L10 : L10Base {};
 #endif
+LADDER_WS_LEVEL(gemm_l10, L10)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l10_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

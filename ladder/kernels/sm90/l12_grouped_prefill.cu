@@ -17,17 +17,20 @@
 // end). notes/l12.md.
 #include "common.cuh"
 #include "ws.cuh"
+// level 9's build without the cluster (cooperative 128x256, 4 stages) + what level 12 adds: the grouped tile list
+struct L12Base : ladder::WsBuild { static constexpr int grouped = 1; };
 #if defined(L12_PINGPONG) && defined(L12_FP8)
-LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 1, 256, 4, 1, 0, 16, LADDER_EPI, 1, 1)   // fp8 ping-pong, 64x256 units, 4 stages
+struct L12 : L12Base { static constexpr int pingpong = 1, fp8 = 1; };                               // fp8 ping-pong, 64x256 units, 4 stages
 #elif defined(L12_PINGPONG) && defined(L12_PP_M128)
-LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 2, 128, 6, 1, 0, 16, LADDER_EPI, 0, 1)   // ping-pong, 128x128 units, 6 stages
+struct L12 : L12Base { static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong, 128x128 units, 6 stages
 #elif defined(L12_PINGPONG)
-LADDER_WS_KERNEL_X(gemm_l12, 2, 1, 1, 256, 4, 1, 0, 16, LADDER_EPI, 0, 1)   // ping-pong, 64x256 units, 4 stages
+struct L12 : L12Base { static constexpr int pingpong = 1; };                                       // ping-pong, 64x256 units, 4 stages
 #elif defined(L12_PP)
-LADDER_WS_KERNEL_X(gemm_l12, 2, 0, 1, 128, 6, 1, 0, 16, LADDER_EPI, 0, 1)   // -DL12_PP: 128x128 tiles, 6 stages
+struct L12 : L12Base { static constexpr int tile_n = 128, stages = 6; };                           // -DL12_PP: 128x128 tiles, 6 stages
 #else
-LADDER_WS_KERNEL_X(gemm_l12, 2, 0, 1, 256, 4, 1, 0, 16, LADDER_EPI, 0, 1)
+struct L12 : L12Base {};
 #endif
+LADDER_WS_LEVEL_X(gemm_l12, L12)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l12_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

@@ -12,13 +12,16 @@
 #ifndef L13_CL
 #define L13_CL 2
 #endif
+// level 9's build (cooperative 128x256, 4 stages) + what level 13 adds: fp8, in a 2-CTA cluster
+struct L13Base : ladder::WsBuild { static constexpr int cluster = L13_CL, group_rows = 16 / L13_CL, fp8 = 1; };
 #if defined(L13_PINGPONG) && defined(L13_PP_WIDE)
-LADDER_WS_KERNEL_X(gemm_l13, 2, 1, 1, 256, 4, L13_CL, 0, 16 / L13_CL, LADDER_EPI, 1, 0)   // ping-pong 64x256, 4 stages
+struct L13 : L13Base { static constexpr int pingpong = 1; };                                      // ping-pong 64x256, 4 stages
 #elif defined(L13_PINGPONG)
-LADDER_WS_KERNEL_X(gemm_l13, 2, 1, 2, 128, 6, L13_CL, 0, 16 / L13_CL, LADDER_EPI, 1, 0)   // ping-pong 128x128, 6 stages
+struct L13 : L13Base { static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128, 6 stages
 #else
-LADDER_WS_KERNEL_X(gemm_l13, 2, 0, 1, 256, 4, L13_CL, 0, 16 / L13_CL, LADDER_EPI, 1, 0)
+struct L13 : L13Base {};
 #endif
+LADDER_WS_LEVEL_X(gemm_l13, L13)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l13_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

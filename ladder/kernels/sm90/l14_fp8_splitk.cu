@@ -4,7 +4,12 @@
 // once, after the split-K reduction (ws.cuh apply_scales). Level 13 says the fp8 contract.
 #include "common.cuh"
 #include "ws.cuh"
-LADDER_WS_KERNEL_X(gemm_l14, 1, 0, 1, 128, 8, 1, 1, 16, LADDER_EPI, 1, 0)
+// level 10's build + what level 14 adds: fp8 (QGMMA m64n128k32, scales after the split-K reduction)
+struct L14 : ladder::WsBuild {
+  static constexpr int consumers = 1, tile_n = 128, stages = 8, splitk = 1;
+  static constexpr int fp8 = 1;
+};
+LADDER_WS_LEVEL_X(gemm_l14, L14)
 #ifdef LADDER_EXPECT_DYN_SMEM
 static_assert(gemm_l14_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
 #endif

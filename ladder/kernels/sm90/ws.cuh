@@ -587,7 +587,35 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 
 }  // namespace ladder
 
-// Levels 12-14: the same body with the fp8 scales / grouped offsets (WsX) as extra arguments.
+// A build as named fields: a level file writes `struct L9 : ladder::WsBuild { ... }` overriding
+// only what differs from these defaults (two cooperative consumers on one m64 slab each, 256-wide
+// tile, 4 stages, no cluster, no split, 16-row tile groups, TMA-store epilogue, bf16, dense), and
+// instantiates it with LADDER_WS_LEVEL (levels 7-10: the dense bf16 arguments) or LADDER_WS_LEVEL_X
+// (levels 12-15: + fp8 scales and grouped offsets).
+namespace ladder {
+struct WsBuild {
+  static constexpr int consumers = 2;    // consumer warpgroups (1 or 2)
+  static constexpr int pingpong = 0;     // 1: consumers alternate whole units; 0: they split one tile by rows
+  static constexpr int m64_slabs = 1;    // m64 slabs per consumer (unit rows = 64 x slabs, x consumers if cooperative)
+  static constexpr int tile_n = 256;     // unit columns (wgmma N)
+  static constexpr int stages = 4;       // pipeline stages in shared memory
+  static constexpr int cluster = 1;      // CTAs per cluster (2: B multicast)
+  static constexpr int splitk = 0;       // 0 none, 1 split-K, 2 stream-K tail
+  static constexpr int group_rows = 16;  // rows of tiles per group in the L2-friendly order
+  static constexpr int tma_store = LADDER_EPI;
+  static constexpr int fp8 = 0;          // e4m3 operands, scales in the epilogue
+  static constexpr int grouped = 0;      // grouped (MoE) tile list from the offsets
+};
+}  // namespace ladder
+#define LADDER_WS_LEVEL(NAME, B)                                                                             \
+  static_assert(!B::fp8 && !B::grouped, "LADDER_WS_LEVEL: dense bf16 (fp8 / grouped: LADDER_WS_LEVEL_X)");    \
+  LADDER_WS_KERNEL(NAME, B::consumers, B::pingpong, B::m64_slabs, B::tile_n, B::stages, B::cluster, B::splitk, \
+                   B::group_rows, B::tma_store)
+#define LADDER_WS_LEVEL_X(NAME, B)                                                                            \
+  LADDER_WS_KERNEL_X(NAME, B::consumers, B::pingpong, B::m64_slabs, B::tile_n, B::stages, B::cluster, B::splitk, \
+                     B::group_rows, B::tma_store, B::fp8, B::grouped)
+
+// Levels 12-15: the same body with the fp8 scales / grouped offsets (WsX) as extra arguments.
 #define LADDER_WS_KERNEL_X(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP)                           \
   namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP>; }          \
   static_assert(ladder::ws_matches_registry<NAME##_cfg>(), "registry tile_mnk / cluster != the build's unit tile"); \

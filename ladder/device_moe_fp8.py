@@ -1,15 +1,15 @@
 """The device driver of levels 11-14 (grouped MoE and fp8; numpy + cupy, torch for the library
 ops; argparse, so it runs under the device image's python3). With the project installed:
 
-  python3 -m roofline.ladder.device_x levels                    # the registry's grouped / fp8 targets
-  python3 -m roofline.ladder.device_x check [--targets 12,l11_fp8,...] [--n-random 30] [--out DIR]
-  python3 -m roofline.ladder.device_x sanitize [--targets ...]     # small cases, no library op
-  python3 -m roofline.ladder.device_x probe --targets 11           # edge cases one by one, in process
-  python3 -m roofline.ladder.device_x bench-moe [--cases decode|prefill|all] [--out DIR]
-  python3 -m roofline.ladder.device_x bench-fp8 [--shapes square-8192|serving|all] [--out DIR]
+  python3 -m roofline.ladder.device_moe_fp8 levels                    # the registry's grouped / fp8 targets
+  python3 -m roofline.ladder.device_moe_fp8 check [--targets 12,l11_fp8,...] [--n-random 30] [--out DIR]
+  python3 -m roofline.ladder.device_moe_fp8 sanitize [--targets ...]     # small cases, no library op
+  python3 -m roofline.ladder.device_moe_fp8 probe --targets 11           # edge cases one by one, in process
+  python3 -m roofline.ladder.device_moe_fp8 bench-moe [--cases decode|prefill|all] [--out DIR]
+  python3 -m roofline.ladder.device_moe_fp8 bench-fp8 [--shapes square-8192|serving|all] [--out DIR]
 
 check runs each target in a forked child with a time limit (a hung build costs only itself) and
-writes check_x.json + pass_x.txt; the benches write bench_moe.json / bench_fp8.json (bench_x's
+writes check_x.json + pass_x.txt; the benches write bench_moe.json / bench_fp8.json (bench_moe_fp8's
 rows) and print the table. tools/device/moe_fp8.sh runs them in order under one time budget.
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import bench, bench_x, check_x, gpu, gpu_x
-from .registry import VARIANTS, get_level
+from . import bench, bench_moe_fp8, check, gpu, gpu_moe_fp8
+from .registry import VARIANTS, contract_fn, get_level
 
 from .registry import LEVELS
 
@@ -50,10 +50,7 @@ def _summ(name, res) -> dict:
 def _child(name: str, n_random: int, q) -> None:
     lv = _target(name)
     t0 = time.time()
-    if lv.contract.startswith("grouped"):
-        res = check_x.check_grouped_level(lv, n_random=n_random, seed=0)
-    else:
-        res = check_x.check_fp8_level(lv, n_random=n_random, seed=0)
+    res = contract_fn(lv.contract, "check")(lv, n_random=n_random, seed=0)   # the contract's check of one level
     q.put({**_summ(name, res), "seconds": time.time() - t0})
 
 
@@ -91,11 +88,11 @@ def do_sanitize(targets) -> bool:
     for name in targets:
         lv = _target(name)
         if lv.contract.startswith("grouped"):
-            lay = gpu_x.grouped_layout(lv)
+            lay = gpu_moe_fp8.grouped_layout(lv)
             cases = [([0, 1, 0, 3, 17, 0, 40, 2], 200, 72, lay), ([5, 0, 130], 64, 256, lay)]
-            res = [check_x.check_grouped(lv, c, n, k, layout=lay, seed=9, with_lib=False) for c, n, k, lay in cases]
+            res = [check.check_grouped(lv, c, n, k, layout=lay, seed=9, with_lib=False) for c, n, k, lay in cases]
         else:
-            res = [check_x.check_fp8(lv, *s, seed=9, with_lib=False) for s in ((128, 256, 128), (100, 37, 40), (64, 512, 2048))]
+            res = [check.check_fp8(lv, *s, seed=9, with_lib=False) for s in ((128, 256, 128), (100, 37, 40), (64, 512, 2048))]
         for r in res:
             print(f"sanitize-mode {name} {r.case}: {'ok' if r.ok else 'FAIL ' + r.reason}", flush=True)
             ok &= r.ok
@@ -109,36 +106,49 @@ def do_probe(targets, only: int | None = None) -> bool:
     ok = True
     for name in targets:
         lv = _target(name)
-        for i, (counts, n, k, lay, case) in enumerate(check_x.grouped_cases(lv, 0, 0)):
+        for i, (counts, n, k, lay, case) in enumerate(check.grouped_cases(lv, 0, 0)):
             if only is not None and i != only:
                 continue
             print(f"probe {name} {case}: launching", flush=True)
-            r = check_x.check_grouped(lv, counts, n, k, layout=lay, seed=i, with_lib=False, case=case)
+            r = check.check_grouped(lv, counts, n, k, layout=lay, seed=i, with_lib=False, case=case)
             print(f"probe {name} {case}: {'ok' if r.ok else 'FAIL ' + r.reason}", flush=True)
             ok &= r.ok
     return ok
 
 
+def moe_plan(targets, cases: str) -> list[tuple[str, list, bool]]:
+    """(case, builds, fp8) in the order the MoE bench times them. Decode cases: every bf16 build and
+    every fp8 build; prefill cases: the tile-engine ("ws") builds and the first level-11 build of
+    each dtype (the weight-streaming kernel at prefill, for the record). cases: decode | prefill |
+    cover (bench_moe_fp8.COVER_CASES) | all (decode + prefill)."""
+    names = {"decode": bench_moe_fp8.DECODE_CASES, "prefill": bench_moe_fp8.PREFILL_CASES, "cover": tuple(bench_moe_fp8.COVER_CASES)}.get(
+        cases, bench_moe_fp8.DECODE_CASES + bench_moe_fp8.PREFILL_CASES)
+    lv = [_target(t) for t in targets]
+    plan = []
+    for case in names:
+        for fp8 in (False, True):
+            mine = [x for x in lv if x.contract == ("grouped-fp8" if fp8 else "grouped-bf16") and x.name != "grouped_decode_wkn"]
+            if "prefill" in case:
+                mine = [x for x in mine if x.kind == "ws"] + [x for x in mine if x.id == 11][:1]
+            if mine:
+                plan.append((case, mine, fp8))
+    return plan
+
+
 def do_bench_moe(targets, cases: str, out: Path | None, min_reps: int) -> bool:
     timer = bench.Timer()
-    ceil = bench_x.ceilings(timer)
-    chosen = set(targets)
+    ceil = bench_moe_fp8.ceilings(timer)
     rows = []
-    names = {"decode": bench_x.DECODE_CASES, "prefill": bench_x.PREFILL_CASES}.get(cases, tuple(bench_x.MOE_CASES))
-    bf = [_target(t) for t in targets if t in chosen and _target(t).contract == "grouped-bf16" and t != "l11_wkn"]
-    for case in names:
-        lv = bf if "decode" in case else [x for x in bf if x.kind == "ws"] + [x for x in bf if x.id == 11][:1]
-        rows += bench_x.grouped_case(timer, case, lv, ceil, min_reps=min_reps)
-        if "decode" in case and "l11_wkn" in chosen:
-            rows += bench_x.grouped_case(timer, case, [_target("l11_wkn")], ceil, layout="ekn", min_reps=min_reps)
-        f8 = [_target(t) for t in targets if _target(t).contract == "grouped-fp8"]
-        if "decode" in case and f8:
-            rows += bench_x.grouped_case(timer, case, f8, ceil, fp8=True, min_reps=min_reps)
-    res = {"meta": bench_x.meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"),
+    for case, builds, fp8 in moe_plan(targets, cases):
+        rows += bench_moe_fp8.grouped_case(timer, case, builds, ceil, fp8=fp8, min_reps=min_reps)
+        if not fp8 and "decode" in case and "l11_wkn" in targets:
+            rows += bench_moe_fp8.grouped_case(timer, case, [_target("l11_wkn")], ceil, layout="ekn", min_reps=min_reps)
+        print(f"moe {case} {'fp8' if fp8 else 'bf16'}: done, pool {rows[-1].get('pool_bytes_after_case') if rows else '-'} B after", flush=True)
+    res = {"meta": bench_moe_fp8.meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"),
            "ceilings": ceil, "rows": rows}
     if out:
-        (out / "bench_moe.json").write_text(json.dumps(res, indent=1))
-    print(bench_x.render(res), flush=True)
+        (out / f"bench_moe{'' if cases == 'all' else '_' + cases}.json").write_text(json.dumps(res, indent=1))
+    print(bench_moe_fp8.render(res), flush=True)
     return all(r.get("check_ok", True) for r in rows)
 
 
@@ -154,21 +164,21 @@ def do_bench_fp8(targets, shapes: str, out: Path | None, min_reps: int) -> bool:
     rows = []
     for s in todo:
         use = lv if s == (8192, 8192, 8192) else [x for x in lv if x.name != "fp8_nocluster"]
-        rows += bench_x.fp8_shape(timer, s, use, min_reps=min_reps)
-    res = {"meta": {**bench_x.meta("fp8 e4m3 dense beside torch._scaled_mm (rowwise, use_fast_accum=True)"),
+        rows += bench_moe_fp8.fp8_shape(timer, s, use, min_reps=min_reps)
+    res = {"meta": {**bench_moe_fp8.meta("fp8 e4m3 dense beside torch._scaled_mm (rowwise, use_fast_accum=True)"),
                     "shape_set": shapes}, "ceilings": {}, "rows": rows}
     if out:
         (out / f"bench_fp8_{shapes}.json").write_text(json.dumps(res, indent=1))
-    print(bench_x.render(res), flush=True)
+    print(bench_moe_fp8.render(res), flush=True)
     for lvl in lv:
         r = [x["ratio_vs_lib"] for x in rows if x["level"] == lvl.id and x["name"] == lvl.name and "ratio_vs_lib" in x]
-        print(f"fp8 {lvl.name}: geomean x torch._scaled_mm over {len(r)} shapes {bench_x.geomean(r):.3f}", flush=True)
+        print(f"fp8 {lvl.name}: geomean x torch._scaled_mm over {len(r)} shapes {bench_moe_fp8.geomean(r):.3f}", flush=True)
     best = {}
     for x in rows:
         if "ratio_vs_lib" in x:
             k = (x["m"], x["n"], x["k"])
             best[k] = max(best.get(k, 0), x["ratio_vs_lib"])
-    print(f"fp8 best level per shape: geomean {bench_x.geomean(best.values()):.3f} over {len(best)} shapes", flush=True)
+    print(f"fp8 best level per shape: geomean {bench_moe_fp8.geomean(best.values()):.3f} over {len(best)} shapes", flush=True)
     return all(r.get("check_ok", True) for r in rows)
 
 
@@ -178,7 +188,7 @@ def main(argv=None) -> int:
     ap.add_argument("--targets", default=None)
     ap.add_argument("--n-random", type=int, default=30)
     ap.add_argument("--limit-s", type=float, default=90.0)
-    ap.add_argument("--cases", default="all")
+    ap.add_argument("--cases", default="all", choices=["all", "decode", "prefill", "cover"])
     ap.add_argument("--shapes", default="all")
     ap.add_argument("--min-reps", type=int, default=50)
     ap.add_argument("--case", type=int, default=None, help="probe: only this edge case (its index)")

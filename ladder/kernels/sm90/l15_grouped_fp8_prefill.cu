@@ -1,0 +1,30 @@
+// Level 15: fp8 grouped GEMM for MoE prefill (hundreds of rows per expert), the
+// torch._scaled_grouped_mm contract (grouped-fp8): C[R, N] = (A_e W_e^T) * sa[row] * sw[e, n], A [R, K]
+// e4m3 rows sorted by expert, offs [E] int32 row ends, W [E, N, K] e4m3, bf16 out.
+// What it adds to the levels below: level 12's grouped tile list (m-tiles fastest per expert, listed
+// on the device from the offsets) with level 13's fp8 main loop (QGMMA m64n256k32, a K tile of 128
+// one-byte elements in the same 128-byte swizzled rows) on level 12's large cooperative tile: two
+// consumer warpgroups on 128x256 (4 stages of 48 KiB); the row scale sa[global row] and the unit's
+// expert column scale sw[e * N + n] are applied in the epilogue (the TMA store's staging for whole
+// 64-row slabs, masked register stores for the slab that crosses the expert's end). Level 12's fp8
+// build (`l12_fp8_pingpong`, 64x256 ping-pong units) is the decode engine; at prefill a 64-row unit
+// reads each weight tile twice as often per output row as a 128-row tile (notes/l15.md).
+// -DL15_PP_M128: ping-pong consumers on whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB
+// (one consumer's epilogue under the other's main loop: the short-K down projection).
+// -DL15_M128N128: the cooperative engine on 128x128 tiles, 6 stages.
+#include "common.cuh"
+#include "ws.cuh"
+
+// level 12's build (grouped tile list, cooperative 128x256, 4 stages of 48 KiB) + level 13's fp8 main loop
+struct L15Base : ladder::WsBuild { static constexpr int grouped = 1, fp8 = 1; };
+#if defined(L15_PP_M128)
+struct L15 : L15Base { static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128 units
+#elif defined(L15_M128N128)
+struct L15 : L15Base { static constexpr int tile_n = 128, stages = 6; };                           // cooperative 128x128
+#else
+struct L15 : L15Base {};
+#endif
+LADDER_WS_LEVEL_X(gemm_l15, L15)
+#ifdef LADDER_EXPECT_DYN_SMEM
+static_assert(gemm_l15_cfg::DYN_SMEM == LADDER_EXPECT_DYN_SMEM, "registry dyn_smem_bytes != kernel DYN_SMEM");
+#endif
