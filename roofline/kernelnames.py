@@ -3,6 +3,7 @@
 it, and roofline.classify re-exports it."""
 from __future__ import annotations
 
+import functools
 import re
 
 _GENERIC = {"elementwise_kernel", "vectorized_elementwise_kernel", "unrolled_elementwise_kernel",
@@ -38,6 +39,7 @@ def _strip_bracketed(s: str, open_ch: str, close_ch: str) -> tuple[str, list[str
     return "".join(out), inner
 
 
+@functools.lru_cache(maxsize=4096)
 def demangle(name: str) -> str:
     """An Itanium-mangled name (`_Z...`) demangled; any other name, or one the demangler refuses
     or cannot be loaded for, unchanged."""

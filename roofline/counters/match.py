@@ -48,7 +48,6 @@ _NS = re.compile(r"\b[A-Za-z_]\w*::|(?<![\w>])::")
 _WS = re.compile(r"\s+")
 
 
-@functools.lru_cache(maxsize=4096)
 def _strip_args(name: str) -> str:
     """Drop a trailing top-level '( ... )' argument list (and a ' [clone ...]' tail)."""
     s = name.strip()
