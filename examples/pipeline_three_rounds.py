@@ -127,6 +127,9 @@ def feedback_step(artifact: Path, measured: float | None) -> None:
     md = Path(res["playbook"])
     print(f"  playbook line ({md}):\n    {md.read_text(encoding='utf-8').strip().splitlines()[-1]}")
     for cls, p in sorted(feedback.propose_priors(feedback.read_records(md.parent)).items()):
+        if p.get("proposed_target_eff") is None:   # too few consistent records for a proposal
+            print(f"  no proposal for target_eff[{cls}] yet (prior {p['prior']:.2f}; evidence: {p['evidence']} record(s))")
+            continue
         print(f"  proposed target_eff[{cls}] = {p['proposed_target_eff']:.2f} (prior {p['prior']:.2f}; evidence: "
               f"{p['evidence']} record(s), {p['contradictions']} contradicted the model; not applied)")
 

@@ -211,7 +211,7 @@ def test_three_round_example_runs_a_b_c(tmp_path):
     assert "model_contradicted=true" in p.stdout and "step 4 (feedback)" in p.stdout
     pb = (work / "knowledge" / "backend_playbook.md").read_text().strip().splitlines()[-1]
     assert f"| {g['attainable_speedup']:.3f} | " in pb and "the model was wrong" in pb and pb in p.stdout
-    assert "proposed target_eff[gemm]" in p.stdout
+    assert "no proposal for target_eff[gemm] yet" in p.stdout and "1 record(s)" in p.stdout   # one record: too few for a proposal (roofline playbook needs 3)
 
 
 def test_a_process_killed_mid_write_leaves_the_old_artifact(run_root):
