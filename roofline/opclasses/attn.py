@@ -9,7 +9,7 @@ from roofline.models import attention as _model
 from roofline.opclasses import kvcache
 from roofline.opclasses.aten import distinct_elems, dtype_of
 from roofline.opclasses.base import OpClass, register
-from roofline.opclasses.levers import NARROWER
+from roofline.opclasses.levers import narrower
 from roofline.opclasses.stage_a import cfg, fill, require, workload
 
 # Attention ops: op -> (layout of q/k/v, index of is_causal in Concrete Inputs or None)
@@ -172,11 +172,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
 
 
 def precision_levers(entry: dict, dtypes: dict) -> list[str]:
-    kv = dtypes.get("kv")
-    if kv in NARROWER:
-        return [f"lower-precision KV cache ({kv} -> {NARROWER[kv]}): halves KV bytes; LOSSY, must "
-                "pass the accuracy gate"]
-    return []
+    return narrower("KV cache", dtypes.get("kv"))
 
 
 def _filled(shape: dict, ctx) -> tuple[float | None, str]:

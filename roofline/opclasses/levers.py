@@ -9,9 +9,14 @@ def split_k_levers(entry: dict) -> list[str]:
     return ["split-K: more CTAs for a skinny decode GEMM"] if entry.get("regime") == "decode" else []
 
 
+def narrower(what: str, dtype: str | None) -> list[str]:
+    """The lower-precision lever of the bytes `what` names ("weights", "KV cache") in `dtype`, if narrower exists."""
+    if dtype not in NARROWER:
+        return []
+    unit = "weight" if what == "weights" else "KV"
+    return [f"lower-precision {what} ({dtype} -> {NARROWER[dtype]}): halves {unit} bytes; LOSSY, must "
+            "pass the accuracy gate"]
+
+
 def weight_precision_levers(entry: dict, dtypes: dict) -> list[str]:
-    w = dtypes.get("weight")
-    if w in NARROWER:
-        return [f"lower-precision weights ({w} -> {NARROWER[w]}): halves weight bytes; LOSSY, must "
-                "pass the accuracy gate"]
-    return []
+    return narrower("weights", dtypes.get("weight"))

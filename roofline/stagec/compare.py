@@ -126,22 +126,6 @@ def compare(round_a, round_b, *, bands: NoiseBands = NoiseBands(), e2e_delta_pct
     return out
 
 
-def _round_env(rnd: dict) -> dict | None:
-    """The env report a round was analysed with (the artifact says), else the one beside it or above."""
-    from roofline.inputs import find_upwards
-
-    cand = ((rnd["artifact"] or {}).get("inputs") or {}).get("env")
-    p = Path(cand) if isinstance(cand, str) and Path(cand).is_file() else None
-    if p is None:
-        w = Path(rnd["where"])
-        p = find_upwards(w if w.is_dir() else w.parent, "env_report.json")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8")) if p else None
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def _steps(rnd: dict) -> dict:
     sv = (rnd["topn"] or {}).get("serving") or {}
     return {r: sv.get(f"n_{r}_steps") or 0 for r in ("decode", "prefill")}
@@ -151,7 +135,7 @@ def workload_warnings(a: dict, b: dict) -> list[str]:
     """What differs between the two rounds' workloads (env reports: isl, osl, conc, device, dtype;
     Top-Ns: which regimes ran): a change of kernel time then mixes the workload with the fix."""
     out = []
-    ea, eb = _round_env(a), _round_env(b)
+    ea, eb = samework.round_env(a)[0], samework.round_env(b)[0]
     if ea is not None and eb is not None:
         wa, wb = ea.get("workload") or {}, eb.get("workload") or {}
         diff = [f"{k} {wa.get(k)} -> {wb.get(k)}" for k in ("isl", "osl", "conc") if wa.get(k) != wb.get(k)]

@@ -12,7 +12,7 @@ from roofline.inputs import CONFIG_INT_KEYS, find_upwards
 DEVICE_KEYS = ("gpu_name", "gfx", "model_dtype")
 
 
-def _env(rnd: dict) -> tuple[dict | None, Path | None]:
+def round_env(rnd: dict) -> tuple[dict | None, Path | None]:
     """The env report a round was analysed with (the artifact says), else the one beside it or above."""
     cand = ((rnd.get("artifact") or {}).get("inputs") or {}).get("env")
     p = Path(cand) if isinstance(cand, str) and Path(cand).is_file() else None
@@ -44,7 +44,7 @@ def _config(env: dict | None, env_path: Path | None) -> dict | None:
 def round_differences(a: dict, b: dict) -> list[str]:
     """What makes the two rounds different work: device, model dtype, model config (the keys the
     analysis reads). Empty when they agree or when a round gives no env report to tell."""
-    (ea, pa), (eb, pb) = _env(a), _env(b)
+    (ea, pa), (eb, pb) = round_env(a), round_env(b)
     if ea is None or eb is None:
         return []
     out = [f"{k} {ea.get(k)} -> {eb.get(k)}" for k in DEVICE_KEYS if ea.get(k) != eb.get(k)]
