@@ -34,6 +34,8 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     "x-round6-plan": ("15", "12", "l12_pingpong", "l12_pingpong_m128", "l12_m128n128", "l12_fp8_pingpong", "l15_m128n128"),
     # Qwen3-Next fp8 prefill (E 512): level 15's best build and its twin beside what the table dispatched in round 5
     "x-round6-e512": ("l15_pp_m128", "l15_pp_m128_wepi", "l11_fp8_tn32"),
+    # the plan builds the first round-6 call did not reach (its check stopped at its time limit)
+    "x-round6-recheck": ("l12_fp8_pingpong", "l15_m128n128"),
     # the 512-expert check (round6_extra.py check-e512): level 15's builds and level 12 (bf16) on the new plan
     "x-round6-e512-check": ("l15_pp_m128", "l15_pp_m128_wepi", "15", "12"),
 }

@@ -8,6 +8,9 @@ run by tools/device/call_round6.sh with the project installed:
   python3 tools/device/round6_extra.py check-e512 --targets 15,l15_pp_m128,... --out DIR
       grouped builds on 512 experts (the plan's new bound): Qwen3-Next-like routings (top-10 of 512),
       experts with 0 rows at both ends; check.check_grouped beside torch.
+  python3 tools/device/round6_extra.py bench-prefill --targets l15_pp_m128,... --out DIR
+      the six E 128 prefill cases of bench_moe_fp8 (fp8) as `device_moe_fp8 bench-moe --cases prefill` times them,
+      but bench_moe_prefill.json is rewritten after every case (a time limit keeps the cases done).
   python3 tools/device/round6_extra.py bench-e512 --targets l15_pp_m128,... --out DIR
       Qwen3-Next (E 512, top-10, hidden 2048, inter 512) fp8 prefill at 4096 tokens, down and gate_up,
       beside torch._scaled_grouped_mm (bench_moe_fp8.grouped_case: L2 flushed, medians of >= 50 launches).
@@ -84,9 +87,23 @@ def bench_e512(targets, out: Path | None, min_reps: int) -> bool:
     return all(r.get("check_ok", True) for r in rows)
 
 
+def bench_prefill(targets, out: Path | None, min_reps: int) -> bool:
+    timer = bench.Timer()
+    ceil = bench_moe_fp8.ceilings(timer)
+    rows = []
+    for case in bench_moe_fp8.PREFILL_CASES:
+        rows += bench_moe_fp8.grouped_case(timer, case, [_lv(t) for t in targets], ceil, fp8=True, min_reps=min_reps)
+        res = {"meta": bench_moe_fp8.meta("grouped fp8 prefill beside torch._scaled_grouped_mm"), "ceilings": ceil, "rows": rows}
+        if out:
+            (out / "bench_moe_prefill.json").write_text(json.dumps(res, indent=1))
+        print(f"prefill {case}: done", flush=True)
+    print(bench_moe_fp8.render(res), flush=True)
+    return all(r.get("check_ok", True) for r in rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["check-sk", "check-e512", "bench-e512"])
+    ap.add_argument("what", choices=["check-sk", "check-e512", "bench-e512", "bench-prefill"])
     ap.add_argument("--targets", required=True)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--min-reps", type=int, default=50)
@@ -95,7 +112,7 @@ def main(argv=None) -> int:
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
     ok = {"check-sk": lambda: check_sk(t, a.out), "check-e512": lambda: check_e512(t, a.out),
-          "bench-e512": lambda: bench_e512(t, a.out, a.min_reps)}[a.what]()
+          "bench-e512": lambda: bench_e512(t, a.out, a.min_reps), "bench-prefill": lambda: bench_prefill(t, a.out, a.min_reps)}[a.what]()
     print("ROUND6", a.what, "OK" if ok else "FAILED", flush=True)
     return 0 if ok else 1
 
