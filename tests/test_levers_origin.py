@@ -214,3 +214,21 @@ def test_weights_of_several_projections_under_one_kernel_are_constant_not_growin
         o = origin.gemm_origin(s, ctx)
         assert o.kind == "parameter" and o.operand == "B" and "the same in every step" in o.evidence
         assert "N = hidden_size" in o.evidence
+
+
+def test_grouped_moe_keeps_the_weights_lever_on_the_experts_it_streams(tmp_path_factory):
+    """qwen3moe_grouped_mm decode: aten::_grouped_mm's W [E, K, N] = config.json's 128 (num_local_experts) experts of hidden x
+    2 x moe_intermediate (gate_up) and moe_intermediate x hidden (down): the expert weights; the lever saves
+    half of the weight bytes the model streams (the experts the rows hit, per launch)."""
+    from roofline.models.moe import experts_hit
+
+    case = "qwen3moe_grouped_mm"
+    art, cfg = _wide(case, tmp_path_factory), _cfg(case)
+    E, h, mi = cfg["num_local_experts"], cfg["hidden_size"], cfg["moe_intermediate_size"]
+    v, = _verdicts(art, "decode", lambda e: e["op_kind"] == "moe" and e["bound_type"] == "memory")
+    pw = _precision(v)["lower_precision_weights"]
+    mix = [(u["shape"], u["weight"]) for u in v["shapes_used"]]
+    assert {frozenset((s["N"], s["K"])) for s, _ in mix} == {frozenset((h, 2 * mi)), frozenset((mi, h))}
+    saved = sum(w * experts_hit(E, s["pairs"]) * s["N"] * s["K"] * BF16 / 2 for s, w in mix)
+    assert _saving_text(saved, v["bytes_est"]) in pw["text"]
+    assert f"is the expert weights: E = {E} experts" in pw["evidence"]
