@@ -100,6 +100,11 @@ def weight_dims(config: dict | None) -> dict[int, str]:
         put(2 * nk * dk + 2 * nv * dv, "linear attention q + k + v + z dims")
         put(nv * dv, "linear_num_value_heads x linear_value_head_dim")
         put(2 * nv, "2 x linear_num_value_heads (b, a)")
+    mh, mdh = _int(c, "mamba_n_heads", "mamba_num_heads"), _int(c, "mamba_d_head", "mamba_head_dim")
+    mg, ms = _int(c, "mamba_n_groups", "n_groups") or 1, _int(c, "mamba_d_state", "ssm_state_size", "state_size")
+    if mh and mdh and ms:          # a Mamba2 layer's in_proj (z, x, B, C, dt) and out_proj
+        put(mh * mdh, "mamba_n_heads x mamba_d_head (d_inner)")
+        put(2 * mh * mdh + 2 * mg * ms + mh, "Mamba2 in_proj (2 d_inner + 2 groups x d_state + heads)")
     nope, rope, vh = _int(c, "qk_nope_head_dim"), _int(c, "qk_rope_head_dim"), _int(c, "v_head_dim")
     hq = att[0] if att else None
     if hq and nope and rope:
