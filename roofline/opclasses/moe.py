@@ -169,6 +169,10 @@ def stop_reading_levers(entry: dict, info: dict) -> list[str]:
 def _expert_origin(sh: dict, ex) -> origin.Origin:
     """A grouped GEMM's per-group operand W [E, K, N] is the expert weights where config.json's experts and
     expert dims say so; a fused MoE layer (stage A) streams the expert weights config.json sized."""
+    if not (all(isinstance(sh.get(k), int) for k in ("pairs", "E", "N", "K"))
+            or all(isinstance(sh.get(k), int) for k in ("M", "E", "top_k", "hidden", "inter"))):
+        return origin.Origin("unknown", None, "no grouped-GEMM or fused-MoE shape (measured work): nothing says what "
+                             "its operands are")
     if "pairs" not in sh:
         return origin.Origin("parameter", "W", f"the fused MoE layer streams {sh.get('E')} experts' weights of hidden "
                              f"{sh.get('hidden')} x intermediate {sh.get('inter')} (config.json)")
@@ -195,7 +199,9 @@ def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
     origins, wbytes = [], []
     for sh, d in zip(ctx.shapes, ctx.dts):
         origins.append(_expert_origin(sh, ex))
-        if "pairs" in sh:
+        if origins[-1].operand is None:
+            n, elems = 0.0, 0
+        elif "pairs" in sh:
             n, elems = (sh["E"] if allx else _model.experts_hit(sh["E"], sh["pairs"])), sh["N"] * sh["K"]
         else:
             n = sh["E"] if allx else _model.experts_hit(sh["E"], sh["M"] * sh["top_k"])
