@@ -31,7 +31,8 @@ def _wide(case: str, tmp_path_factory) -> dict:
         m = META[case]
         d, p = m["decode"], m["prefill"]
         topn = tmp_path_factory.mktemp(case) / "profile_topN.json"
-        r = subprocess.run([sys.executable, "-m", "roofline.cli", "topn", str(CORPUS / f"{case}.json.gz"), "-o", str(topn),
+        r = subprocess.run([sys.executable, "-m", "roofline.cli", "topn", str(CORPUS / f"{case}.json.gz"),
+                            "-o", str(topn),
                             "--isl", str(p["tokens_per_seq"]), "--osl", str(max(d["steps"], 1)),
                             "--conc", str(d["batch"] if d["steps"] else p["batch"]), "--top", "400",
                             "--config", str(CORPUS / "configs" / f"{case}.json")], capture_output=True, text=True)
@@ -126,7 +127,8 @@ def test_sliding_window_eager_attention_gets_the_kv_lever_on_its_window_cache(tm
                    and e["shape"]["N"] == b[2] and e["shape"]["K"] == b[1])
     assert set(_precision(v)) == {"lower_precision_kv"}
     assert _saving_text(a[0] * b[1] * b[2] * BF16 / 2, v["bytes_est"]) in _precision(v)["lower_precision_kv"]["text"]
-    assert f"of {cfg['sliding_window']} slots (trace_evidence.kv_caches)" in _precision(v)["lower_precision_kv"]["evidence"]
+    kv = _precision(v)["lower_precision_kv"]
+    assert f"of {cfg['sliding_window']} slots (trace_evidence.kv_caches)" in kv["evidence"]
 
 
 def test_prefill_attention_bmm_reads_activations_no_precision_lever(tmp_path_factory):
@@ -217,8 +219,8 @@ def test_weights_of_several_projections_under_one_kernel_are_constant_not_growin
 
 
 def test_grouped_moe_keeps_the_weights_lever_on_the_experts_it_streams(tmp_path_factory):
-    """qwen3moe_grouped_mm decode: aten::_grouped_mm's W [E, K, N] = config.json's 128 (num_local_experts) experts of hidden x
-    2 x moe_intermediate (gate_up) and moe_intermediate x hidden (down): the expert weights; the lever saves
+    """qwen3moe_grouped_mm decode: aten::_grouped_mm's W [E, K, N] = config.json's 128 (num_local_experts)
+    experts of hidden x 2 x moe_intermediate (gate_up) and moe_intermediate x hidden (down): the expert weights; the lever saves
     half of the weight bytes the model streams (the experts the rows hit, per launch)."""
     from roofline.models.moe import experts_hit
 
