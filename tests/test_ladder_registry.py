@@ -145,17 +145,19 @@ def test_one_contract_record_per_contract_names_callables_and_shipped_tables():
     read their table files and library names from the records."""
     from importlib import resources
 
-    from roofline.ladder import dispatch
+    from roofline.ladder import device_suite, dispatch
     from roofline.ladder.registry import CONTRACTS, VARIANTS, contract_fn
     from roofline.stagec import timing
 
     assert {lv.contract for lv in (*LEVELS, *VARIANTS.values())} == set(CONTRACTS)
     for name, c in CONTRACTS.items():
         assert c.name == name
-        for role in ("launcher", "library_fn", "check"):
+        for role in ("launcher", "library_fn", "check", "sanitize", "bench", "report"):
             assert callable(contract_fn(name, role)), (name, role)
         assert resources.files("roofline").joinpath("data", c.dispatch_table).is_file()
-        assert c.table_builder.startswith("--build-") and c.bench.split()[0] in ("device_suite", "device_moe_fp8")
+        assert c.table_builder.startswith("--build-") and c.command in device_suite.SUBCOMMANDS
+        # the driver's bench subcommand for the record runs the record's bench over the record's builds
+        assert name in device_suite.SUBCOMMANDS[c.command][0]
     assert dispatch.TABLE_FILES == {n: c.dispatch_table for n, c in CONTRACTS.items()}
     assert timing.LIBRARY == {n: c.library for n, c in CONTRACTS.items()}
     assert contract_fn("grouped-fp8", "library_fn").__name__ == "torch_scaled_grouped"

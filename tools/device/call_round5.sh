@@ -15,13 +15,13 @@ export LADDER_CUBIN_DIR=$PWD/.cubins
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-400} - ($(date +%s) - T0) )); }
 cap() { local l=$(( $(left) - ${2:-5} )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
-X="python3 -m roofline.ladder.device_moe_fp8"
+X="python3 -m roofline.ladder.device_suite"   # the one driver, for every contract
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader | tee $R/gpu.txt
 T5=$($X levels --set x-round5)
 if [[ " ${STAGES:-check bench sanitize} " == *" check "* ]]; then
-timeout $(cap 90) $X check --targets $T5 --n-random 12 --limit-s 40 --out $R > $R/check.log 2>&1; echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | cut -c1-220
+timeout $(cap 90) $X check-isolated --targets $T5 --n-random 12 --limit-s 40 --out $R > $R/check.log 2>&1; echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | cut -c1-220
 pack; echo "== left $(left) s"
-timeout $(cap 150 60) $X bench-moe --targets $(cat $R/pass_x.txt) --cases prefill --min-reps 50 --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
+timeout $(cap 150 60) $X bench-moe --targets $(cat $R/pass.txt) --cases prefill --min-reps 50 --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
 grep -E "prefill" $R/moe.log | grep -v "^moe" | cut -c1-200
 pack; echo "== left $(left) s"
 for tool in memcheck synccheck racecheck; do

@@ -9,7 +9,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site LADDER_CUBIN_DIR=$PWD/.cubins
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -1
 R=$OUT/r; mkdir -p $R
-X="python3 -m roofline.ladder.device_moe_fp8"; S="python3 -m roofline.ladder.device_suite"
+S="python3 -m roofline.ladder.device_suite"; X=$S   # the one driver, for every contract
 DV=$($S levels --set san-round4-dense); XV=$($X levels --set san-round4-x)
 for tool in memcheck synccheck racecheck; do
   T=$([ $tool = racecheck ] && echo ${RACE_S:-55} || echo 22)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One device call for levels 11-14 (grouped MoE GEMMs, fp8), repo root on the H200, with
+# One device call for levels 11-15 (grouped MoE GEMMs, fp8), repo root on the H200, with
 # PYTHONPATH=$PWD (the source tree finder maps roofline.ladder) or the project installed:
 #   python3 -m roofline.ladder.prebuild .cubins       # on the CPU machine first: no NVRTC time here
 #   bash tools/device/moe_fp8.sh                       # -> $OUT/x.tgz, summary printed last
@@ -8,17 +8,17 @@
 # racecheck, synccheck on what passed), moe (bench-moe), fp8 (bench-fp8). BUDGET_S bounds it all.
 export PYTHONUNBUFFERED=1
 export LADDER_CUBIN_DIR=${LADDER_CUBIN_DIR:-$PWD/.cubins}
-X="python3 -m roofline.ladder.device_moe_fp8"
+X="python3 -m roofline.ladder.device_suite"   # the one driver, for every contract
 OUT=${OUT:-/tmp/x_out}; R=$OUT/r; mkdir -p $R
 STAGES=${STAGES:-"dense check san moe fp8"}
-TARGETS=${TARGETS:-$($X levels)}   # the registry's grouped and fp8 levels and variants
+TARGETS=${TARGETS:-$($X levels --contract gemm-fp8,grouped-bf16,grouped-fp8 --variants)}   # the registry's grouped and fp8 levels and variants
 BUDGET_S=${BUDGET_S:-280}; T0=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
 ls $LADDER_CUBIN_DIR 2>/dev/null | wc -l | sed 's/^/prebuilt cubins: /'
 if has dense; then
-  timeout ${DENSE_S:-60} python3 -m roofline.ladder.device_suite check-isolated --targets ${DENSE:-9,10} --n-random 20 --limit-s 40 --out $R/dense > $R/dense.log 2>&1
+  timeout ${DENSE_S:-60} $X check-isolated --targets ${DENSE:-9,10} --n-random 20 --limit-s 40 --out $R/dense > $R/dense.log 2>&1
   echo "dense rc=$?"; grep -E "^check" $R/dense.log
 fi
 if has diag; then   # where a build faults: one small case under memcheck (the faulting SASS offset)
@@ -28,9 +28,9 @@ fi
 PASS=$TARGETS
 if has check; then
   CT=$(( $(left) - ${RESERVE_S:-110} )); [ $CT -gt ${CHECK_S:-90} ] && CT=${CHECK_S:-90}
-  timeout $CT $X check --targets $TARGETS --n-random ${N_RANDOM:-24} --limit-s 60 --out $R > $R/check.log 2>&1
+  timeout $CT $X check-isolated --targets $TARGETS --n-random ${N_RANDOM:-24} --limit-s 60 --out $R > $R/check.log 2>&1
   echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | head -40
-  PASS=$(cat $R/pass_x.txt 2>/dev/null)
+  PASS=$(cat $R/pass.txt 2>/dev/null)
 fi
 echo "passing: $PASS"
 if has san && [ -n "$PASS" ]; then
