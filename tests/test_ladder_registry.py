@@ -161,3 +161,25 @@ def test_one_contract_record_per_contract_names_callables_and_shipped_tables():
     assert dispatch.TABLE_FILES == {n: c.dispatch_table for n, c in CONTRACTS.items()}
     assert timing.LIBRARY == {n: c.library for n, c in CONTRACTS.items()}
     assert contract_fn("grouped-fp8", "library_fn").__name__ == "torch_scaled_grouped"
+
+
+def test_the_levels_read_top_to_bottom():
+    """Levels 7-15: each file opens with "// Level N:" and a header that names a level below it (what
+    it adds to it); every tile-engine level declares its build as named ws.cuh WsBuild fields
+    (`struct LN... : ladder::WsBuild`, instantiated by LADDER_WS_LEVEL / LADDER_WS_LEVEL_X), never
+    the positional LADDER_WS_KERNEL line; level 11 (its own kernel) names its build switches."""
+    import re
+
+    for lv in (lv for lv in LEVELS if lv.id >= 7):
+        src = (KERNEL_DIR / lv.file).read_text()
+        header = src[:src.index("#include")]
+        assert header.startswith(f"// Level {lv.id}:"), lv.file
+        below = {int(x) for x in re.findall(r"[Ll]evels? (\d+)", header)} | {
+            int(b) for a, b in re.findall(r"[Ll]evels (\d+)-(\d+)", header)}
+        assert any(b < lv.id for b in below), (lv.file, "names no level below it")
+        if lv.kind == "ws":
+            struct = re.search(rf"struct L{lv.id}(Base)? : ladder::WsBuild\b", src)
+            assert struct and re.search(rf"LADDER_WS_LEVEL(_X)?\(gemm_l{lv.id:02d}, L{lv.id}\)", src), lv.file
+            assert "LADDER_WS_KERNEL" not in src, lv.file
+        else:
+            assert lv.id == 11 and all(f"L11_{s}" in header for s in ("TN", "CH", "D", "WKN", "FP8")), lv.file
