@@ -87,6 +87,26 @@ def _ratio(row: dict, lib: dict) -> dict:
             "ratio_range": [lib["t_ms_p20"] / row["t_ms_p80"], lib["t_ms_p80"] / row["t_ms_p20"]]}
 
 
+def _beside_library(timer, base: dict, lib: dict, levels, min_reps: int, check_one, launch_one) -> list[dict]:
+    """The library's row, then each build checked first on the same case (check_one(lv); a
+    ValueError: its launcher refuses the case, e.g. more experts than its plan holds) and, if it
+    passes, timed (launch_one(lv)) with its ratio to the library; a failing build is not timed."""
+    rows = [lib]
+    for lv in levels:
+        try:
+            chk = check_one(lv)
+        except ValueError as exc:
+            rows.append({**base, "level": lv.id, "name": lv.name, "check_ok": False, "check_reason": f"refused: {exc}"})
+            continue
+        row = {**base, "level": lv.id, "name": lv.name, "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
+        if not chk.ok:
+            rows.append({**row, "check_reason": chk.reason})
+            continue
+        row.update(bench.timed(timer, lambda: launch_one(lv), min_reps))
+        rows.append({**row, **_ratio(row, lib)})
+    return rows
+
+
 def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str = "enk", fp8: bool = False,
                  min_reps: int = 50) -> list[dict]:
     """One MoE case: check then time each level beside the library op; rows with bytes and ratios."""
@@ -107,19 +127,9 @@ def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str 
     lib_fn = ((lambda: gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw)) if fp8 else
               (lambda: gpu_moe_fp8.torch_grouped(a, w, offs, layout)))
     lib = {**base, "level": 0, "name": "torch._scaled_grouped_mm" if fp8 else "torch._grouped_mm", **bench.timed(timer, lib_fn, min_reps)}
-    rows = [lib]
-    for lv in levels:
-        try:
-            chk = check.check_grouped(lv, counts, N, K, layout=layout, seed=3, case=case)
-        except ValueError as exc:   # the launcher refuses the case (more experts than the plan holds)
-            rows.append({**base, "level": lv.id, "name": lv.name, "check_ok": False, "check_reason": f"refused: {exc}"})
-            continue
-        row = {**base, "level": lv.id, "name": lv.name, "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
-        if not chk.ok:
-            rows.append({**row, "check_reason": chk.reason})
-            continue
-        row.update(bench.timed(timer, lambda: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, E, N, K, layout, sa, sw), min_reps))
-        rows.append({**row, **_ratio(row, lib)})
+    rows = _beside_library(timer, base, lib, levels, min_reps,
+                           lambda lv: check.check_grouped(lv, counts, N, K, layout=layout, seed=3, case=case),
+                           lambda lv: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, E, N, K, layout, sa, sw))
     for r in rows:
         if "t_ms_median" in r:
             bps = nbytes / (r["t_ms_median"] * 1e-3)
@@ -143,15 +153,8 @@ def fp8_shape(timer, shape, levels: list[Level], min_reps: int = 50) -> list[dic
     base = {"m": m, "n": n, "k": k, "dtype": "fp8", "flops": gemm_flops(m, n, k),
             "bytes_min": gemm_fewest_bytes(m, n, k, 1, 1, 2)}
     lib = {**base, "level": 0, "name": "torch._scaled_mm", **bench.timed(timer, lambda: gpu_moe_fp8.torch_scaled(a, b, sa, sb), min_reps)}
-    rows = [lib]
-    for lv in levels:
-        chk = check.check_fp8(lv, m, n, k, seed=5)
-        row = {**base, "level": lv.id, "name": lv.name, "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
-        if not chk.ok:
-            rows.append({**row, "check_reason": chk.reason})
-            continue
-        row.update(bench.timed(timer, lambda: gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, m, n, k), min_reps))
-        rows.append({**row, **_ratio(row, lib)})
+    rows = _beside_library(timer, base, lib, levels, min_reps, lambda lv: check.check_fp8(lv, m, n, k, seed=5),
+                           lambda lv: gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, m, n, k))
     for r in rows:
         if "t_ms_median" in r:
             r["tflops"] = r["flops"] / (r["t_ms_median"] * 1e-3) / 1e12

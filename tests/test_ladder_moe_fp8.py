@@ -467,3 +467,39 @@ def test_one_verdict_for_every_contract():
     assert not lib.ok and lib.reason == "rel err vs library 0.02 > 0.01"
     # the fp8 band is wider per element: the same out-of-band element passes it
     assert check.verdict(lv, "c", np, one, ref, absref, 0, None, False, check.FP8_REL_TOL, 1.0).ok
+
+
+def test_a_bench_times_only_the_builds_that_pass_their_check(monkeypatch):
+    """fp8_shape (and grouped_case, through the same helper): the library row, then per build its
+    check on the case; a failing build and one whose launcher refuses the case are recorded, not
+    timed; a passing one is timed with its ratio to the library (medians, and p20/p80 crossed)."""
+    from types import SimpleNamespace
+
+    from roofline.ladder import bench, bench_moe_fp8, check, gpu, gpu_moe_fp8
+
+    cp = SimpleNamespace(ones=lambda n, dtype=None: "ones", empty=lambda s, dtype=None: "c", float32="f32", uint16="u16")
+    monkeypatch.setattr(gpu, "cupy", lambda: cp)
+    monkeypatch.setattr(gpu_moe_fp8, "random_fp8", lambda shape, seed: "op")
+    monkeypatch.setattr(bench_moe_fp8, "release_device_memory", lambda: {"pool_bytes_after": 0})
+    times = {"lib": (2.0, 1.8, 2.4), "fp8": (1.0, 0.9, 1.2)}
+    launched = []
+    monkeypatch.setattr(gpu_moe_fp8, "torch_scaled", lambda *a: launched.append("lib"))
+    monkeypatch.setattr(gpu_moe_fp8, "launch_fp8", lambda lv, *a: launched.append(lv.name))
+
+    def timed(timer, fn, min_reps):
+        fn()
+        med, p20, p80 = times[launched[-1]]
+        return {"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
+    monkeypatch.setattr(bench, "timed", timed)
+
+    def chk(lv, m, n, k, seed):
+        if lv.id == 14:
+            raise ValueError("no plan")
+        return SimpleNamespace(ok=lv.name == "fp8", rel_err_ref=1e-3, reason="" if lv.name == "fp8" else "rel err 0.5 > 0.01")
+    monkeypatch.setattr(check, "check_fp8", chk)
+    rows = bench_moe_fp8.fp8_shape(None, (256, 512, 1024), [get_level(13), VARIANTS["l13_pingpong"], get_level(14)])
+    assert launched == ["lib", "fp8"]
+    lib, ok, bad, refused = rows
+    assert lib["name"] == "torch._scaled_mm" and ok["ratio_vs_lib"] == 2.0 and ok["ratio_range"] == [1.8 / 1.2, 2.4 / 0.9]
+    assert not bad["check_ok"] and "t_ms_median" not in bad and bad["check_reason"] == "rel err 0.5 > 0.01"
+    assert not refused["check_ok"] and refused["check_reason"] == "refused: no plan" and "t_ms_median" not in refused
