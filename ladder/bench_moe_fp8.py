@@ -1,4 +1,5 @@
-"""Timing of levels 11-14 beside the library op, in one process, as data (bench.py's method).
+"""The benches of the grouped and fp8 contracts (levels 11-15) beside the library op, in one process, as
+data (bench.py's method).
 
 Grouped cases: MoE layers at decode and prefill (MOE_CASES), a routing drawn by
 routing.topk_counts (each token picks top_k distinct experts uniformly, seed 0), the ladder
