@@ -9,8 +9,9 @@ supports it:
   (Top-N `dataflow`, roofline.ingest.evidence), never mere adjacency;
 * stop reading unrouted experts: the MoE model's experts_hit below E;
 * padding: issued tensor work (counters) above the useful 2·rows·N·K;
-* lower-precision weights / KV: only where bytes bind (memory-bound); fp8 math: only where
-  compute binds (compute-bound at a 16-bit roof).
+* lower-precision weights / KV: only where bytes bind (memory-bound), on the operand the class's
+  origin rule says is a weight or the KV cache (opclasses/origin.py), saving at least 10% of the
+  kernel's bytes; fp8 math: only where compute binds (compute-bound at a 16-bit roof).
 Pure: nothing printed or written."""
 from __future__ import annotations
 
@@ -54,15 +55,17 @@ def fusion(out: dict, me: dict, all_light: list[dict]) -> list[dict]:
     return lv
 
 
-def precision(out: dict, op: str, dt: dict) -> list[dict]:
-    """Lower precision where bytes bind (the class's precision_levers: of its weights or its KV cache);
+def precision(out: dict, op: str, dt: dict, ctx=None, notes: list[str] | None = None) -> list[dict]:
+    """Lower precision where bytes bind: of the operand the class's precision_levers say is a weight or
+    the KV cache (its origin rule, opclasses/origin.py), saving its share of the bytes (a memory-bound
+    kernel's time goes with its bytes); none where the origin is unknown (the notes say what is missing).
     fp8 math where compute binds (a class with tensor math: weight or KV operands, dtype_roles)."""
     bound, share = out.get("bound_type"), _share(out)
     oc = opclasses.of(op)
     ev = f"{bound}-bound: hbm_util {out.get('hbm_util', 0):.2f}, compute_util {out.get('compute_util', 0):.2f}"
-    if bound == "memory" and oc.precision_levers is not None:
-        kind = "lower_precision_kv" if "kv" in oc.dtype_roles else "lower_precision_weights"
-        return [_lever(kind, t, ev, None) for t in oc.precision_levers(out, dt)]
+    if bound == "memory" and oc.precision_levers is not None and ctx is not None:
+        return [_lever(kind, text, f"{ev}; {why}", share * frac if frac is not None else None)
+                for kind, text, why, frac in oc.precision_levers(out, dt, ctx, notes if notes is not None else [])]
     if bound == "compute" and oc.dtype_roles and out.get("compute_dtype") in ("bf16", "fp16"):
         return [_lever("fp8_math", f"fp8 math ({out['compute_dtype']} -> fp8): the fp8 tensor roof is twice the "
                        f"{out['compute_dtype']} one, so the compute-bound time can halve; LOSSY, must pass the "
@@ -101,22 +104,23 @@ def padding(out: dict) -> list[dict]:
 
 
 def detail(out: dict, op: str, necessary_levers: list, me: dict, all_light: list[dict], info: dict,
-           dt: dict) -> list[dict]:
+           dt: dict, ctx=None, notes: list[str] | None = None) -> list[dict]:
     """Every lever of one entry with its evidence and what it saves (% of GPU time)."""
     gain = out.get("avoidable_gain_pct")
     # NB: each avoidable-bytes lever saves its kind's share of the avoidable bytes (necessary.assess)
     lv = [_lever(k, t, ev, gain * frac if gain is not None and frac is not None else None)
           for k, t, ev, frac in necessary_levers]
     lv += fusion(out, me, all_light)
-    lv += experts(out, op, info) + padding(out) + precision(out, op, dt)
+    lv += experts(out, op, info) + padding(out) + precision(out, op, dt, ctx, notes)
     return lv
 
 
-def apply(out: dict, op: str, necessary_levers: list, all_light: list[dict], info: dict, dt: dict) -> None:
+def apply(out: dict, op: str, necessary_levers: list, all_light: list[dict], info: dict, dt: dict, ctx=None,
+          notes: list[str] | None = None) -> None:
     """levers_detail, and its texts as the contract's byte_reduction_levers (saturated heads) or, for any
     other head, in front of other_levers."""
     me = next((o for o in all_light if o.get("name") == out.get("name")), {})
-    out["levers_detail"] = detail(out, op, necessary_levers, me, all_light, info, dt)
+    out["levers_detail"] = detail(out, op, necessary_levers, me, all_light, info, dt, ctx, notes)
     texts = [d["text"] for d in out["levers_detail"] if d["kind"] in BYTE_KINDS]
     if out.get("headroom_class") == "saturated":
         out["byte_reduction_levers"] = texts

@@ -29,12 +29,16 @@ class Assessment:
     levers: list = field(default_factory=list)      # (kind, text, evidence, its share of the avoidable bytes)
 
 
-def context(topn, env, config, regime: str, w) -> NecessaryCtx:
+def context(topn, env, config, regime: str, w, e=None, chosen_i: int = 0) -> NecessaryCtx:
     steps = topn.n_decode_steps if regime == "decode" else topn.n_prefill_steps
     ev = topn.raw.get("trace_evidence") if isinstance(topn.raw, dict) else None
+    raw = e.raw if e is not None and isinstance(e.raw, dict) else {}
+    ops = raw.get("aten_ops") if isinstance(raw.get("aten_ops"), dict) else {}
+    per = [r.candidates[min(chosen_i, len(r.candidates) - 1)].bytes_est for r in w.results]
     return NecessaryCtx(config=config, workload=dict(env.workload or {}), regime=regime, shapes=list(w.shapes),
                         launches=list(w.shape_launches) if w.shape_launches else None, steps=steps,
-                        trace_evidence=ev if isinstance(ev, dict) else {})
+                        trace_evidence=ev if isinstance(ev, dict) else {}, dts=list(w.dts), weights=list(w.weights),
+                        aten_ops=dict(ops), bytes_per_launch=sum(wt * b for wt, b in zip(w.weights, per)) or None)
 
 
 def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:

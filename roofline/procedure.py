@@ -397,7 +397,7 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict,
-                     necessary_levers: list | None = None) -> None:
+                     necessary_levers: list | None = None, ctx=None, notes: list[str] | None = None) -> None:
     """Route (docs/method.md section 5; by the larger of the tuning and the avoidable gain) and levers
     with their evidence (roofline.levers: levers_detail; byte_reduction_levers on saturated heads
     only, docs/artifact.md; every other lever goes to other_levers)."""
@@ -406,7 +406,7 @@ def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict
     out["route"] = routing.route_by_gain(out)
     out["route_reason"] = routing.route_reason(out)
     out["other_levers"] = routing.other_levers(out)
-    levers.apply(out, op_class, necessary_levers or [], all_light, info, dt)
+    levers.apply(out, op_class, necessary_levers or [], all_light, info, dt, ctx, notes)
     oc = opclasses.of(op_class)
     if oc.finish_levers is not None:
         # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
@@ -451,9 +451,9 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
     attain = oc.kernel_speedup(split, attain, out, notes) if oc.kernel_speedup is not None else attain
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
-    nec = necessary.assess(op_class, w, alts.index(chosen), necessary.context(topn, env, config, regime, w))
+    nec = necessary.assess(op_class, w, alts.index(chosen), ctx := necessary.context(topn, env, config, regime, w, e, alts.index(chosen)))
     necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes)
-    route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers)
+    route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
     out["notes"] = "; ".join(notes)
     return out, w.res.info
 

@@ -59,8 +59,9 @@ def test_gemm_decode_memory_bound_underperforming_numbers():
 
 
 def test_bound_type_memory_when_hbm_util_high_and_bands():
+    # config.json's hidden_size 4096: B [4096, 4096] is a weight (the lower-precision lever's evidence)
     a = run(gemm_entry("sat", 30, 64, 4096, 4096, 0.85), gemm_entry("mod", 20, 64, 4096, 4096, 0.65),
-            gemm_entry("und", 10, 64, 4096, 4096, 0.62 * 0.6 * 0.9 / 0.62 - 0.01))
+            gemm_entry("und", 10, 64, 4096, 4096, 0.62 * 0.6 * 0.9 / 0.62 - 0.01), config={"hidden_size": 4096})
     assert E(a, "sat")["bound_type"] == "memory" and E(a, "sat")["headroom_class"] == "saturated"
     assert E(a, "sat")["route"] == "byte_reduction" and E(a, "sat")["byte_reduction_levers"]
     assert E(a, "mod")["headroom_class"] == "moderate" and E(a, "mod")["route"] == "kernel_track_moderate"
@@ -216,15 +217,27 @@ def test_saturated_levers_fuse_only_producers_and_consumers_and_lower_precision(
     sat = gemm_entry("sat", 30, 64, 4096, 4096, 0.85)
     sat["dataflow"] = {"producers": {"rms_norm_kernel": 10}, "consumers": {"silu_and_mul_kernel": 10},
                        "examples": {"rms_norm_kernel": "aten::mul writes [64,4096], read next by aten::mm"}}
+    cfg = {"hidden_size": 4096}       # B [4096, 4096] = a weight of config.json's dims
     a = run(sat,
             entry("rms_norm_kernel", 3.0, 0.01, shapes=[{"elems_in": 4096}]),
             entry("silu_and_mul_kernel", 2.0, 0.01, shapes=[{"elems_in": 4096}]),
-            entry("rotary_embedding_kernel", 4.0, 0.01, shapes=[{"elems_in": 4096}]))
+            entry("rotary_embedding_kernel", 4.0, 0.01, shapes=[{"elems_in": 4096}]), config=cfg)
     lv = E(a, "sat")["byte_reduction_levers"]
     assert any(x.startswith("fuse rms_norm_kernel (norm, 3.00% GPU)") for x in lv)
     assert any(x.startswith("fuse silu_and_mul_kernel (elementwise, 2.00% GPU)") for x in lv)
     assert not any("rotary" in x for x in lv)
     assert any("lower-precision weights (bf16 -> fp8)" in x and "accuracy gate" in x for x in lv)
+    # its saving from the model's bytes: half of B (4096 x 4096 x 2 bytes) of A + B + C per launch
+    pw = next(d for d in E(a, "sat")["levers_detail"] if d["kind"] == "lower_precision_weights")
+    moved = 2 * (64 * 4096 + 4096 * 4096 + 64 * 4096)
+    assert f"saves {4096 * 4096 / 1e6:.1f} MB of the {moved / 1e6:.1f} MB" in pw["text"]
+    assert pw["saves_pct"] == pytest.approx(30 * 4096 * 4096 / moved)
+    assert "K = hidden_size, N = hidden_size (config.json)" in pw["evidence"]
+    # no config.json: nothing says B is a weight; no precision lever, and the notes say what is missing
+    bare = E(run(gemm_entry("sat", 30, 64, 4096, 4096, 0.85)), "sat")
+    assert not any(d["kind"].startswith("lower_precision") for d in bare["levers_detail"])
+    assert "no lower-precision lever: the origin of its operands is unknown" in bare["notes"]
+    assert "no config.json to match it against the model's weight dims" in bare["notes"]
     det = {d["text"].split(" (")[0]: d for d in E(a, "sat")["levers_detail"] if d["kind"] == "fusion"}
     assert det["fuse rms_norm_kernel"]["evidence"].startswith("producer of the same tensor: aten::mul writes")
     assert det["fuse silu_and_mul_kernel"]["evidence"].startswith("consumer of the same tensor")

@@ -134,7 +134,8 @@ def test_degraded_and_no_verdict_entries_carry_every_seed_field_as_null():
 
 # ----------------------------------------------------------------- item 3: levers
 def test_byte_reduction_levers_only_on_saturated_heads_latency_levers_elsewhere():
-    a = api.analyze(topn(gemm("sat", 30, 0.85), gemm("lat", 20, 0.3)), h200_env())
+    # config.json's hidden_size 4096 makes B [4096, 4096] a weight: the lower-precision lever's evidence
+    a = api.analyze(topn(gemm("sat", 30, 0.85), gemm("lat", 20, 0.3)), h200_env(), {"hidden_size": 4096})
     sat, lat = E(a, "sat"), E(a, "lat")
     assert sat["headroom_class"] == "saturated" and sat["byte_reduction_levers"]
     assert lat["headroom_class"] == "underperforming" and lat["bound_type"] == "latency"

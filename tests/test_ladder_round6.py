@@ -41,7 +41,7 @@ def _mock(monkeypatch, clusters=66):
     monkeypatch.setattr(gpu, "max_active_clusters", lambda lv, k: clusters)
     monkeypatch.setattr(gpu, "_ws_buffers", lambda a, b: wsb.append((a, b)) or ("ws", "cnt"))
     monkeypatch.setattr(gpu_moe_fp8, "get_kernel", lambda lv: _K())
-    monkeypatch.setattr(gpu_moe_fp8, "_dyn", lambda lv, k: None)
+    monkeypatch.setattr(gpu, "set_dyn_smem", lambda lv, k: None)
     return launches, cmaps, wsb
 
 

@@ -171,8 +171,10 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
-def precision_levers(entry: dict, dtypes: dict) -> list[str]:
-    return narrower("KV cache", dtypes.get("kv"))
+def precision_levers(entry: dict, dtypes: dict, ctx, notes: list[str]) -> list[tuple]:
+    """A fused attention's K / V are its KV cache: the lower-precision KV lever (no saving computed)."""
+    return [("lower_precision_kv", t, "a fused attention reads K / V, its KV cache", None)
+            for t in narrower("KV cache", dtypes.get("kv"))]
 
 
 def _filled(shape: dict, ctx) -> tuple[float | None, str]:

@@ -99,7 +99,10 @@ class OpClass:
     fusable:       a kernel of this class may be fused into its producer / consumer (named by the
                    fuse lever of a neighbouring saturated kernel);
     stop_reading_levers: (entry, model info) -> levers: bytes read that the work does not use;
-    precision_levers: (entry, dtypes) -> lower-precision levers (LOSSY);
+    precision_levers: (entry, dtypes, NecessaryCtx, notes) -> [(kind, text, evidence, share of the bytes
+                   saved)]: lower-precision levers (LOSSY) of the operand the class's origin rule says is a
+                   weight or the KV cache, with their saving (opclasses/origin.py, levers.operand_levers);
+                   none, with a note, where the origin is unknown;
     latency_levers: (entry) -> extra levers of a latency-bound kernel;
     finish_levers: (out, model info, dtypes) -> None: the class's last word on the levers (it may
                    replace them: collectives).
@@ -170,10 +173,11 @@ class OpClass:
 
 @dataclass
 class NecessaryCtx:
-    """What a class's necessary job may read besides its shape: config.json, the workload, the
-    analysed regime, every shape of the entry in that regime (with its launches: how shapes change
-    step by step), the regime's step count, and the trace-level evidence `roofline topn` wrote
-    (Top-N `trace_evidence`: the KV caches and how they are written)."""
+    """What a class's necessary job and precision levers may read besides its shape: config.json, the
+    workload, the analysed regime, every shape of the entry in that regime (with its launches: how
+    shapes change step by step; its dtypes and launch weights), the regime's step count, the
+    trace-level evidence `roofline topn` wrote (Top-N `trace_evidence`: the KV caches and how they
+    are written), the aten ops that launched the kernel, and the model's bytes per launch."""
     config: dict | None
     workload: dict
     regime: str
@@ -181,6 +185,10 @@ class NecessaryCtx:
     launches: list | None
     steps: float | None
     trace_evidence: dict
+    dts: list = field(default_factory=list)           # each shape's dtypes (act/weight/out and their bytes)
+    weights: list = field(default_factory=list)       # each shape's launch weight (sum 1)
+    aten_ops: dict = field(default_factory=dict)      # Top-N aten_ops: launching op -> launches
+    bytes_per_launch: float | None = None             # the chosen byte model's bytes per launch (launch-weighted)
 
 
 @dataclass

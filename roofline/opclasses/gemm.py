@@ -8,10 +8,10 @@ from __future__ import annotations
 from math import prod
 
 from roofline.models import gemm as _model
-from roofline.opclasses import kvcache
+from roofline.opclasses import kvcache, origin
 from roofline.opclasses.aten import dtype_of
 from roofline.opclasses.base import Necessary, OpClass, Problem, register
-from roofline.opclasses.levers import split_k_levers, weight_precision_levers
+from roofline.opclasses.levers import operand_levers, split_k_levers
 from roofline.opclasses.stage_a import fill_m
 
 # GEMM ops: op -> (index of A, index of B, B layout). "kn": B is [K, N]; "nk": B is [N, K] (linear).
@@ -146,6 +146,20 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     return None
 
 
+def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
+    """Lower precision of the operand that the trace and config.json say is a weight (a linear layer's
+    B, a batched MoE's gathered expert weights) or the KV cache (an eager attention's K / V over a cache
+    record or a length that grows step by step): origin.gemm_origin per shape; none where unknown."""
+    if not ctx.shapes or len(ctx.dts) != len(ctx.shapes):
+        notes.append("no lower-precision lever: no captured shape says what the GEMM's operands are")
+        return []
+    origins = [origin.gemm_origin(s, ctx) for s in ctx.shapes]
+    op_bytes = [origin.operand_bytes(s, d, o.operand) if o.operand else 0.0
+                for s, d, o in zip(ctx.shapes, ctx.dts, origins)]
+    dts = [d.get("act") if o.operand == "A" else d.get("weight") for d, o in zip(ctx.dts, origins)]
+    return operand_levers(origins, op_bytes, dts, ctx, ctx.bytes_per_launch, notes)
+
+
 register(OpClass(
     "gemm", seed_class="gemm",
     # cuBLAS/cuBLASLt incl. nvjet, CUTLASS, ThunderKittens, DeepGEMM, hipBLASLt/Tensile, Marlin/AWQ/GPTQ
@@ -157,7 +171,7 @@ register(OpClass(
     hint_aliases=("matmul",),
     target_eff={"gemm": 0.90},     # regular, dense compute
     residency=residency, regime_vote=regime_vote, regime_vote_rank=2, regime_label="GEMM",
-    stop_reading_levers=None, precision_levers=weight_precision_levers, latency_levers=split_k_levers,
+    stop_reading_levers=None, precision_levers=precision_levers, latency_levers=split_k_levers,
     folds_splitk_reduce=True, dtype_roles=("weight",), compulsory_bytes=True,
     necessary=necessary, model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
     shape_keys=frozenset({"M", "N", "K", "batch"}), dim_keys=frozenset({"M", "N", "K", "batch"}),

@@ -11,9 +11,10 @@ Stage C: the expert GEMMs at the average rows per hit expert."""
 from __future__ import annotations
 
 from roofline.models import moe as _model
+from roofline.opclasses import origin
 from roofline.opclasses.base import OpClass, Problem, register
 from roofline.opclasses.aten import dtype_of
-from roofline.opclasses.levers import split_k_levers, weight_precision_levers
+from roofline.opclasses.levers import operand_levers, split_k_levers
 from roofline.opclasses.stage_a import cfg, fill, fill_m
 
 
@@ -165,6 +166,50 @@ def stop_reading_levers(entry: dict, info: dict) -> list[str]:
     return []
 
 
+def _expert_origin(sh: dict, ex) -> origin.Origin:
+    """A grouped GEMM's per-group operand W [E, K, N] is the expert weights where config.json's experts and
+    expert dims say so; a fused MoE layer (stage A) streams the expert weights config.json sized."""
+    if not (all(isinstance(sh.get(k), int) for k in ("pairs", "E", "N", "K"))
+            or all(isinstance(sh.get(k), int) for k in ("M", "E", "top_k", "hidden", "inter"))):
+        return origin.Origin("unknown", None, "no grouped-GEMM or fused-MoE shape (measured work): nothing says what "
+                             "its operands are")
+    if "pairs" not in sh:
+        return origin.Origin("parameter", "W", f"the fused MoE layer streams {sh.get('E')} experts' weights of hidden "
+                             f"{sh.get('hidden')} x intermediate {sh.get('inter')} (config.json)")
+    E, N, K = sh["E"], sh["N"], sh["K"]
+    w = f"W [E, K, N] = [{E},{K},{N}] of the grouped GEMM"
+    if ex is None:
+        return origin.Origin("unknown", None, f"{w}: config.json gives no experts / hidden / expert intermediate "
+                             "to match it against")
+    E_cfg, h, mi = ex
+    if E == E_cfg and {K, N} in ({h, 2 * mi}, {h, mi}):
+        return origin.Origin("parameter", "W", f"{w} is the expert weights: E = {E} experts, K x N = hidden {h} x "
+                             f"{'2 x ' if 2 * mi in (K, N) else ''}intermediate {mi} (config.json)")
+    return origin.Origin("unknown", None, f"{w}: config.json says {E_cfg} experts of hidden {h} x intermediate {mi}")
+
+
+def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
+    """Lower precision of the expert weights (_expert_origin), saving half of the weight bytes the chosen
+    model streams (the experts hit, or all E)."""
+    if not ctx.shapes or len(ctx.dts) != len(ctx.shapes):
+        notes.append("no lower-precision lever: no shape says what the MoE streams")
+        return []
+    ex = origin.expert_dims(ctx.config)
+    allx = out.get("byte_model") == "all_experts"
+    origins, wbytes = [], []
+    for sh, d in zip(ctx.shapes, ctx.dts):
+        origins.append(_expert_origin(sh, ex))
+        if origins[-1].operand is None:
+            n, elems = 0.0, 0
+        elif "pairs" in sh:
+            n, elems = (sh["E"] if allx else _model.experts_hit(sh["E"], sh["pairs"])), sh["N"] * sh["K"]
+        else:
+            n = sh["E"] if allx else _model.experts_hit(sh["E"], sh["M"] * sh["top_k"])
+            elems = _model.expert_weight_elems(sh["hidden"], sh["inter"], sh.get("stage"))
+        wbytes.append(n * elems * d["weight_bytes"])
+    return operand_levers(origins, wbytes, [d.get("weight") for d in ctx.dts], ctx, ctx.bytes_per_launch, notes)
+
+
 def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
     """An unsaturated MoE whose all-expert model is infeasible: that is itself evidence for the
     stop-reading lever (other_levers)."""
@@ -181,7 +226,7 @@ register(OpClass("moe", seed_class="moe",
                  op_rules=((40, r"moe|^aten::_grouped_mm$|^aten::_scaled_grouped_mm$"),),
                  target_eff={"moe": 0.90},   # decode weight streaming is essentially a memcpy
                  launches=fused_moe_launches, residency=residency, model_notes=model_notes,
-                 stop_reading_levers=stop_reading_levers, precision_levers=weight_precision_levers,
+                 stop_reading_levers=stop_reading_levers, precision_levers=precision_levers,
                  latency_levers=split_k_levers, finish_levers=finish_levers, dtype_roles=("weight",),
                  arch_class="moe",
                  model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,

@@ -355,8 +355,9 @@ CASES = {
     "qwen3next_fla": (cfg_qwen3_next, "grouped_mm", 2, 1024, 1, 4, {"decode_b": 40}),
     # bamba_mamba2 at (2, 1024, decode_b 32) ran out of memory on the H200 (2026-12-03): the
     # decode batch's own prefill through the reference chunk scan (no mamba_ssm) asked for 512 GiB
-    # at 32 x 1024 tokens; 8 x 128 here is untested on the device
-    "bamba_mamba2": (cfg_bamba, None, 8, 128, 1, 4, {"decode_b": 32}),
+    # at 32 x 1024 tokens: its G = C x B intermediate is [b, chunks, chunk, chunk, heads, d_state]
+    # fp32 (32 x 4 x 256 x 256 x 128 x 128 x 4 B); at 4 sequences of 128 tokens (one chunk) 16 GiB
+    "bamba_mamba2": (cfg_bamba, None, 4, 128, 1, 4, {"decode_b": 4}),
 }
 
 
