@@ -117,6 +117,18 @@ def not_modelled_reason(op_class: str, raw: dict) -> str:
             + (f"; its launches ran inside {ops} (the op the trace records around them)" if ops else ""))
 
 
+def kernel_evidence(launches: dict) -> dict:
+    """What the classes read from the trace's kernel names ({name: launches}) for the Top-N's
+    trace_evidence (each class's kernel_evidence job; a key given twice is an error)."""
+    out: dict = {}
+    for oc in REGISTRY.values():
+        for k, v in (oc.kernel_evidence(launches) if oc.kernel_evidence is not None else {}).items():
+            if k in out:
+                raise ValueError(f"trace evidence {k!r} is given by two op classes")
+            out[k] = v
+    return out
+
+
 def trace_shape(op_class: str, sig):
     """(shape dict, dtypes dict) for a kernel of ``op_class`` launched by ``sig``, or None."""
     oc = REGISTRY.get(op_class)

@@ -111,6 +111,8 @@ class OpClass:
     dtype_roles:   the dtype roles its Top-N entries speak for in the env report's starter
                    ("weight": model_dtype; "kv": kv_cache_dtype);
     arch_class:    the model_arch_class a kernel of this class implies ("moe"), or None.
+    kernel_evidence: {kernel name: launches} of the whole trace -> {key: record} for the Top-N's
+                   trace_evidence (roofline topn), read back by the necessary jobs (NecessaryCtx);
     necessary:     (shape, dtypes, bytes the model moves, NecessaryCtx) -> Necessary: the fewest bytes
                    (and FLOPs) the same result needs for one launch of that shape, with the trace
                    evidence that says so (roofline.necessary); None: the model's bytes are the fewest.
@@ -136,6 +138,7 @@ class OpClass:
     choose_model: Callable | None = None
     model_notes: Callable | None = None
     necessary: Callable | None = None
+    kernel_evidence: Callable | None = None
     roof: str = "hbm"
     compulsory_bytes: bool = False
     # time and launches
