@@ -236,3 +236,14 @@ def test_kernel_evidence_reads_the_trace():
     trace = json.load(gzip.open(CORPUS / f"{CASE}.json.gz"))["traceEvents"]
     n = sum(1 for k in trace if k.get("cat") == "kernel" and "conv_depthwise2d" in k["name"])
     assert sum(ev["reference"].values()) == n > 0
+
+
+def test_dims_must_match_the_config():
+    """The same trace under a config of half the Mamba2 heads (64, where every op's heads dim is 128): the
+    dims say nothing about a chunk scan of that config, so no verdict (every reference tensor, the state
+    passing's [b, chunks + 1, chunks + 1, heads, head_dim, d_state] included, carries the heads)."""
+    def half_heads(c):
+        return dict(c, mamba_n_heads=c["mamba_n_heads"] // 2)
+    for e in _heads(_analyse_with(config_change=half_heads)):
+        assert all(x["kind"] != ssd_reference.KIND for x in e["levers_detail"])
+        assert e["bytes_necessary"] == pytest.approx(e["bytes_est"])
