@@ -195,7 +195,9 @@ class Necessary:
     kind:      what makes part of the bytes avoidable ("as_modelled": nothing found);
     evidence:  what the trace / config / counters say, in words (each claim checkable);
     removable: the launch need not run at all (a copy its consumer could read in place);
-    lever:     the byte-reduction lever, in words, when some bytes are avoidable."""
+    lever:     the byte-reduction lever, in words, when some bytes are avoidable;
+    flops_dtype: the necessary FLOPs run at that dtype's roof (a fused kernel's tensor-core matmuls), not
+               at the moved work's (None: the same roof)."""
     bytes: float | None
     flops: float | None = None
     kind: str = "as_modelled"
@@ -203,6 +205,7 @@ class Necessary:
     missing: str | None = None
     removable: bool = False
     lever: str | None = None
+    flops_dtype: str | None = None      # the dtype whose compute roof prices `flops` (None: the kernel's own)
 
 
 REGISTRY: dict[str, OpClass] = {}

@@ -143,6 +143,9 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
         f"once, the states and y written; {b} sequences x {chunks} x {m['L']} tokens, an upper bound), counted in full "
         "for each of the layer's reference ops (over their launches where one op is split)",
     ]
-    # NB: the fused scan's FLOPs too (its C B^T, states and output matmuls), priced at this kernel's roof
-    # (fp32 CUDA cores: the fused kernels run them on tensor cores, so the time kept is overstated)
-    return Necessary(min(bytes_est, need / n), need_flops / n, kind=KIND, evidence=evidence, lever=LEVER)
+    # NB: the fused scan's FLOPs too (its C B^T, states and output matmuls): mamba_ssm's Triton kernels run
+    # them on the tensor cores in the model dtype, so they are priced at that roof (at these sizes the
+    # fused scan is memory-bound there: its bytes set its time)
+    mdt = norm_dtype(str(cfg(ctx.config, "dtype", "torch_dtype") or "")) if act else None
+    return Necessary(min(bytes_est, need / n), need_flops / n, kind=KIND, evidence=evidence, lever=LEVER,
+                     flops_dtype=mdt if mdt in DTYPE_BYTES else None)
