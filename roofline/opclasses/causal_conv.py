@@ -97,13 +97,14 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     """A conv whose whole traffic fits in half the L2 reads the activation the kernel before it just wrote
-    (the in_proj GEMM's x, B, C) and writes what the next one reads: served from L2, no verdict (True).
+    (Bamba's reference path: the contiguous copy of x, B, C) and writes what the next one reads (the SiLU):
+    served from L2, no verdict (True).
     ncu on the corpus: Bamba's prefill conv (4 x 128 tokens, 17.6 MB model) read and wrote 2.2 MB of DRAM;
     Qwen3-Next's (2 x 1024 tokens, 67 MB, above half the L2) 64 MB."""
     if chosen["bytes_est"] <= l2 / 2:
         out["l2_resident"] = True
         notes.append(f"L2-resident: the conv moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                     f"({l2 / 1e6:.0f} MB): it reads what the projection before it just wrote and writes what the next "
+                     f"({l2 / 1e6:.0f} MB): it reads what the kernel before it just wrote and writes what the next "
                      "kernel reads, served from L2, so the HBM roof does not bind it: no verdict; the lever is fusion "
                      "(causal-conv1d fuses the conv with its activation)")
         return True
