@@ -11,6 +11,7 @@ Each (level, shape) is checked for correctness before it is timed; a failing one
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,11 @@ SHAPE_SETS: dict[str, tuple[tuple[int, int, int], ...]] = {
     "serving-all-levels": SINGLE_TILE + SERVING,
     "square-8192": ((8192, 8192, 8192),),
     "mid": MID,
+    # each level's registry variants are timed beside it on these (those a level supports): one
+    # long-K tile, square, prefill, ragged and decode shapes (`device_suite variants`)
+    "variants": ((128, 128, 8192), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 4096, 4096),
+                 (8192, 4096, 14336), (3000, 5000, 1000), (16, 4096, 4096), (64, 4096, 4096),
+                 (64, 14336, 4096), (128, 4096, 14336), (256, 28672, 8192)),
 }
 # The names the recorded results (fixtures/ladder/, meta.shape_set) were made under.
 FORMER_NAMES = {"issue6": "square-and-llama", "issue14": "serving", "issue14-prefill": "serving-prefill",
@@ -152,6 +158,20 @@ class Timer:
         # the host time of each launch: above the spin, the events count part of it (a row says so)
         self.host_over_spin = sum(h * 1e9 > SPIN_NS for h in host)
         return [cp.cuda.get_elapsed_time(e0, e1) for e0, e1 in evs]
+
+
+def timed(timer: Timer, fn, min_reps: int = 10) -> dict:
+    """One timed row: median, p20, p80 (ms) of min_reps..max(100, min_reps) launches of fn, how many,
+    and how many of them took the host longer than the spin (the events then count host time)."""
+    ts = timer.time(fn, min_reps=min_reps, max_reps=max(100, min_reps))
+    med, p20, p80 = quantiles(ts)
+    return {"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "reps": len(ts), "host_over_spin": timer.host_over_spin}
+
+
+def geomean(vals) -> float:
+    """Geometric mean of the positive values (NaN if none)."""
+    v = [x for x in vals if x and x > 0]
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
 
 
 def measure_hbm_copy(timer: Timer, nbytes=2 << 30) -> dict:
@@ -266,11 +286,9 @@ def run_bench(levels=DENSE_LEVELS, shapes=DEFAULT_SHAPES, progress=None, seed=0,
             fn = lambda: gpu.launch(lv, a, b, c, m, n, k)  # noqa: E731
         else:
             fn = lambda: gpu.cublas_tn(a, b, c)  # noqa: E731
-        ts = timer.time(fn, min_reps=min_reps, max_reps=max(100, min_reps))
-        med, p20, p80 = quantiles(ts)
-        row.update({"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "reps": len(ts),
-                    "tflops": gemm_flops(m, n, k) / (med * 1e-3) / 1e12,
-                    "host_over_spin": timer.host_over_spin})
+        row.update(timed(timer, fn, min_reps))
+        med = row["t_ms_median"]
+        row["tflops"] = gemm_flops(m, n, k) / (med * 1e-3) / 1e12
         if lv is None:
             cublas_ms[(m, n, k)] = med
         if (m, n, k) in cublas_ms:
@@ -335,4 +353,62 @@ def render_pivot(res: dict) -> str:
         cells = ["-" if p is None else (f"**{p:.1f}**" if p == best else f"{p:.1f}") for p in pcts]
         lines.append(f"| {s[0]}x{s[1]}x{s[2]} | {cub['t_ms_median']:.4g} | " + " | ".join(cells) + " |"
                      if cub else f"| {s[0]}x{s[1]}x{s[2]} | - | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cluster_residency() -> dict:
+    """The cluster builds' resident clusters per SM set, as the launches found them (gpu.CLUSTER_RESIDENCY)."""
+    return {f"{k[0]} {' '.join(k[1])}".strip(): {"max_active_clusters": v[0], "how": v[1]}
+            for k, v in gpu.CLUSTER_RESIDENCY.items()}
+
+
+def bench_set(levels, shape_set: str = "default", min_reps: int = 50, log=None) -> dict:
+    """The dense contract's bench (its record names it): the levels on a named shape set beside
+    cuBLAS; -> the result as written to JSON (meta.shape_set, meta.cluster_residency)."""
+    res = run_bench(levels=tuple(lv for lv in levels if lv.contract == "gemm-bf16"), shapes=SHAPE_SETS[shape_set],
+                    min_reps=min_reps).to_dict()
+    res["meta"]["shape_set"] = shape_set
+    res["meta"]["cluster_residency"] = cluster_residency()
+    return res
+
+
+def report(res: dict) -> str:
+    """The table of a dense bench result, then (with a measured HBM ceiling) the serving summary."""
+    out = render_table(res)
+    if res.get("ceilings", {}).get("hbm_copy"):
+        out += "\n" + summary(res)
+    return out
+
+
+def summary(res: dict) -> str:
+    """Per level: geomean % of cuBLAS over the serving prefill and decode shapes it ran, 8192^3
+    with its spread; decode rows as achieved bandwidth against the HBM copy ceiling of the run."""
+    rows = [r for r in res["rows"] if "t_ms_median" in r]
+    hbm = res["ceilings"]["hbm_copy"]["bytes_s"]
+    cub = {(r["m"], r["n"], r["k"]): r for r in rows if r["level"] == 0}
+    lines = ["| level | geomean % cuBLAS serving-prefill | geomean % cuBLAS serving-decode | 8192^3 ms (p20-p80) | % cuBLAS 8192^3 |",
+             "|---|---|---|---|---|"]
+    for lid, nm in sorted({(r["level"], r["name"]) for r in rows if r["level"]}):
+        mine = [r for r in rows if r["level"] == lid and r["name"] == nm]
+        gp = geomean([r.get("pct_cublas") for r in mine if (r["m"], r["n"], r["k"]) in SERVING_PREFILL])
+        gd = geomean([r.get("pct_cublas") for r in mine if (r["m"], r["n"], r["k"]) in SERVING_DECODE])
+        big = [r for r in mine if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)]
+        b = (f"{big[0]['t_ms_median']:.4g} ({big[0]['t_ms_p20']:.4g}-{big[0]['t_ms_p80']:.4g})",
+             f"{big[0].get('pct_cublas', float('nan')):.1f}") if big else ("-", "-")
+        lines.append(f"| {lid} {nm} | {gp:.1f} | {gd:.1f} | {b[0]} | {b[1]} |")
+    if (8192, 8192, 8192) in cub:
+        c = cub[(8192, 8192, 8192)]
+        lines.append(f"cuBLAS 8192^3: {c['t_ms_median']:.4g} ms ({c['t_ms_p20']:.4g}-{c['t_ms_p80']:.4g})")
+    lines += ["", "| decode shape | cuBLAS us, TB/s | best level: us, TB/s, % HBM copy, % cuBLAS |", "|---|---|---|"]
+    for s in SERVING_DECODE:
+        c = cub.get(s)
+        cand = [r for r in rows if r["level"] and (r["m"], r["n"], r["k"]) == s]
+        if not c or not cand:
+            continue
+        best = min(cand, key=lambda r: r["t_ms_median"])
+        by = gemm_min_bytes(*s)
+        lines.append(f"| {s[0]}x{s[1]}x{s[2]} | {c['t_ms_median'] * 1e3:.1f}, {by / c['t_ms_median'] / 1e9:.2f} | "
+                     f"L{best['level']} {best['name']}: {best['t_ms_median'] * 1e3:.1f}, {by / best['t_ms_median'] / 1e9:.2f}, "
+                     f"{100 * roofline(by, 0.0, best['t_ms_median'] * 1e-3, hbm, None)['hbm_util']:.0f}, {best.get('pct_cublas', 0):.0f} |")
+    lines.append(f"HBM copy ceiling {hbm / 1e12:.2f} TB/s")
     return "\n".join(lines)

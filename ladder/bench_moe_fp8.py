@@ -1,4 +1,5 @@
-"""Timing of levels 11-14 beside the library op, in one process, as data (bench.py's method).
+"""The benches of the grouped and fp8 contracts (levels 11-15) beside the library op, in one process, as
+data (bench.py's method).
 
 Grouped cases: MoE layers at decode and prefill (MOE_CASES), a routing drawn by
 routing.topk_counts (each token picks top_k distinct experts uniformly, seed 0), the ladder
@@ -12,7 +13,6 @@ use_fast_accum=True) on the square-8192 and serving shape sets. Each case is che
 [lib p20 / level p80, lib p80 / level p20]."""
 from __future__ import annotations
 
-import math
 import time
 
 from roofline.peaks.gemm import gemm_fewest_bytes, gemm_flops
@@ -21,40 +21,50 @@ from . import bench, check, gpu, gpu_moe_fp8
 from .registry import Level
 from .routing import experts_hit, topk_counts
 
-# name -> (E, tokens, top_k, N, K): gate_up is N = 2 x inter, K = hidden; down is N = hidden, K = inter
-MOE_CASES: dict[str, tuple[int, int, int, int, int]] = {
-    "qwen3moe-decode64-gate_up": (128, 64, 8, 1536, 2048),
-    "qwen3moe-decode64-down": (128, 64, 8, 2048, 768),
-    "qwen3moe-decode256-gate_up": (128, 256, 8, 1536, 2048),
-    "qwen3moe-decode256-down": (128, 256, 8, 2048, 768),
-    "mixtral-decode64-gate_up": (8, 64, 2, 28672, 4096),
-    "mixtral-decode64-down": (8, 64, 2, 4096, 14336),
-    "qwen3moe-prefill4096-gate_up": (128, 4096, 8, 1536, 2048),
-    "qwen3moe-prefill4096-down": (128, 4096, 8, 2048, 768),
-    # the corpus trace's prefill head is 8192 tokens (512 rows per expert): the class needs both sizes
-    "qwen3moe-prefill8192-gate_up": (128, 8192, 8, 1536, 2048),
-    "qwen3moe-prefill8192-down": (128, 8192, 8, 2048, 768),
-    # the fp8 prefill target is ">= 2048 tokens over 128 experts" (round 5): its smallest size
-    "qwen3moe-prefill2048-gate_up": (128, 2048, 8, 1536, 2048),
-    "qwen3moe-prefill2048-down": (128, 2048, 8, 2048, 768),
-}
+# The MoE layers the cases are drawn from: name -> (E, top_k, hidden, inter). A case is one
+# projection of a layer at a number of tokens: gate_up is N = 2 x inter, K = hidden; down is
+# N = hidden, K = inter.
+MOE_LAYERS: dict[str, tuple[int, int, int, int]] = {
+    "qwen3moe": (128, 8, 2048, 768), "mixtral": (8, 2, 4096, 14336), "qwen3next": (512, 10, 2048, 512),
+    "gptoss": (128, 4, 2880, 2880), "dsv3": (256, 8, 7168, 2048)}
+PROJECTIONS = ("gate_up", "down")
+
+
+def moe_cases(*specs) -> dict[str, tuple[int, int, int, int, int]]:
+    """(layer, "decode" | "prefill", tokens, projections) -> {"layer-phaseTOKENS-proj": (E, tokens, top_k, N, K)}."""
+    out = {}
+    for layer, phase, tokens, projs in specs:
+        E, top_k, hidden, inter = MOE_LAYERS[layer]
+        for proj in projs:
+            out[f"{layer}-{phase}{tokens}-{proj}"] = (E, tokens, top_k, *((2 * inter, hidden) if proj == "gate_up" else (hidden, inter)))
+    return out
+
+
+# The corpus trace's prefill head is 8192 tokens (512 rows per expert): the class needs 4096 and
+# 8192; the fp8 prefill target is ">= 2048 tokens over 128 experts" (round 5): its smallest size.
+MOE_CASES = moe_cases(("qwen3moe", "decode", 64, PROJECTIONS), ("qwen3moe", "decode", 256, PROJECTIONS),
+                      ("mixtral", "decode", 64, PROJECTIONS), ("qwen3moe", "prefill", 4096, PROJECTIONS),
+                      ("qwen3moe", "prefill", 8192, PROJECTIONS), ("qwen3moe", "prefill", 2048, PROJECTIONS))
 # Coverage of the classes the grouped tables dispatch (experts 8..512, intermediate 512..14336,
 # tokens 16..8192): real MoE layers, so that a table's pick for a model was measured on a case of
 # its kind (with the Qwen3 and Mixtral cases above: E 8 and 128, inter 768 and 14336, tokens 64..8192).
 # Level 12/15's device plan holds at most 384 experts (grouped.cuh MAX_E_WS): the E = 512 prefill
-# case is refused by their launcher and recorded as such. Left out on purpose: prefill cases whose
-# float64 check reference alone is over 0.5 TFLOP per build (DeepSeek-V3 and Mixtral prefill).
-COVER_CASES: dict[str, tuple[int, int, int, int, int]] = {
-    "qwen3moe-decode16-gate_up": (128, 16, 8, 1536, 2048),
-    "qwen3next-decode64-gate_up": (512, 64, 10, 1024, 2048),      # E 512, inter 512
-    "qwen3next-decode64-down": (512, 64, 10, 2048, 512),
-    "qwen3next-prefill4096-down": (512, 4096, 10, 2048, 512),
-    "gptoss-prefill2048-down": (128, 2048, 4, 2880, 2880),
-    "dsv3-decode256-down": (256, 256, 8, 7168, 2048),             # the full-size layer that ran out of memory
-}
+# case (Qwen3-Next, inter 512) is refused by their launcher and recorded as such. dsv3-decode256-down
+# is the full-size layer that ran out of memory. Left out on purpose: prefill cases whose float64
+# check reference alone is over 0.5 TFLOP per build (DeepSeek-V3 and Mixtral prefill).
+COVER_CASES = moe_cases(("qwen3moe", "decode", 16, ("gate_up",)), ("qwen3next", "decode", 64, PROJECTIONS),
+                        ("qwen3next", "prefill", 4096, ("down",)), ("gptoss", "prefill", 2048, ("down",)),
+                        ("dsv3", "decode", 256, ("down",)))
+DECODE_CASES = tuple(k for k in MOE_CASES if "decode" in k)
+PREFILL_CASES = tuple(k for k in MOE_CASES if "prefill" in k)
 MOE_CASES.update(COVER_CASES)
-DECODE_CASES = tuple(k for k in MOE_CASES if "decode" in k and k not in COVER_CASES)
-PREFILL_CASES = tuple(k for k in MOE_CASES if "prefill" in k and k not in COVER_CASES)
+CASE_SETS = {"decode": DECODE_CASES, "prefill": PREFILL_CASES, "cover": tuple(COVER_CASES),
+             "all": DECODE_CASES + PREFILL_CASES}
+# fp8 dense shape sets (torch._scaled_mm needs N, K % 16 == 0: shapes are padded up, see bench_fp8)
+FP8_SHAPE_SETS = {"square-8192": ((8192, 8192, 8192),), "serving": bench.SERVING,
+                  "mini": ((8192, 8192, 8192), (4096, 4096, 4096), (2048, 28672, 4096), (3008, 5000, 1024),
+                           (64, 4096, 4096), (16, 14336, 4096), (256, 28672, 8192)),
+                  "all": ((8192, 8192, 8192),) + bench.SERVING}
 
 
 def release_device_memory() -> dict:
@@ -78,9 +88,24 @@ def _ratio(row: dict, lib: dict) -> dict:
             "ratio_range": [lib["t_ms_p20"] / row["t_ms_p80"], lib["t_ms_p80"] / row["t_ms_p20"]]}
 
 
-def _timed(timer, fn, min_reps: int) -> dict:
-    med, p20, p80 = bench.quantiles(timer.time(fn, min_reps=min_reps, max_reps=max(100, min_reps)))
-    return {"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80, "host_over_spin": timer.host_over_spin}
+def _beside_library(timer, base: dict, lib: dict, levels, min_reps: int, check_one, launch_one) -> list[dict]:
+    """The library's row, then each build checked first on the same case (check_one(lv); a
+    ValueError: its launcher refuses the case, e.g. more experts than its plan holds) and, if it
+    passes, timed (launch_one(lv)) with its ratio to the library; a failing build is not timed."""
+    rows = [lib]
+    for lv in levels:
+        try:
+            chk = check_one(lv)
+        except ValueError as exc:
+            rows.append({**base, "level": lv.id, "name": lv.name, "check_ok": False, "check_reason": f"refused: {exc}"})
+            continue
+        row = {**base, "level": lv.id, "name": lv.name, "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
+        if not chk.ok:
+            rows.append({**row, "check_reason": chk.reason})
+            continue
+        row.update(bench.timed(timer, lambda: launch_one(lv), min_reps))
+        rows.append({**row, **_ratio(row, lib)})
+    return rows
 
 
 def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str = "enk", fp8: bool = False,
@@ -102,20 +127,10 @@ def grouped_case(timer, case: str, levels: list[Level], ceil: dict, layout: str 
             "bytes_min": nbytes, "flops": 2.0 * R * N * K}
     lib_fn = ((lambda: gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw)) if fp8 else
               (lambda: gpu_moe_fp8.torch_grouped(a, w, offs, layout)))
-    lib = {**base, "level": 0, "name": "torch._scaled_grouped_mm" if fp8 else "torch._grouped_mm", **_timed(timer, lib_fn, min_reps)}
-    rows = [lib]
-    for lv in levels:
-        try:
-            chk = check.check_grouped(lv, counts, N, K, layout=layout, seed=3, case=case)
-        except ValueError as exc:   # the launcher refuses the case (more experts than the plan holds)
-            rows.append({**base, "level": lv.id, "name": lv.name, "check_ok": False, "check_reason": f"refused: {exc}"})
-            continue
-        row = {**base, "level": lv.id, "name": lv.name, "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
-        if not chk.ok:
-            rows.append({**row, "check_reason": chk.reason})
-            continue
-        row.update(_timed(timer, lambda: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, E, N, K, layout, sa, sw), min_reps))
-        rows.append({**row, **_ratio(row, lib)})
+    lib = {**base, "level": 0, "name": "torch._scaled_grouped_mm" if fp8 else "torch._grouped_mm", **bench.timed(timer, lib_fn, min_reps)}
+    rows = _beside_library(timer, base, lib, levels, min_reps,
+                           lambda lv: check.check_grouped(lv, counts, N, K, layout=layout, seed=3, case=case),
+                           lambda lv: gpu_moe_fp8.launch_grouped(lv, a, w, offs, c, E, N, K, layout, sa, sw))
     for r in rows:
         if "t_ms_median" in r:
             bps = nbytes / (r["t_ms_median"] * 1e-3)
@@ -138,16 +153,9 @@ def fp8_shape(timer, shape, levels: list[Level], min_reps: int = 50) -> list[dic
     c = cp.empty((m, n), dtype=cp.uint16)
     base = {"m": m, "n": n, "k": k, "dtype": "fp8", "flops": gemm_flops(m, n, k),
             "bytes_min": gemm_fewest_bytes(m, n, k, 1, 1, 2)}
-    lib = {**base, "level": 0, "name": "torch._scaled_mm", **_timed(timer, lambda: gpu_moe_fp8.torch_scaled(a, b, sa, sb), min_reps)}
-    rows = [lib]
-    for lv in levels:
-        chk = check.check_fp8(lv, m, n, k, seed=5)
-        row = {**base, "level": lv.id, "name": lv.name, "check_ok": chk.ok, "check_rel_err": chk.rel_err_ref}
-        if not chk.ok:
-            rows.append({**row, "check_reason": chk.reason})
-            continue
-        row.update(_timed(timer, lambda: gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, m, n, k), min_reps))
-        rows.append({**row, **_ratio(row, lib)})
+    lib = {**base, "level": 0, "name": "torch._scaled_mm", **bench.timed(timer, lambda: gpu_moe_fp8.torch_scaled(a, b, sa, sb), min_reps)}
+    rows = _beside_library(timer, base, lib, levels, min_reps, lambda lv: check.check_fp8(lv, m, n, k, seed=5),
+                           lambda lv: gpu_moe_fp8.launch_fp8(lv, a, b, sa, sb, c, m, n, k))
     for r in rows:
         if "t_ms_median" in r:
             r["tflops"] = r["flops"] / (r["t_ms_median"] * 1e-3) / 1e12
@@ -167,11 +175,6 @@ def meta(what: str) -> dict:
     return {"device": gpu.device_name(), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "what": what, "method": "CUDA events around each launch, L2 flushed (256 MiB rewrite) and a 0.3 ms GPU "
             "spin before each, warm-up 3, median/p20/p80 of 50-100 launches; the library op in the same process"}
-
-
-def geomean(vals) -> float:
-    v = [x for x in vals if x and x > 0]
-    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
 
 
 def render(res: dict) -> str:
@@ -195,8 +198,74 @@ def render(res: dict) -> str:
     return "\n".join(lines)
 
 
+def moe_plan(levels, cases: str) -> list[tuple[str, list, bool]]:
+    """(case, builds, fp8) in the order the MoE bench times them (cases: a CASE_SETS name). Decode
+    cases: every bf16 and every fp8 build; prefill cases: the tile-engine ("ws") builds and the
+    first level-11 build of each dtype (the weight-streaming kernel at prefill, for the record).
+    Builds that read W [E, K, N] are timed apart (bench_moe), on the bf16 decode cases."""
+    plan = []
+    for case in CASE_SETS[cases]:
+        for fp8 in (False, True):
+            mine = [x for x in levels if x.contract == ("grouped-fp8" if fp8 else "grouped-bf16")
+                    and gpu_moe_fp8.grouped_layout(x) == "enk"]
+            if "prefill" in case:
+                mine = [x for x in mine if x.kind == "ws"] + [x for x in mine if x.id == 11][:1]
+            if mine:
+                plan.append((case, mine, fp8))
+    return plan
+
+
+def bench_moe(levels, cases: str = "all", min_reps: int = 50, log=None) -> dict:
+    """The grouped contracts' bench (their records name it): every case of the set, each build
+    checked then timed beside torch._grouped_mm / torch._scaled_grouped_mm. -> the result (rows)."""
+    timer = bench.Timer()
+    ceil = ceilings(timer)
+    ekn = [x for x in levels if x.contract == "grouped-bf16" and gpu_moe_fp8.grouped_layout(x) == "ekn"]
+    rows = []
+    for case, builds, fp8 in moe_plan(levels, cases):
+        rows += grouped_case(timer, case, builds, ceil, fp8=fp8, min_reps=min_reps)
+        if not fp8 and "decode" in case and ekn:
+            rows += grouped_case(timer, case, ekn, ceil, layout="ekn", min_reps=min_reps)
+        if log:
+            log(f"moe {case} {'fp8' if fp8 else 'bf16'}: done, pool {rows[-1].get('pool_bytes_after_case') if rows else '-'} B after")
+    return {"meta": {**meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"), "case_set": cases},
+            "ceilings": ceil, "rows": rows}
+
+
+def bench_fp8(levels, shapes: str = "all", min_reps: int = 50, log=None) -> dict:
+    """The fp8 dense contract's bench (its record names it): the FP8_SHAPE_SETS set beside
+    torch._scaled_mm; the ragged 3000x5000x1000 runs as 3000x5008x1008, 777x1531x263 as 777x1536x272
+    (torch._scaled_mm needs N, K % 16 == 0)."""
+    timer = bench.Timer()
+    levels = [x for x in levels if x.contract == "gemm-fp8"]
+    pad16 = lambda s: (s[0], -(-s[1] // 16) * 16, -(-s[2] // 16) * 16)  # noqa: E731
+    rows = []
+    for s in map(pad16, FP8_SHAPE_SETS[shapes]):
+        use = levels if s == (8192, 8192, 8192) else [x for x in levels if x.name != "fp8_nocluster"]
+        rows += fp8_shape(timer, s, use, min_reps=min_reps)
+    return {"meta": {**meta("fp8 e4m3 dense beside torch._scaled_mm (rowwise, use_fast_accum=True)"),
+                     "shape_set": shapes}, "ceilings": {}, "rows": rows}
+
+
+def report(res: dict) -> str:
+    """The table, then for fp8 dense rows each build's geomean over the shapes and the best build
+    per shape's."""
+    lines = [render(res)]
+    rows = [x for x in res["rows"] if "ratio_vs_lib" in x and "m" in x]
+    for lid, name in dict.fromkeys((x["level"], x["name"]) for x in rows):
+        r = [x["ratio_vs_lib"] for x in rows if (x["level"], x["name"]) == (lid, name)]
+        lines.append(f"fp8 {name}: geomean x torch._scaled_mm over {len(r)} shapes {bench.geomean(r):.3f}")
+    best: dict = {}
+    for x in rows:
+        k = (x["m"], x["n"], x["k"])
+        best[k] = max(best.get(k, 0), x["ratio_vs_lib"])
+    if best:
+        lines.append(f"fp8 best level per shape: geomean {bench.geomean(best.values()):.3f} over {len(best)} shapes")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":  # pragma: no cover - render a stored result: python3 -m roofline.ladder.bench_moe_fp8 FILE.json
     import json
     import sys
 
-    print(render(json.loads(open(sys.argv[1]).read())))
+    print(report(json.loads(open(sys.argv[1]).read())))

@@ -40,42 +40,91 @@ from .routing import edge_routings, uniform_counts
 REL_TOL = 1e-2          # bf16 operands band (METHOD.md: between 1e-3 and 1e-2)
 ELEM_REL = 2.0 ** -7    # two bf16 half-ulps
 ELEM_ABS = 2.0 ** -14   # times (|A||B|^T): fp32 accumulation slack
+FP8_REL_TOL = 1e-2
+FP8_ELEM_ABS = 2.0 ** -7
 
 
 @dataclass
 class CheckResult:
+    """One checked case of one build, for every contract: `case` names it ("MxNxK", or the routing
+    and N, K of a grouped case; m, n, k are set for the dense contracts), `rel_err_lib` is the
+    relative error against the contract's library op on the same inputs (None where it was not
+    compared: no torch, or the library refuses the shape)."""
     level: int
-    m: int
-    n: int
-    k: int
+    name: str
+    case: str
     ok: bool
     rel_err_ref: float
-    rel_err_cublas: float | None
+    rel_err_lib: float | None
     unwritten: int
     bad_elements: int
     nonfinite_mismatch: int
     specials: bool
     reason: str = ""
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
 
     def to_dict(self):
         return asdict(self)
 
 
-def _rel_vs_cublas(cp, a, b, c, m: int, n: int) -> float:
-    """Relative error of the level's output c against cuBLAS on the same inputs (finite elements
-    of both only)."""
-    cb = cp.full((m, n), gpu.POISON_BITS, dtype=cp.uint16)
-    gpu.cublas_tn(a, b, cb)
-    cp.cuda.runtime.deviceSynchronize()
-    cbf = gpu.bf16_bits_to_f32(cb, cp).astype(cp.float64)
-    outg = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
-    both = cp.isfinite(cbf) & cp.isfinite(outg)
-    dn = float(cp.linalg.norm(cp.where(both, cbf, 0.0)))
-    return float(cp.linalg.norm(cp.where(both, outg - cbf, 0.0))) / dn if dn > 0 else 0.0
+def _f64(cp, bits):
+    """bf16 bits (uint16 CuPy) -> float64 on the device."""
+    return gpu.bf16_bits_to_f32(bits, cp).astype(cp.float64)
+
+
+def _poisoned(cp, shape):
+    """An output buffer filled with the NaN pattern no kernel writes."""
+    return cp.full(shape, gpu.POISON_BITS, dtype=cp.uint16)
+
+
+def _vs_library(cp, c, run_library, refusable: bool = False) -> float | None:
+    """Relative error of the level's output bits `c` against the library's output bits
+    (`run_library()`, on the same inputs), over the elements finite in both. refusable: a
+    RuntimeError from the library (torch refuses a shape: alignment) means no comparison (None)."""
+    try:
+        lib = run_library()
+        cp.cuda.runtime.deviceSynchronize()
+    except RuntimeError:
+        if not refusable:
+            raise
+        return None
+    out, ref = _f64(cp, c), _f64(cp, lib)
+    both = cp.isfinite(out) & cp.isfinite(ref)
+    den = float(cp.linalg.norm(cp.where(both, ref, 0.0)))
+    return float(cp.linalg.norm(cp.where(both, out - ref, 0.0))) / den if den > 0 else 0.0
+
+
+def verdict(level: Level, case: str, xp, out, ref, absref, unwritten: int, rel_lib, specials: bool,
+            rel_tol: float = REL_TOL, elem_abs: float = ELEM_ABS, shape=(None, None, None)) -> CheckResult:
+    """The one comparison of every contract: `out` against the float64 reference `ref` (`absref`:
+    the same product on absolute values, the accumulation-error scale), on `xp` (numpy or CuPy):
+    every element written, norm-wise relative error <= rel_tol, every finite element within
+    ELEM_REL |ref| + elem_abs absref, the same non-finite pattern (NaN, +Inf, -Inf) as the
+    reference, and (when compared) the library within rel_tol."""
+    fin = xp.isfinite(ref)
+    mism = int(((xp.isnan(out) != xp.isnan(ref)) | ((out == xp.inf) != (ref == xp.inf))
+                | ((out == -xp.inf) != (ref == -xp.inf))).sum())
+    d = xp.where(fin, out - ref, 0.0)
+    r = xp.where(fin, ref, 0.0)
+    den = float(xp.linalg.norm(r))
+    rel = float(xp.linalg.norm(d)) / den if den > 0 else float(xp.linalg.norm(d))
+    tol = ELEM_REL * xp.abs(r) + elem_abs * xp.where(fin, absref, 0.0)
+    bad = int((fin & ~(xp.abs(d) <= tol)).sum())
+    reasons = [f"{unwritten} elements unwritten" if unwritten else "",
+               "" if rel <= rel_tol else f"rel err {rel:.3g} > {rel_tol}",
+               f"{bad} elements outside tolerance" if bad else "",
+               f"{mism} non-finite mismatches" if mism else "",
+               "" if rel_lib is None or rel_lib <= rel_tol else f"rel err vs library {rel_lib:.3g} > {rel_tol}"]
+    reason = "; ".join(x for x in reasons if x)
+    return CheckResult(level.id, level.name, case, not reason, rel, rel_lib, unwritten, bad, mism, specials,
+                       reason, *shape)
 
 
 def check_shape(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: bool = False,
                 host_ref: bool = False, with_cublas: bool = True) -> CheckResult:
+    """The dense bf16 contract on one shape (host_ref: the float64 reference on the host, numpy)."""
     cp = gpu.cupy()
     a = gpu.random_bf16((m, k), seed=2 * seed + 1)
     b = gpu.random_bf16((n, k), seed=2 * seed + 2)
@@ -84,52 +133,23 @@ def check_shape(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials
         a[int(rng.integers(m)), int(rng.integers(k))] = 0x7FC0   # NaN
         a[int(rng.integers(m)), int(rng.integers(k))] = 0x7F80   # +Inf
         b[int(rng.integers(n)), int(rng.integers(k))] = 0xFF80   # -Inf
-    c = cp.full((m, n), gpu.POISON_BITS, dtype=cp.uint16)
+    c = _poisoned(cp, (m, n))
     gpu.launch(level, a, b, c, m, n, k)
     cp.cuda.runtime.deviceSynchronize()
-
     unwritten = int((c == gpu.POISON_BITS).sum())
-    if host_ref:
-        a64 = cp.asnumpy(gpu.bf16_bits_to_f32(a, cp)).astype(np.float64)
-        b64 = cp.asnumpy(gpu.bf16_bits_to_f32(b, cp)).astype(np.float64)
-        xp = np
-        with np.errstate(invalid="ignore", over="ignore"):
-            ref = a64 @ b64.T
-            absref = np.abs(a64) @ np.abs(b64).T
-        out = cp.asnumpy(gpu.bf16_bits_to_f32(c, cp)).astype(np.float64)
-    else:
-        xp = cp
-        a64 = gpu.bf16_bits_to_f32(a, cp).astype(cp.float64)
-        b64 = gpu.bf16_bits_to_f32(b, cp).astype(cp.float64)
+    xp = np if host_ref else cp
+    to64 = (lambda x: cp.asnumpy(_f64(cp, x))) if host_ref else (lambda x: _f64(cp, x))
+    a64, b64 = to64(a), to64(b)
+    with np.errstate(invalid="ignore", over="ignore"):
         ref = a64 @ b64.T
-        absref = cp.abs(a64) @ cp.abs(b64).T
-        out = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
+        absref = xp.abs(a64) @ xp.abs(b64).T
 
-    fin = xp.isfinite(ref)
-    mism = (xp.isnan(out) != xp.isnan(ref)) | ((out == xp.inf) != (ref == xp.inf)) \
-        | ((out == -xp.inf) != (ref == -xp.inf))
-    nonfinite_mismatch = int(mism.sum())
-    d = xp.where(fin, out - ref, 0.0)
-    r = xp.where(fin, ref, 0.0)
-    denom = float(xp.linalg.norm(r))
-    rel = float(xp.linalg.norm(d)) / denom if denom > 0 else float(xp.linalg.norm(d))
-    tol = ELEM_REL * xp.abs(r) + ELEM_ABS * xp.where(fin, absref, 0.0)
-    bad = int((fin & ~(xp.abs(d) <= tol)).sum())
-
-    rel_cublas = _rel_vs_cublas(cp, a, b, c, m, n) if with_cublas and gpu.torch_or_none() is not None else None
-    reasons = []
-    if unwritten:
-        reasons.append(f"{unwritten} elements unwritten")
-    if not rel <= REL_TOL:
-        reasons.append(f"rel err {rel:.3g} > {REL_TOL}")
-    if bad:
-        reasons.append(f"{bad} elements outside tolerance")
-    if nonfinite_mismatch:
-        reasons.append(f"{nonfinite_mismatch} non-finite mismatches")
-    if rel_cublas is not None and not rel_cublas <= REL_TOL:
-        reasons.append(f"rel err vs cuBLAS {rel_cublas:.3g} > {REL_TOL}")
-    return CheckResult(level.id, m, n, k, not reasons, rel, rel_cublas, unwritten, bad,
-                       nonfinite_mismatch, specials, "; ".join(reasons))
+    def cublas():
+        cb = _poisoned(cp, (m, n))
+        gpu.cublas_tn(a, b, cb)
+        return cb
+    rel_lib = _vs_library(cp, c, cublas) if with_cublas and gpu.torch_or_none() is not None else None
+    return verdict(level, f"{m}x{n}x{k}", xp, to64(c), ref, absref, unwritten, rel_lib, specials, shape=(m, n, k))
 
 
 def edge_shapes(level: Level) -> list[tuple[int, int, int]]:
@@ -191,60 +211,6 @@ def check_level(level: Level, n_random: int = 200, seed: int = 0, specials_every
 
 
 # ------------------------------------------------------------------ grouped (MoE) and fp8 contracts
-FP8_REL_TOL = 1e-2
-FP8_ELEM_ABS = 2.0 ** -7
-
-
-@dataclass
-class XCheck:
-    level: str
-    case: str
-    ok: bool
-    rel_err_ref: float
-    rel_err_lib: float | None
-    unwritten: int
-    bad_elements: int
-    nonfinite_mismatch: int
-    specials: bool
-    reason: str = ""
-
-    def to_dict(self):
-        return asdict(self)
-
-
-def _compare(xp, out, ref, absref, rel_tol, elem_abs):
-    fin = xp.isfinite(ref)
-    mism = (xp.isnan(out) != xp.isnan(ref)) | ((out == xp.inf) != (ref == xp.inf)) | ((out == -xp.inf) != (ref == -xp.inf))
-    d = xp.where(fin, out - ref, 0.0)
-    r = xp.where(fin, ref, 0.0)
-    den = float(xp.linalg.norm(r))
-    rel = float(xp.linalg.norm(d)) / den if den > 0 else float(xp.linalg.norm(d))
-    tol = ELEM_REL * xp.abs(r) + elem_abs * xp.where(fin, absref, 0.0)
-    bad = int((fin & ~(xp.abs(d) <= tol)).sum())
-    return rel, bad, int(mism.sum()), not rel <= rel_tol
-
-
-def _rel(cp, a, b):
-    both = cp.isfinite(a) & cp.isfinite(b)
-    den = float(cp.linalg.norm(cp.where(both, b, 0.0)))
-    return float(cp.linalg.norm(cp.where(both, a - b, 0.0))) / den if den > 0 else 0.0
-
-
-def _result(name, case, rel, lib_rel, unwritten, bad, mism, rel_fail, specials, tol) -> XCheck:
-    reasons = []
-    if unwritten:
-        reasons.append(f"{unwritten} elements unwritten")
-    if rel_fail:
-        reasons.append(f"rel err {rel:.3g} > {tol}")
-    if bad:
-        reasons.append(f"{bad} elements outside tolerance")
-    if mism:
-        reasons.append(f"{mism} non-finite mismatches")
-    if lib_rel is not None and not lib_rel <= tol:
-        reasons.append(f"rel err vs library {lib_rel:.3g} > {tol}")
-    return XCheck(name, case, not reasons, rel, lib_rel, unwritten, bad, mism, specials, "; ".join(reasons))
-
-
 def grouped_operands(counts, N: int, K: int, layout: str, seed: int, fp8: bool = False, specials: bool = False):
     cp = gpu.cupy()
     E, R = len(counts), int(sum(counts))
@@ -267,7 +233,8 @@ def grouped_operands(counts, N: int, K: int, layout: str, seed: int, fp8: bool =
 
 
 def check_grouped(level: Level, counts, N: int, K: int, *, layout: str = "enk", seed: int = 0,
-                  specials: bool = False, with_lib: bool = True, case: str = "") -> XCheck:
+                  specials: bool = False, with_lib: bool = True, case: str = "") -> CheckResult:
+    """The grouped contracts (bf16 and fp8) on one routing (`counts` rows per expert)."""
     cp = gpu.cupy()
     fp8 = level.contract == "grouped-fp8"
     E, R = len(counts), int(sum(counts))
@@ -279,44 +246,46 @@ def check_grouped(level: Level, counts, N: int, K: int, *, layout: str = "enk", 
         sw = (rs.random_sample((E, N), dtype=cp.float32) + 0.5).astype(cp.float32)
         if specials and R:
             sw[0, 0] = cp.inf
-    c = cp.full((R, N), gpu.POISON_BITS, dtype=cp.uint16)
+    c = _poisoned(cp, (R, N))
     gpu_moe_fp8.launch_grouped(level, a, w, offs, c, E, N, K, layout, sa, sw)
     cp.cuda.runtime.deviceSynchronize()
     unwritten = int((c == gpu.POISON_BITS).sum())
-    conv = (lambda x: gpu_moe_fp8.fp8_bits_to_f64(x)) if fp8 else (lambda x: gpu.bf16_bits_to_f32(x, cp).astype(cp.float64))
-    a64 = conv(a)
-    ref = cp.zeros((R, N)); absref = cp.zeros((R, N))
+    conv = gpu_moe_fp8.fp8_bits_to_f64 if fp8 else (lambda x: _f64(cp, x))
+    ref, absref = _grouped_reference(cp, conv(a), w, conv, counts, N, layout, sa, sw)
+    rel_lib = None
+    if with_lib and gpu.torch_or_none() is not None and R and (fp8 or K % 8 == 0 and N % 8 == 0) and (
+            not fp8 or (K % 16 == 0 and N % 16 == 0 and layout == "enk")):
+        rel_lib = _vs_library(cp, c, lambda: gpu_moe_fp8.bits_of(
+            gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw) if fp8 else gpu_moe_fp8.torch_grouped(a, w, offs, layout)),
+            refusable=True)
+    tol, eabs = (FP8_REL_TOL, FP8_ELEM_ABS) if fp8 else (REL_TOL, ELEM_ABS)
+    return verdict(level, case or f"E{E} R{R} N{N} K{K} {layout}", cp, _f64(cp, c), ref, absref, unwritten,
+                   rel_lib, specials, tol, eabs)
+
+
+def _grouped_reference(cp, a64, w, conv, counts, N: int, layout: str, sa=None, sw=None):
+    """float64 A_e W_e^T per expert (and the same on absolute values), scaled by sa[row] sw[e, n]
+    in fp8; one expert's weights converted at a time (float64 copies of all of them can be GBs)."""
+    ref, absref = cp.zeros((a64.shape[0], N)), cp.zeros((a64.shape[0], N))
     ends = np.cumsum(counts)
-    for e in range(E):
+    for e in range(len(counts)):
         r0, r1 = int(ends[e] - counts[e]), int(ends[e])
         if r1 <= r0:
             continue
-        we = conv(w[e])              # one expert at a time: float64 copies of all the weights can be GBs
+        we = conv(w[e])
         we = we.T if layout == "ekn" else we
         ref[r0:r1] = a64[r0:r1] @ we.T
         absref[r0:r1] = cp.abs(a64[r0:r1]) @ cp.abs(we).T
-        if fp8:
+        if sa is not None:
             s = sa[r0:r1, None].astype(cp.float64) * sw[e][None, :].astype(cp.float64)
             ref[r0:r1] *= s
             absref[r0:r1] *= cp.abs(s)
-    out = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
-    tol, eabs = (FP8_REL_TOL, FP8_ELEM_ABS) if fp8 else (REL_TOL, ELEM_ABS)
-    rel, bad, mism, rel_fail = _compare(cp, out, ref, absref, tol, eabs)
-    lib_rel = None
-    if with_lib and gpu.torch_or_none() is not None and R and (fp8 or K % 8 == 0 and N % 8 == 0) and (
-            not fp8 or (K % 16 == 0 and N % 16 == 0 and layout == "enk")):
-        try:
-            lib = gpu_moe_fp8.bits_of(gpu_moe_fp8.torch_scaled_grouped(a, w, offs, sa, sw) if fp8 else gpu_moe_fp8.torch_grouped(a, w, offs, layout))
-            cp.cuda.runtime.deviceSynchronize()
-            lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
-        except RuntimeError:   # the library refuses this shape (alignment): no library comparison
-            lib_rel = None
-    return _result(level.name, case or f"E{E} R{R} N{N} K{K} {layout}", rel, lib_rel, unwritten, bad, mism,
-                   rel_fail, specials, tol)
+    return ref, absref
 
 
 def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: bool = False,
-              with_lib: bool = True) -> XCheck:
+              with_lib: bool = True) -> CheckResult:
+    """The fp8 dense contract (torch._scaled_mm, rowwise scales) on one shape."""
     cp = gpu.cupy()
     a, b = gpu_moe_fp8.random_fp8((m, k), seed), gpu_moe_fp8.random_fp8((n, k), seed + 1)
     rs = cp.random.RandomState(seed)
@@ -326,7 +295,7 @@ def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: 
         rng = np.random.default_rng(seed)
         a[int(rng.integers(m)), int(rng.integers(k))] = 0x7F   # NaN (e4m3 has no Inf)
         sb[int(rng.integers(n))] = cp.inf
-    c = cp.full((m, n), gpu.POISON_BITS, dtype=cp.uint16)
+    c = _poisoned(cp, (m, n))
     gpu_moe_fp8.launch_fp8(level, a, b, sa, sb, c, m, n, k)
     cp.cuda.runtime.deviceSynchronize()
     unwritten = int((c == gpu.POISON_BITS).sum())
@@ -334,17 +303,11 @@ def check_fp8(level: Level, m: int, n: int, k: int, *, seed: int = 0, specials: 
     s = sa[:, None].astype(cp.float64) * sb[None, :].astype(cp.float64)
     ref = (a64 @ b64.T) * s
     absref = (cp.abs(a64) @ cp.abs(b64).T) * cp.abs(s)
-    out = gpu.bf16_bits_to_f32(c, cp).astype(cp.float64)
-    rel, bad, mism, rel_fail = _compare(cp, out, ref, absref, FP8_REL_TOL, FP8_ELEM_ABS)
-    lib_rel = None
+    rel_lib = None
     if with_lib and gpu.torch_or_none() is not None and k % 16 == 0 and n % 16 == 0:
-        try:
-            lib = gpu_moe_fp8.bits_of(gpu_moe_fp8.torch_scaled(a, b, sa, sb))
-            cp.cuda.runtime.deviceSynchronize()
-            lib_rel = _rel(cp, out, gpu.bf16_bits_to_f32(lib, cp).astype(cp.float64))
-        except RuntimeError:
-            lib_rel = None
-    return _result(level.name, f"{m}x{n}x{k}", rel, lib_rel, unwritten, bad, mism, rel_fail, specials, FP8_REL_TOL)
+        rel_lib = _vs_library(cp, c, lambda: gpu_moe_fp8.bits_of(gpu_moe_fp8.torch_scaled(a, b, sa, sb)), refusable=True)
+    return verdict(level, f"{m}x{n}x{k}", cp, _f64(cp, c), ref, absref, unwritten, rel_lib, specials,
+                   FP8_REL_TOL, FP8_ELEM_ABS, shape=(m, n, k))
 
 
 def grouped_cases(level: Level, n_random: int, seed: int) -> list[tuple]:
@@ -367,7 +330,7 @@ def grouped_cases(level: Level, n_random: int, seed: int) -> list[tuple]:
     return out
 
 
-def check_grouped_level(level: Level, n_random: int = 40, seed: int = 0, specials_every: int = 7) -> list[XCheck]:
+def check_grouped_level(level: Level, n_random: int = 40, seed: int = 0, specials_every: int = 7) -> list[CheckResult]:
     res = []
     for i, (counts, N, K, lay, name) in enumerate(grouped_cases(level, n_random, seed)):
         res.append(check_grouped(level, counts, N, K, layout=lay, seed=seed + i, specials=(i % specials_every == 3),
@@ -384,6 +347,30 @@ def fp8_shapes(n_random: int, seed: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def check_fp8_level(level: Level, n_random: int = 40, seed: int = 0, specials_every: int = 7) -> list[XCheck]:
+def check_fp8_level(level: Level, n_random: int = 40, seed: int = 0, specials_every: int = 7) -> list[CheckResult]:
     return [check_fp8(level, *s, seed=seed + i, specials=(i % specials_every == 3))
             for i, s in enumerate(fp8_shapes(n_random, seed))]
+
+
+# ------------------------------------------------------------------ sanitize mode (every contract)
+# Small cases, no library op (under compute-sanitizer only the ladder's kernels should run); the
+# dense contract's float64 reference on the host. Each contract's record names its function.
+def sanitize_gemm(level: Level) -> list[CheckResult]:
+    shapes = [(128, 128, 64), (100, 37, 40), (129, 130, 200)]
+    if level.kind in ("persistent", "ws"):
+        shapes.append((1600, 4400, 72))   # 13 x 18 = 234 tiles > 132 CTAs: the ledger crosses tiles
+    if level.splitk == -2:
+        shapes += [(1792, 2560, 1024), (512, 2560, 1024)]   # stream-K: whole waves + split tail, all split
+    if level.splitk:
+        shapes.append((64, 512, 2048))   # split-K: 8 tiles, several splits, the reduction
+    return [check_shape(level, *s, seed=9, host_ref=True, with_cublas=False) for s in shapes if level.supports(*s)]
+
+
+def sanitize_fp8(level: Level) -> list[CheckResult]:
+    return [check_fp8(level, *s, seed=9, with_lib=False) for s in ((128, 256, 128), (100, 37, 40), (64, 512, 2048))]
+
+
+def sanitize_grouped(level: Level) -> list[CheckResult]:
+    lay = gpu_moe_fp8.grouped_layout(level)
+    return [check_grouped(level, c, n, k, layout=lay, seed=9, with_lib=False)
+            for c, n, k in (([0, 1, 0, 3, 17, 0, 40, 2], 200, 72), ([5, 0, 130], 64, 256))]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .registry import DENSE_LEVELS, LEVELS, get_level
+from .registry import CONTRACTS, DENSE_LEVELS, LEVELS, get_level
 
 
 def _parse_shape(text: str) -> tuple[int, int, int]:
@@ -65,7 +65,8 @@ def run_cmd(level_id, shape, as_json):
     except KeyError as exc:
         raise click.BadParameter(str(exc))
     if lv.contract != "gemm-bf16":
-        raise click.BadParameter(f"level {lv.id} solves {lv.contract}: run it with python3 -m roofline.ladder.device_moe_fp8")
+        raise click.BadParameter(f"level {lv.id} solves {lv.contract}: run it with python3 -m roofline.ladder.device_suite "
+                                 f"{CONTRACTS[lv.contract].command} --targets {lv.id}")
     if not lv.supports(m, n, k):
         raise click.BadParameter(f"level {lv.id} supports {lv.domain_text()}")
     _need_gpu()

@@ -3,7 +3,7 @@
 #   pip install --no-index --no-deps --no-build-isolation -e .    # once per machine start (no network needed)
 #   bash ladder/device.sh                              # -> $OUT/ladder.tgz, summary printed last
 # Levels, variants and kernel files come from the registry (python3 -m roofline.ladder.device_suite
-# levels); shape sets from bench.SHAPE_SETS. Stages (STAGES, default all, in this order):
+# levels --contract gemm-bf16); shape sets from bench.SHAPE_SETS. Stages (STAGES, default all, in this order):
 #   sass      SASS instruction counts of every level's kernel file
 #   check     every level and variant, each in a forked child with a time limit (a hung or faulting
 #             build costs only itself); the rest runs only what passed
@@ -29,14 +29,14 @@ has() { [[ " $STAGES " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
 K=$(python3 -c "from roofline.ladder.registry import KERNEL_DIR; print(KERNEL_DIR)")
 if has sass; then
-  for f in $($SUITE levels --files); do
+  for f in $($SUITE levels --contract gemm-bf16 --files); do
     b=${f%.cu}
     nvcc -gencode arch=compute_90a,code=sm_90a -std=c++17 -cubin -I $K $K/$f -o /tmp/$b.cubin \
       && cuobjdump -sass /tmp/$b.cubin > /tmp/sass_$b.txt \
       && echo "SASS $b: HGMMA $(grep -c HGMMA /tmp/sass_$b.txt), UTMALDG $(grep -c UTMALDG /tmp/sass_$b.txt), MULTICAST $(grep -c 'UTMALDG.*MULTICAST' /tmp/sass_$b.txt), UTMASTG $(grep -c UTMASTG /tmp/sass_$b.txt), SETMAXREG $(grep -c SETMAXREG /tmp/sass_$b.txt), LDL/STL $(grep -cE 'LDL|STL' /tmp/sass_$b.txt)" | tee -a $R/sass.txt
   done
 fi
-TARGETS=${TARGETS:-$($SUITE levels --variants)}
+TARGETS=${TARGETS:-$($SUITE levels --contract gemm-bf16 --variants)}
 PASS=$TARGETS
 if has check; then
   echo "== check (left $(left) s)"
@@ -68,7 +68,7 @@ if has san; then
   for tool in memcheck racecheck synccheck; do
     L=$(left); [ $L -lt 25 ] && { echo "$tool: skipped (no time left)"; continue; }
     echo "== $tool (levels $LEVELS_OK, variants $SANV; left $L s)"
-    LADDER_LEVELS=$LEVELS_OK LADDER_SAN_VARIANTS=${SAN_VARIANTS-$SANV} timeout $(( L < 100 ? L - 10 : 90 )) compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $SUITE sanitize > "$R/$tool.log" 2>&1
+    LADDER_LEVELS=$LEVELS_OK LADDER_SAN_VARIANTS=${SAN_VARIANTS-$SANV} timeout $(( L < 100 ? L - 10 : 90 )) compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $SUITE sanitize --contract gemm-bf16 > "$R/$tool.log" 2>&1
     echo "$tool rc=$?: $(grep -cE 'sanitize-mode.*: ok' $R/$tool.log) shapes ok, $(grep -cE 'FAIL' $R/$tool.log) FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/$tool.log | tail -1)"
   done
 fi

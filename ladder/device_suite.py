@@ -1,71 +1,101 @@
-"""The ladder's one device driver (numpy + cupy, torch for cuBLAS; argparse, no click, so it runs
-under the device image's python3). Run it through `bash ladder/device.sh` (every stage, in order,
-with time limits) or one stage at a time, with the project installed (`pip install --no-index
---no-deps --no-build-isolation -e .` on the device; ladder/README.md):
+"""The ladder's one device driver, for every contract (numpy + cupy, torch for the library ops;
+argparse, no click, so it runs under the device image's python3). Run it through `bash
+ladder/device.sh` (the dense stages in order, with time limits), a tools/device/call_*.sh script,
+or one subcommand at a time, with the project installed (`pip install --no-index --no-deps
+--no-build-isolation -e .` on the device; ladder/README.md):
 
-  python3 -m roofline.ladder.device_suite levels [--variants] [--files]  # the registry's list
-  python3 -m roofline.ladder.device_suite smoke --level N      # a few shapes of one level
-  python3 -m roofline.ladder.device_suite check    [--n-random 200] [--out DIR]   # one process
-  python3 -m roofline.ladder.device_suite check-isolated [--targets 7,l09_pingpong,...] [--limit-s 60]
-  python3 -m roofline.ladder.device_suite sanitize   # small shapes, host reference, no cuBLAS
-  python3 -m roofline.ladder.device_suite bench    [--shapes SET] [--targets ...] [--tag T] [--out DIR]
-  python3 -m roofline.ladder.device_suite variants [--targets ...] [--out DIR]  # each level's variants beside it
+  python3 -m roofline.ladder.device_suite levels [--contract C,...] [--variants] [--files] [--set NAME]
+  python3 -m roofline.ladder.device_suite smoke --level N            # a few shapes of one dense level
+  python3 -m roofline.ladder.device_suite check [--n-random 200]     # the dense levels in one process + the wrong kernel
+  python3 -m roofline.ladder.device_suite check-isolated [--targets 7,l09_pingpong,12,l13_pingpong,...] [--limit-s 60]
+  python3 -m roofline.ladder.device_suite sanitize [--targets ...]   # small cases, no library op
+  python3 -m roofline.ladder.device_suite probe --targets 11 [--case I]   # grouped edge cases one by one, in process
+  python3 -m roofline.ladder.device_suite bench [--shapes SET] [--tag T]  # gemm-bf16 beside cuBLAS
+  python3 -m roofline.ladder.device_suite bench-fp8 [--shapes square-8192|serving|mini|all]   # beside torch._scaled_mm
+  python3 -m roofline.ladder.device_suite bench-moe [--cases decode|prefill|cover|all]  # beside torch._(scaled_)grouped_mm
+  python3 -m roofline.ladder.device_suite variants [--targets ...]   # each dense level's variants beside it
+(every subcommand but levels and smoke takes --targets, --out DIR and --contract; --out defaults to $OUT).
 
-Levels and variants come from the registry (registry.LEVELS, registry.VARIANTS); --targets (or
-LADDER_LEVELS=4,5,6 for check/sanitize/bench) narrows them. Shape sets: bench.SHAPE_SETS.
-check-isolated runs every target in a FORKED child with a time limit, so that a hung or faulting
-build costs only itself (the parent never touches CUDA), and writes the passing targets to
-$OUT/pass.txt. Exit status 1 if any check fails (or the wrong kernel passes).
+Targets are registry level ids and VARIANTS names (registry.get_level). What runs for a target is
+read from its Contract record (level.CONTRACTS): the check (check-isolated), the sanitize-mode cases
+(sanitize), and for a bench subcommand (a record's `command`) its bench and report. Without
+--targets a subcommand runs its contracts' levels and variants (the benches: the levels only);
+LADDER_LEVELS=4,5,6 narrows the levels, LADDER_SAN_VARIANTS=a,b names the variants. check-isolated
+runs every target in a FORKED child with a time limit, so that a hung or faulting build costs only
+itself (the parent never touches CUDA), and writes $OUT/check_isolated.json and the passing
+targets to $OUT/pass.txt. Exit status 1 if any check fails (or the wrong kernel passes).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import os
 import sys
 import time
 from pathlib import Path
 
-from roofline.peaks.roof import roofline
+from . import bench, bench_moe_fp8, check, gpu
+from .level import CONTRACTS, contract_fn
+from .registry import LEVELS, VARIANTS, WRONG, get_level
 
-from . import bench, check, gpu
-from .registry import DENSE_LEVELS as LEVELS, VARIANTS, WRONG, get_level
-
-# each level's variants are timed beside it on these shapes (those a level supports): one long-K
-# tile, square, prefill, ragged and decode shapes
-VARIANT_SHAPES = ((128, 128, 8192), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 4096, 4096),
-                  (8192, 4096, 14336), (3000, 5000, 1000), (16, 4096, 4096), (64, 4096, 4096),
-                  (64, 14336, 4096), (128, 4096, 14336), (256, 28672, 8192))
+DENSE = ("gemm-bf16",)
+GROUPED = ("grouped-bf16", "grouped-fp8")
 
 
-def all_targets(variants: bool = True) -> list[str]:
-    """Every registry level id, then (variants=True) every registry variant name."""
-    return [str(lv.id) for lv in LEVELS] + ([k for k, v in VARIANTS.items() if v.contract == "gemm-bf16"] if variants else [])
+def all_targets(contracts=tuple(CONTRACTS), variants: bool = True) -> list[str]:
+    """Every registry level id of the contracts, then (variants=True) every registry variant name of them."""
+    return ([str(lv.id) for lv in LEVELS if lv.contract in contracts]
+            + ([k for k, v in VARIANTS.items() if v.contract in contracts] if variants else []))
 
 
-def _target(name: str):
-    return get_level(int(name)) if name.isdigit() else VARIANTS[name]
+def default_targets(contracts, variants: bool = True) -> list[str]:
+    """The targets when --targets is not given: LADDER_LEVELS narrows the levels, LADDER_SAN_VARIANTS
+    names the variants (device.sh's sanitize stage); neither set: all_targets."""
+    sel = {x.strip() for x in os.environ.get("LADDER_LEVELS", "").split(",") if x.strip()}
+    extra = [x for x in os.environ.get("LADDER_SAN_VARIANTS", "").split(",") if x]
+    if not (sel or extra):
+        return all_targets(contracts, variants)
+    return [t for t in all_targets(contracts, False) if not sel or t in sel] + extra
 
 
-def _levels():
-    sel = os.environ.get("LADDER_LEVELS", "").strip()
-    if not sel:
-        return LEVELS
-    ids = {int(x) for x in sel.split(",") if x.strip()}
-    return tuple(lv for lv in LEVELS if lv.id in ids)
+def _n(n_random: int | None) -> dict:
+    """--n-random, or (not given) the contract check's own default."""
+    return {} if n_random is None else {"n_random": n_random}
+
+
+def summarize_check(name: str, lv, res, seconds: float) -> dict:
+    """One target's check results (check.CheckResult, any contract) as one record."""
+    fails = [r for r in res if not r.ok]
+    rels = [r.rel_err_ref for r in res if r.ok]
+    libs = [r.rel_err_lib for r in res if r.ok and r.rel_err_lib is not None]
+    return {"target": name, "level": lv.id, "name": lv.name, "contract": lv.contract, "cases": len(res),
+            "failed": len(fails), "specials": sum(r.specials for r in res), "max_rel_err_ref": max(rels, default=None),
+            "max_rel_err_lib": max(libs, default=None), "lib_compared": len(libs), "seconds": seconds,
+            "fails": [r.to_dict() for r in fails[:10]]}
+
+
+def print_check(rec: dict) -> bool:
+    ok = rec.get("failed") == 0
+    desc = (f"{rec['cases'] - rec['failed']}/{rec['cases']} pass ({rec['specials']} NaN/Inf), max rel err vs f64 "
+            f"{rec['max_rel_err_ref']:.3g}, vs library {rec['max_rel_err_lib'] or float('nan'):.3g} "
+            f"({rec['lib_compared']} compared), {rec['seconds']:.1f} s"
+            if rec.get("max_rel_err_ref") is not None else json.dumps({k: v for k, v in rec.items() if k != "fails"})[:300])
+    print(f"check {rec['target']}: {'OK' if ok else 'FAIL'} {desc}", flush=True)
+    for f in rec.get("fails", [])[:5]:
+        print(f"   FAIL {f['case']}: {f['reason']}", flush=True)
+    return ok
 
 
 def do_smoke(level_id: int) -> bool:
     lv = get_level(level_id)
+    if lv.contract not in DENSE:
+        raise SystemExit(f"smoke runs the dense levels; level {lv.id} solves {lv.contract}: use check-isolated")
     ok = True
     shapes = [(128, 128, 64), (300, 200, 72), (1000, 1000, 1000), (129, 257, 33), (100, 37, 40)]
     if lv.kind in ("persistent", "ws"):
         shapes += [(1500, 2900, 77), (4096, 4096, 320), (64, 4096, 4096)]
-    for s in shapes:
-        if not lv.supports(*s):
-            continue
+    for s in (s for s in shapes if lv.supports(*s)):
         r = check.check_shape(lv, *s, seed=4)
         print(f"smoke L{lv.id} {s}: {'ok' if r.ok else 'FAIL ' + r.reason} (rel {r.rel_err_ref:.3g})")
         if not r.ok and s == (128, 128, 64):
@@ -89,86 +119,41 @@ def _diagnose(level, m, n, k):
           f"bad cols (first 20) {np.nonzero(bad.any(0))[0][:20].tolist()}")
     print("  out[0:2,0:8]", cp.asnumpy(out[0:2, 0:8]).round(3).tolist())
     print("  ref[0:2,0:8]", cp.asnumpy(ref[0:2, 0:8]).round(3).tolist())
-    # does out match ref transposed / permuted somewhere? cheap probes
-    if m == n:
+    if m == n:   # does out match ref transposed? a cheap probe
         print("  rel err vs ref.T:", float(cp.linalg.norm(out - ref.T) / cp.linalg.norm(ref)))
 
 
-def do_check(n_random: int, out_dir: Path | None) -> bool:
-    ok_all = True
-    summary = {}
-    allres = []
-    for lv in _levels():
+def do_check(targets, n_random: int, out_dir: Path | None) -> bool:
+    """The dense levels in this process (a first single-tile case, diagnosed if it fails, then the
+    contract's check), and the deliberately wrong kernel, which must fail on shapes with more than
+    one K tile."""
+    ok_all, summary, allres = True, {}, []
+    for lv in (lv for lv in map(get_level, targets) if lv.contract in DENSE):
         t0 = time.time()
         first = check.check_shape(lv, 128 if lv.max_m else 256, 128 if lv.max_n else 256, 64, seed=1)
         if not first.ok:
             print(f"L{lv.id}: first check FAILED: {first.reason}")
             _diagnose(lv, 128, 128, 64)
-        res = check.check_level(lv, n_random=n_random, seed=0)
+        res = contract_fn(lv.contract, "check")(lv, seed=0, **_n(n_random))
         allres += [r.to_dict() for r in res]
-        fails = [r for r in res if not r.ok]
-        rels = [r.rel_err_ref for r in res if r.ok]
-        relc = [r.rel_err_cublas for r in res if r.ok and r.rel_err_cublas is not None]
-        summary[lv.id] = {"shapes": len(res), "failed": len(fails),
-                          "specials": sum(r.specials for r in res),
-                          "max_rel_err_ref": max(rels) if rels else None,
-                          "max_rel_err_cublas": max(relc) if relc else None,
-                          "seconds": time.time() - t0}
-        print(f"L{lv.id} check: {len(res) - len(fails)}/{len(res)} shapes pass "
-              f"({summary[lv.id]['specials']} with NaN/Inf), max rel err vs f64 "
-              f"{summary[lv.id]['max_rel_err_ref']}, vs cuBLAS {summary[lv.id]['max_rel_err_cublas']}")
-        for r in fails[:8]:
-            print(f"   FAIL {r.m}x{r.n}x{r.k} specials={r.specials}: {r.reason}")
-        ok_all &= not fails
-    # the deliberately wrong kernel must fail on shapes with more than one K tile
-    wrong = WRONG["l03_skip_last_k"]
-    wshapes = [(128, 128, 128), (200, 300, 65), (64, 4096, 4096), (16, 16, 129)]
-    wres = [check.check_shape(wrong, *s, seed=3) for s in wshapes]
+        summary[lv.id] = summarize_check(str(lv.id), lv, res, time.time() - t0)
+        ok_all &= print_check(summary[lv.id])
+    wres = [check.check_shape(WRONG["l03_skip_last_k"], *s, seed=3)
+            for s in ((128, 128, 128), (200, 300, 65), (64, 4096, 4096), (16, 16, 129))]
     caught = all(not r.ok for r in wres)
     print(f"wrong kernel (skip last K tile) caught on {sum(not r.ok for r in wres)}/{len(wres)} shapes: "
-          + "; ".join(f"{r.m}x{r.n}x{r.k}: {r.reason or 'PASSED (bad)'}" for r in wres))
-    ok_all &= caught
+          + "; ".join(f"{r.case}: {r.reason or 'PASSED (bad)'}" for r in wres))
     if out_dir:
         (out_dir / "check.json").write_text(json.dumps(
-            {"summary": summary, "wrong_kernel_caught": caught,
-             "wrong": [r.to_dict() for r in wres], "results": allres}, indent=1))
-    return ok_all
-
-
-def do_sanitize() -> bool:
-    """Small shapes only, float64 reference on the host, no cuBLAS: for compute-sanitizer.
-    LADDER_SAN_VARIANTS=name,name adds registry VARIANTS."""
-    ok = True
-    extra = [VARIANTS[v] for v in os.environ.get("LADDER_SAN_VARIANTS", "").split(",") if v]
-    for lv in list(_levels()) + extra:
-        shapes = [(128, 128, 64), (100, 37, 40), (129, 130, 200)]
-        if lv.kind in ("persistent", "ws"):
-            shapes.append((1600, 4400, 72))
-        if lv.splitk == -2:
-            shapes += [(1792, 2560, 1024), (512, 2560, 1024)]   # stream-K: whole waves + split tail, all split
-        if lv.splitk:
-            shapes.append((64, 512, 2048))   # split-K: 8 tiles, several splits, the reduction   # 13 x 18 = 234 tiles > 132 CTAs: ledger crosses tiles
-        for s in shapes:
-            if not lv.supports(*s):
-                continue
-            r = check.check_shape(lv, *s, seed=9, host_ref=True, with_cublas=False)
-            print(f"sanitize-mode L{lv.id} {lv.name} {s}: {'ok' if r.ok else 'FAIL ' + r.reason}")
-            ok &= r.ok
-    return ok
+            {"summary": summary, "wrong_kernel_caught": caught, "wrong": [r.to_dict() for r in wres], "results": allres}, indent=1))
+    return ok_all and caught
 
 
 def _check_child(name: str, n_random: int, q) -> None:
-    from . import check
-    lv = _target(name)
+    lv = get_level(name)
     t0 = time.time()
-    res = check.check_level(lv, n_random=n_random, seed=0)
-    fails = [r for r in res if not r.ok]
-    rels = [r.rel_err_ref for r in res if r.ok]
-    relc = [r.rel_err_cublas for r in res if r.ok and r.rel_err_cublas is not None]
-    q.put({"target": name, "level": lv.id, "name": lv.name, "shapes": len(res), "failed": len(fails),
-           "specials": sum(r.specials for r in res), "max_rel_err_ref": max(rels) if rels else None,
-           "max_rel_err_cublas": max(relc) if relc else None, "seconds": time.time() - t0,
-           "fails": [r.to_dict() for r in fails[:10]]})
+    res = contract_fn(lv.contract, "check")(lv, seed=0, **_n(n_random))   # the contract's check of one build
+    q.put(summarize_check(name, lv, res, time.time() - t0))
 
 
 def do_check_isolated(targets, n_random: int, out: Path | None, limit_s: float) -> list[str]:
@@ -186,98 +171,68 @@ def do_check_isolated(targets, n_random: int, out: Path | None, limit_s: float) 
         else:
             rec = q.get() if not q.empty() else {"target": name, "crashed": True, "exitcode": p.exitcode}
         summary.append(rec)
-        ok = rec.get("failed") == 0
-        if ok:
+        if print_check(rec):
             passing.append(name)
-        desc = (f"{rec['shapes'] - rec['failed']}/{rec['shapes']} pass ({rec['specials']} NaN/Inf), max rel err "
-                f"vs f64 {rec['max_rel_err_ref']:.3g}, vs cuBLAS {rec['max_rel_err_cublas']:.3g}, {rec['seconds']:.1f} s"
-                if "shapes" in rec and rec["max_rel_err_ref"] is not None else json.dumps(rec)[:300])
-        print(f"check {name}: {'OK' if ok else 'FAIL'} {desc}", flush=True)
-        for f in rec.get("fails", [])[:5]:
-            print(f"   FAIL {f['m']}x{f['n']}x{f['k']} specials={f['specials']}: {f['reason']}", flush=True)
     if out:
         (out / "check_isolated.json").write_text(json.dumps({"n_random": n_random, "targets": summary}, indent=1))
         (out / "pass.txt").write_text(",".join(passing))
     return passing
 
 
-def _gm(vals):
-    vals = [v for v in vals if v and v > 0]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
+def do_sanitize(targets) -> bool:
+    """Each target's sanitize-mode cases (its contract's record names them): under compute-sanitizer
+    only the ladder's kernels run."""
+    ok = True
+    for name in targets:
+        lv = get_level(name)
+        for r in contract_fn(lv.contract, "sanitize")(lv):
+            print(f"sanitize-mode {name} {lv.name} {r.case}: {'ok' if r.ok else 'FAIL ' + r.reason}", flush=True)
+            ok &= r.ok
+    return ok
 
 
-def summarize(res: dict) -> str:
-    """Per level: geomean % of cuBLAS over the serving prefill and decode shapes it ran, 8192^3
-    with its spread; decode rows as achieved bandwidth against the HBM copy ceiling of the run."""
-    rows = [r for r in res["rows"] if "t_ms_median" in r]
-    hbm = res["ceilings"]["hbm_copy"]["bytes_s"]
-    pre = set(bench.SERVING_PREFILL)
-    dec = set(bench.SERVING_DECODE)
-    lines = []
-    names = sorted({(r["level"], r["name"]) for r in rows if r["level"]})
-    lines.append("| level | geomean % cuBLAS serving-prefill | geomean % cuBLAS serving-decode | 8192^3 ms (p20-p80) | % cuBLAS 8192^3 |")
-    lines.append("|---|---|---|---|---|")
-    cub = {(r["m"], r["n"], r["k"]): r for r in rows if r["level"] == 0}
-    for lid, nm in names:
-        mine = [r for r in rows if r["level"] == lid and r["name"] == nm]
-        gp = _gm([r.get("pct_cublas") for r in mine if (r["m"], r["n"], r["k"]) in pre])
-        gd = _gm([r.get("pct_cublas") for r in mine if (r["m"], r["n"], r["k"]) in dec])
-        big = [r for r in mine if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)]
-        b = (f"{big[0]['t_ms_median']:.4g} ({big[0]['t_ms_p20']:.4g}-{big[0]['t_ms_p80']:.4g})", f"{big[0].get('pct_cublas', float('nan')):.1f}") if big else ("-", "-")
-        lines.append(f"| {lid} {nm} | {gp:.1f} | {gd:.1f} | {b[0]} | {b[1]} |")
-    if (8192, 8192, 8192) in cub:
-        c = cub[(8192, 8192, 8192)]
-        lines.append(f"cuBLAS 8192^3: {c['t_ms_median']:.4g} ms ({c['t_ms_p20']:.4g}-{c['t_ms_p80']:.4g})")
-    lines.append("")
-    lines.append("| decode shape | cuBLAS us, TB/s | best level: us, TB/s, % HBM copy, % cuBLAS |")
-    lines.append("|---|---|---|")
-    for s in bench.SERVING_DECODE:
-        c = cub.get(s)
-        cand = [r for r in rows if r["level"] and (r["m"], r["n"], r["k"]) == s]
-        if not c or not cand:
-            continue
-        best = min(cand, key=lambda r: r["t_ms_median"])
-        by = bench.gemm_min_bytes(*s)
-        lines.append(f"| {s[0]}x{s[1]}x{s[2]} | {c['t_ms_median'] * 1e3:.1f}, {by / c['t_ms_median'] / 1e9:.2f} | "
-                     f"L{best['level']} {best['name']}: {best['t_ms_median'] * 1e3:.1f}, {by / best['t_ms_median'] / 1e9:.2f}, "
-                     f"{100 * roofline(by, 0.0, best['t_ms_median'] * 1e-3, hbm, None)['hbm_util']:.0f}, {best.get('pct_cublas', 0):.0f} |")
-    lines.append(f"HBM copy ceiling {hbm / 1e12:.2f} TB/s")
-    return "\n".join(lines)
+def do_probe(targets, only: int | None = None) -> bool:
+    """In this process (no fork), each grouped edge case alone (or only case `only`), printed before
+    and after its launch, so a faulting case is named (level 11's bf16 builds stopped with an
+    illegal instruction inside a forked check child and passed their sanitize cases: notes/l11.md)."""
+    ok = True
+    for name in targets:
+        lv = get_level(name)
+        for i, (counts, n, k, lay, case) in enumerate(check.grouped_cases(lv, 0, 0)):
+            if only is not None and i != only:
+                continue
+            print(f"probe {name} {case}: launching", flush=True)
+            r = check.check_grouped(lv, counts, n, k, layout=lay, seed=i, with_lib=False, case=case)
+            print(f"probe {name} {case}: {'ok' if r.ok else 'FAIL ' + r.reason}", flush=True)
+            ok &= r.ok
+    return ok
 
 
-def _residency() -> dict:
-    from . import gpu
-    r = {f"{k[0]} {' '.join(k[1])}".strip(): {"max_active_clusters": v[0], "how": v[1]}
-         for k, v in gpu.CLUSTER_RESIDENCY.items()}
-    if r:
-        print("cluster residency:", json.dumps(r), flush=True)
-    return r
-
-
-def do_bench(targets, out: Path | None, shape_set: str, tag: str, min_reps: int) -> bool:
-    lvls = tuple(_target(t) for t in targets)
-    res = bench.run_bench(levels=lvls, shapes=bench.SHAPE_SETS[shape_set], min_reps=min_reps).to_dict()
-    res["meta"]["shape_set"] = shape_set
-    res["meta"]["cluster_residency"] = _residency()
+def do_bench(command: str, targets, what: str, tag: str, out: Path | None, min_reps: int) -> bool:
+    """A bench subcommand: the records whose `command` it is name the bench and its report."""
+    mine = [c for c in CONTRACTS.values() if c.command == command]
+    levels = [lv for lv in map(get_level, targets) if lv.contract in {c.name for c in mine}]
+    res = contract_fn(mine[0].name, "bench")(levels, what, min_reps, log=lambda s: print(s, flush=True))
+    if res["meta"].get("cluster_residency"):
+        print("cluster residency:", json.dumps(res["meta"]["cluster_residency"]), flush=True)
     if out:
         (out / f"bench_{tag}.json").write_text(json.dumps(res, indent=1))
-    print(bench.render_table(res), flush=True)
-    if res.get("ceilings", {}).get("hbm_copy"):
-        print(summarize(res), flush=True)
+    print(contract_fn(mine[0].name, "report")(res), flush=True)
     return all(r.get("check_ok", True) for r in res["rows"])
 
 
 def do_variants(targets, out: Path | None, min_reps: int) -> bool:
-    """Each registry level with variants, timed beside them (same process, VARIANT_SHAPES)."""
+    """Each dense level with variants among the targets, timed beside them (same process, the
+    shape set `variants`)."""
     chosen = set(targets)
     allres, ok = [], True
-    for lv in LEVELS:
+    for lv in (lv for lv in LEVELS if lv.contract in DENSE and str(lv.id) in chosen):
         names = [k for k, v in VARIANTS.items() if v.id == lv.id and k in chosen]
-        if not names or str(lv.id) not in chosen:
+        if not names:
             continue
-        res = bench.run_bench(levels=(lv, *(VARIANTS[n] for n in names)), shapes=VARIANT_SHAPES,
+        res = bench.run_bench(levels=(lv, *(VARIANTS[n] for n in names)), shapes=bench.SHAPE_SETS["variants"],
                               min_reps=min_reps).to_dict()
-        res["meta"]["cluster_residency"] = _residency()
+        res["meta"]["cluster_residency"] = bench.cluster_residency()
         allres.append(res)
         print(bench.render_table(res), flush=True)
         ok &= all(r.get("check_ok", True) for r in res["rows"])
@@ -286,60 +241,85 @@ def do_variants(targets, out: Path | None, min_reps: int) -> bool:
     return ok
 
 
-def do_levels(variants: bool, files: bool) -> None:
-    if files:
-        print(" ".join(dict.fromkeys(lv.file for lv in LEVELS)))
+# subcommand -> (its contracts, variants among its default targets)
+SUBCOMMANDS = {"levels": (tuple(CONTRACTS), False), "smoke": (DENSE, False), "check": (DENSE, False),
+               "check-isolated": (tuple(CONTRACTS), True), "sanitize": (tuple(CONTRACTS), False),
+               "probe": (GROUPED, True), "variants": (DENSE, True),
+               **{c.command: (tuple(x.name for x in CONTRACTS.values() if x.command == c.command), False)
+                  for c in CONTRACTS.values()}}
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--targets", default=None, help="level ids and variant names (default: the subcommand's)")
+    common.add_argument("--contract", default=None, help="comma-separated contract names: narrows the default targets")
+    common.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
+    common.add_argument("--min-reps", type=int, default=50)
+    common.add_argument("--n-random", type=int, default=None, help="random cases per build (default: the contract check's)")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    for name in SUBCOMMANDS:
+        sp = sub.add_parser(name, parents=[common])
+        if name == "levels":
+            sp.add_argument("--variants", action="store_true", help="the variants too")
+            sp.add_argument("--files", action="store_true", help="the kernel files instead")
+            sp.add_argument("--set", default=None, help="a named set of targets (target_sets.TARGET_SETS)")
+        sp.add_argument("--level", type=int, default=None) if name == "smoke" else None
+        sp.add_argument("--limit-s", type=float, default=60.0) if name == "check-isolated" else None
+        sp.add_argument("--case", type=int, default=None, help="only this edge case (its index)") if name == "probe" else None
+        sp.add_argument("--tag", default=None, help="writes bench_<tag>.json") if name in ("bench", "bench-fp8", "bench-moe") else None
+        if name in ("bench", "bench-fp8"):
+            sets = bench.SHAPE_SETS if name == "bench" else bench_moe_fp8.FP8_SHAPE_SETS
+            sp.add_argument("--shapes", default="default" if name == "bench" else "all", choices=sorted(sets))
+        if name == "bench-moe":
+            sp.add_argument("--cases", default="all", choices=sorted(bench_moe_fp8.CASE_SETS))
+    return ap
+
+
+def _targets(args) -> list[str]:
+    contracts, variants = SUBCOMMANDS[args.what]
+    if args.contract:
+        unknown = set(args.contract.split(",")) - set(CONTRACTS)
+        if unknown:
+            raise SystemExit(f"unknown contract(s) {sorted(unknown)}; known: {sorted(CONTRACTS)}")
+        contracts = tuple(c for c in contracts if c in args.contract.split(","))
+    if args.targets:
+        return [t for t in args.targets.split(",") if t]
+    return default_targets(contracts, variants or getattr(args, "variants", False))
+
+
+def do_levels(args) -> None:
+    if args.set:
+        from .target_sets import TARGET_SETS
+        print(",".join(TARGET_SETS[args.set]))
+    elif args.files:
+        print(" ".join(dict.fromkeys(get_level(t).file for t in _targets(args) if t.isdigit())))
     else:
-        print(",".join(all_targets(variants)))
+        print(",".join(_targets(args)))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["levels", "smoke", "check", "check-isolated", "sanitize", "bench", "variants"])
-    ap.add_argument("--n-random", type=int, default=200)
-    ap.add_argument("--level", type=int, default=None)
-    ap.add_argument("--targets", default=None, help="level ids and variant names (default: the registry's)")
-    ap.add_argument("--shapes", default="default", choices=sorted(bench.SHAPE_SETS))
-    ap.add_argument("--tag", default=None, help="bench: writes bench_<tag>.json (default: the shape set)")
-    ap.add_argument("--min-reps", type=int, default=50)
-    ap.add_argument("--limit-s", type=float, default=60.0)
-    ap.add_argument("--variants", action="store_true", help="levels: list the variants too")
-    ap.add_argument("--files", action="store_true", help="levels: the kernel files instead")
-    ap.add_argument("--set", default=None, help="levels: a named set of targets (registry.TARGET_SETS)")
-    ap.add_argument("--out", type=Path, default=Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
-    args = ap.parse_args(argv)
+    args = parser().parse_args(argv)
     if args.what == "levels":
-        if args.set:
-            from .target_sets import TARGET_SETS
-            print(",".join(TARGET_SETS[args.set]))
-            return 0
-        do_levels(args.variants, args.files)
+        do_levels(args)
         return 0
+    targets = _targets(args)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
     if args.what == "check-isolated":   # the parent never touches CUDA
-        targets = args.targets.split(",") if args.targets else all_targets()
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-        passing = do_check_isolated([t for t in targets if t], args.n_random, args.out, args.limit_s)
-        return 0 if len(passing) == len([t for t in targets if t]) else 1
+        return 0 if len(do_check_isolated(targets, args.n_random, args.out, args.limit_s)) == len(targets) else 1
     if not gpu.gpu_available():
         print("no GPU / cupy: nothing to do", file=sys.stderr)
         return 2
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
     print(f"device: {gpu.device_name()}")
-    targets = [t for t in args.targets.split(",") if t] if args.targets else None
-    ok = True
-    if args.what == "smoke":
-        ok &= do_smoke(args.level)
-    if args.what == "check":
-        ok &= do_check(args.n_random, args.out)
-    if args.what == "sanitize":
-        ok &= do_sanitize()
-    if args.what == "bench":
-        ok &= do_bench(targets or [str(lv.id) for lv in _levels()], args.out, args.shapes,
-                       args.tag or args.shapes, args.min_reps)
-    if args.what == "variants":
-        ok &= do_variants(targets or all_targets(), args.out, args.min_reps)
+    if args.what in ("bench", "bench-fp8", "bench-moe"):
+        what = args.cases if args.what == "bench-moe" else args.shapes
+        default_tag = {"bench": what, "bench-fp8": f"fp8_{what}", "bench-moe": "moe" + ("" if what == "all" else f"_{what}")}
+        ok = do_bench(args.what, targets, what, args.tag or default_tag[args.what], args.out, args.min_reps)
+    else:
+        ok = {"smoke": lambda: do_smoke(args.level), "check": lambda: do_check(targets, args.n_random, args.out),
+              "sanitize": lambda: do_sanitize(targets), "probe": lambda: do_probe(targets, args.case),
+              "variants": lambda: do_variants(targets, args.out, args.min_reps)}[args.what]()
     print("SUITE", "OK" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -72,18 +72,24 @@ def launch(level: Level, a, b, c, m: int, n: int, k: int) -> None:
             raise ValueError(f"bad operand {arr.shape} {arr.dtype}, want {shape} uint16 C-contiguous")
         if arr.data.ptr % 16:
             raise ValueError("operands must be 16-byte aligned")
-    for m_above, key in level.by_m:   # a level with a second build for larger M (level 10)
-        if m > m_above:
-            from .registry import VARIANTS
-            level = VARIANTS[key]
-    if level.by_waves:   # the mid picker (ladder/mid.py): the build the wave model predicts fastest
-        level = _mid_level(m, n, k)
+    level = build_for(level, m, n, k)
     kern = get_kernel(level)
     if level.kind == "sync":
         kern(level.grid(m, n), (level.threads, 1, 1),
              (a, b, c, cp.int32(m), cp.int32(n), cp.int32(k)))
         return
     _launch_tma(level, kern, a, b, c, m, n, k)
+
+
+def build_for(level: Level, m: int, n: int, k: int) -> Level:
+    """The build a level launches on this shape (every contract's launcher asks here): a second
+    build for larger M (`by_m`: levels 10, 14), or the mid picker's (`by_waves`: ladder/mid.py, the
+    build the wave model predicts fastest)."""
+    for m_above, key in level.by_m:
+        if m > m_above:
+            from .registry import VARIANTS
+            level = VARIANTS[key]
+    return _mid_level(m, n, k) if level.by_waves else level
 
 
 def _target_level(key: str) -> Level:
@@ -113,28 +119,32 @@ _TM_DTYPE = np.dtype([("opaque", np.uint64, (16,))], align=True)
 
 
 @functools.lru_cache(maxsize=512)
-def tensor_map(ptr: int, rows: int, cols: int, row_stride_elems: int, box_rows: int, box_cols: int = 64):
-    """Encode a 2-D bf16 tensor map (innermost dimension `cols`), returned as a numpy scalar."""
+def tensor_map_nd(ptr: int, elem_bytes: int, dims: tuple, strides_bytes: tuple, box: tuple):
+    """The one tensor-map encoder (every launcher's maps): 1-3 dims, bf16 (elem_bytes 2) or uint8
+    (1: e4m3 bits), dims and box innermost first, strides_bytes for dims 1.. (bytes); SWIZZLE_128B,
+    zero fill out of bounds. Returned as a numpy structured scalar of 16 u64 (passed by value)."""
     from cuda.bindings import driver as drv
-    if (row_stride_elems * 2) % 16 or ptr % 16:
-        raise ValueError("TMA needs 16-byte aligned base and row stride")
+    dt = (drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if elem_bytes == 2
+          else drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8)
+    if ptr % 16 or any(s % 16 for s in strides_bytes):
+        raise ValueError("TMA needs 16-byte aligned base and strides")
     err, tm = drv.cuTensorMapEncodeTiled(
-        drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr,
-        [drv.cuuint64_t(cols), drv.cuuint64_t(rows)],
-        [drv.cuuint64_t(row_stride_elems * 2)],
-        [drv.cuuint32_t(box_cols), drv.cuuint32_t(box_rows)],
-        [drv.cuuint32_t(1), drv.cuuint32_t(1)],
+        dt, len(dims), ptr, [drv.cuuint64_t(d) for d in dims], [drv.cuuint64_t(s) for s in strides_bytes],
+        [drv.cuuint32_t(b) for b in box], [drv.cuuint32_t(1)] * len(dims),
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != drv.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled({rows}x{cols}, stride {row_stride_elems}, "
-                           f"box {box_rows}x{box_cols}) failed: {err}")
-    raw = ctypes.string_at(int(tm.getPtr()), 128)
+        raise RuntimeError(f"cuTensorMapEncodeTiled(dims {dims}, strides {strides_bytes}, box {box}) failed: {err}")
     val = np.zeros((), dtype=_TM_DTYPE)
-    val["opaque"] = np.frombuffer(raw, dtype=np.uint64)
+    val["opaque"] = np.frombuffer(ctypes.string_at(int(tm.getPtr()), 128), dtype=np.uint64)
     return val[()]
+
+
+def tensor_map(ptr: int, rows: int, cols: int, row_stride_elems: int, box_rows: int, box_cols: int = 64):
+    """A 2-D bf16 tensor map (innermost dimension `cols`, box 64 columns x `box_rows` rows)."""
+    return tensor_map_nd(ptr, 2, (cols, rows), (row_stride_elems * 2,), (box_cols, box_rows))
 
 
 @functools.lru_cache(maxsize=None)
@@ -144,6 +154,13 @@ def sm_count() -> int:
 
 
 _dyn_set: set = set()
+
+
+def set_dyn_smem(level: Level, kern) -> None:
+    """Let the kernel take the build's dynamic shared memory (once per build and process)."""
+    if level.dyn_smem_bytes and (level.name, level.defines) not in _dyn_set:
+        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
+        _dyn_set.add((level.name, level.defines))
 
 
 # K % 8 != 0: A and B are copied into row strides rounded up to 8 elements (TMA needs 16-byte
@@ -199,9 +216,7 @@ def _launch_tma(level: Level, kern, a, b, c, m: int, n: int, k: int) -> None:
     grid = level.grid(m, n)
     if level.kind == "persistent":
         grid = (min(grid[0], sm_count()), 1, 1)
-    if level.dyn_smem_bytes and (level.name, level.defines) not in _dyn_set:
-        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
-        _dyn_set.add((level.name, level.defines))
+    set_dyn_smem(level, kern)
     kern(grid, (level.threads, 1, 1),
          (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma))),
          shared_mem=level.dyn_smem_bytes)
@@ -392,34 +407,38 @@ def max_active_clusters(level: Level, kern) -> int | None:
     return val
 
 
-def _launch_ws(level: Level, kern, a, b, c, m: int, n: int, k: int, ka: int, kb: int) -> None:
-    cp = cupy()
+def ws_grid(level: Level, kern, m: int, n: int, k: int):
+    """The persistent grid of a tile-engine ("ws") build on M x N x K and its split plan, for every
+    dense contract's launcher -> (CTAs, s, ks, workspace, counters): units = cluster tiles x splits,
+    at most one CTA per SM (cluster builds: the co-resident clusters), `grid_balance` builds on the
+    fewest CTAs that keep the number of rounds (the idle SMs draw no power); a stream-K tail
+    (splitk -2, cluster 1): s tail CTAs beside ks data-parallel tiles."""
     bm, bn, _ = level.tile_mnk
     cl = level.cluster
-    tma = tensor_map(a.data.ptr, m, k, ka, bm)
-    tmb = tensor_map(b.data.ptr, n, k, kb, bn // cl)
     sms = sm_count()
     s, ks = splitk_plan(level, m, n, k, sms)
-    tiles_m = -(-m // bm)
-    tiles_mc = -(-tiles_m // cl)
-    tiles = tiles_mc * (-(-n // bn))
+    tiles = -(-(-(-m // bm)) // cl) * -(-n // bn)
     units = tiles * s
-    key = (level.name, level.defines)
-    if key not in _dyn_set:
-        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
-        _dyn_set.add(key)
+    set_dyn_smem(level, kern)
     slots = sms // cl
     if cl > 1:
         slots = min(slots, max_active_clusters(level, kern) or slots)
-    if level.splitk == -2:   # stream-K tail (cluster 1): s = tail CTAs, ks = data-parallel tiles
-        grid = min(slots, max(s, ks))
+    if level.splitk == -2:
         ws, cnt = _ws_buffers(streamk_slots(level, m, n, k, s, ks) * bm * bn, tiles if s else 0)
-    else:
-        ctas = min(units, slots)
-        if level.grid_balance:   # same number of rounds on fewer CTAs: the idle SMs draw no power
-            ctas = -(-units // -(-units // slots))
-        grid = cl * ctas
-        ws, cnt = _ws_buffers(units * bm * bn, tiles) if s > 1 else _ws_buffers(0, 0)
+        return min(slots, max(s, ks)), s, ks, ws, cnt
+    ctas = min(units, slots)
+    if level.grid_balance:
+        ctas = -(-units // -(-units // slots))
+    ws, cnt = _ws_buffers(units * bm * bn, tiles) if s > 1 else _ws_buffers(0, 0)
+    return cl * ctas, s, ks, ws, cnt
+
+
+def _launch_ws(level: Level, kern, a, b, c, m: int, n: int, k: int, ka: int, kb: int) -> None:
+    cp = cupy()
+    bm, bn, _ = level.tile_mnk
+    tma = tensor_map(a.data.ptr, m, k, ka, bm)
+    tmb = tensor_map(b.data.ptr, n, k, kb, bn // level.cluster)
+    grid, s, ks, ws, cnt = ws_grid(level, kern, m, n, k)
     c_tma = n % 8 == 0   # the C map needs 16-byte row strides; else register stores
     tmc = tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
     kern((grid, 1, 1), (level.threads, 1, 1),

@@ -1,47 +1,24 @@
-"""Launches of levels 11-14 (grouped MoE GEMMs and fp8) and their library baselines.
+"""Launches of levels 11-15 (the grouped MoE and fp8 contracts) and their library baselines.
 
 Operands are CuPy arrays of raw bits: bf16 as uint16, fp8 e4m3 as uint8; offsets int32 [E]
 (cumulative row ends, the torch._grouped_mm contract), scales float32. The library side is
 PyTorch on zero-copy views of the same memory: torch._grouped_mm (bf16), torch._scaled_mm with
 rowwise scales and torch._scaled_grouped_mm (fp8), each with use_fast_accum=True where it has
-the switch (one fp32 wgmma accumulation, like levels 11-14). Tensor maps: gpu.tensor_map's
-encoding for 2-D and 3-D, bf16 or uint8, SWIZZLE_128B with a 128-byte inner box.
+the switch (one fp32 wgmma accumulation, like levels 11-15). Tensor maps: gpu.tensor_map_nd (the
+one encoder) for 2-D and 3-D, bf16 or uint8, SWIZZLE_128B with a 128-byte inner box; the fp8 dense
+launcher shares the dense tile engine's build choice, grid and split plan (gpu.build_for, gpu.ws_grid).
 """
 from __future__ import annotations
-
-import ctypes
-import functools
 
 import numpy as np
 
 from . import gpu
 from .build import get_kernel
-from .registry import VARIANTS, Level
+from .gpu import tensor_map_nd
+from .registry import Level
 
 MAX_E_DECODE = 512   # grouped.cuh MAX_E
 MAX_E_PREFILL = 384  # grouped.cuh MAX_E_WS
-
-
-@functools.lru_cache(maxsize=512)
-def tensor_map_nd(ptr: int, elem_bytes: int, dims: tuple, strides_bytes: tuple, box: tuple):
-    """A 2-D/3-D tensor map: dims and box innermost first, strides_bytes for dims 1.. (bytes)."""
-    from cuda.bindings import driver as drv
-    dt = (drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 if elem_bytes == 2
-          else drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8)
-    if ptr % 16 or any(s % 16 for s in strides_bytes):
-        raise ValueError("TMA needs 16-byte aligned base and strides")
-    err, tm = drv.cuTensorMapEncodeTiled(
-        dt, len(dims), ptr, [drv.cuuint64_t(d) for d in dims], [drv.cuuint64_t(s) for s in strides_bytes],
-        [drv.cuuint32_t(b) for b in box], [drv.cuuint32_t(1)] * len(dims),
-        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled(dims {dims}, strides {strides_bytes}, box {box}) failed: {err}")
-    val = np.zeros((), dtype=gpu._TM_DTYPE)
-    val["opaque"] = np.frombuffer(ctypes.string_at(int(tm.getPtr()), 128), dtype=np.uint64)
-    return val[()]
 
 
 def _map2(x, rows: int, cols: int, stride: int, box_rows: int, eb: int):
@@ -55,13 +32,6 @@ def _pad_last(x, k: int, mult: int):
     out = cp.zeros(x.shape[:-1] + (kp,), dtype=x.dtype)
     out[..., :k] = x
     return out, kp
-
-
-def _dyn(level: Level, kern) -> None:
-    key = (level.name, level.defines)
-    if key not in gpu._dyn_set:
-        kern.max_dynamic_shared_size_bytes = level.dyn_smem_bytes
-        gpu._dyn_set.add(key)
 
 
 _NULL = None
@@ -112,7 +82,7 @@ def launch_grouped(level: Level, a, w, offs, c, E: int, N: int, K: int, layout: 
         keep.append(w)
     ka = a.shape[1]
     kern = get_kernel(level)
-    _dyn(level, kern)
+    gpu.set_dyn_smem(level, kern)
     if level.kind == "grouped":
         _launch_l11(level, kern, a, w, offs, c, E, N, K, ka, layout, eb, sa, sw)
     else:
@@ -170,11 +140,10 @@ def _launch_l12(level, kern, a, w, offs, c, E, N, K, ka, eb=2, sa=None, sw=None)
 # ------------------------------------------------------------------ fp8 dense (levels 13, 14)
 def launch_fp8(level: Level, a, b, sa, sb, c, m: int, n: int, k: int) -> None:
     """C[M,N] = (A . B^T) * sa[:, None] * sb[None, :]: a [M,K], b [N,K] uint8 (e4m3 bits), sa [M],
-    sb [N] float32, c [M,N] uint16 (bf16 bits)."""
+    sb [N] float32, c [M,N] uint16 (bf16 bits). The dense tile engine's grid and split plan
+    (gpu.ws_grid) with uint8 maps and the scales in the kernel's WsX slots."""
     cp = gpu.cupy()
-    for m_above, key in level.by_m:
-        if m > m_above:
-            level = VARIANTS[key]
+    level = gpu.build_for(level, m, n, k)
     kern = get_kernel(level)
     keep = []
     if k % 16:
@@ -182,25 +151,13 @@ def launch_fp8(level: Level, a, b, sa, sb, c, m: int, n: int, k: int) -> None:
         b, _ = _pad_last(b, k, 16)
         keep += [a, b]
     ka = a.shape[1]
-    bm, bn, bk = level.tile_mnk
-    cl = level.cluster
+    bm, bn, _ = level.tile_mnk
     tma = _map2(a, m, k, ka, bm, 1)
-    tmb = _map2(b, n, k, ka, bn // cl, 1)
-    sms = gpu.sm_count()
-    s, ks = gpu.splitk_plan(level, m, n, k, sms)
-    tiles = -(-(-(-m // bm)) // cl) * -(-n // bn)
-    units = tiles * s
-    _dyn(level, kern)
-    slots = sms // cl
-    if cl > 1:
-        slots = min(slots, gpu.max_active_clusters(level, kern) or slots)
-    ctas = min(units, slots)
-    if level.grid_balance:
-        ctas = -(-units // -(-units // slots))
-    ws, cnt = gpu._ws_buffers(units * bm * bn, tiles) if s > 1 else gpu._ws_buffers(0, 0)
+    tmb = _map2(b, n, k, ka, bn // level.cluster, 1)
+    grid, s, ks, ws, cnt = gpu.ws_grid(level, kern, m, n, k)
     c_tma = n % 8 == 0
     tmc = gpu.tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
-    kern((cl * ctas, 1, 1), (level.threads, 1, 1),
+    kern((grid, 1, 1), (level.threads, 1, 1),
          (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma)), ws, cnt,
           cp.int32(s), cp.int32(ks), sa, sb, _null(), cp.int32(0)), shared_mem=level.dyn_smem_bytes)
     del keep

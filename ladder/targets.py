@@ -10,16 +10,17 @@ is shown with its p20-p80 range; a target is met only where the stated figure is
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
+
+from .bench import geomean
 
 DECODE_ROOF_PCT = 80.0      # grouped decode, bf16 and fp8: % of the HBM roof (peaks table)
 DECODE_X = 1.25             # grouped bf16 decode: x torch._grouped_mm
 PREFILL_X = 1.15            # grouped prefill: x torch._grouped_mm
 FP8_PREFILL_X = 2.5         # grouped fp8 prefill (round 5): x torch._scaled_grouped_mm
 FP8_SQUARE_X = 1.00         # fp8 8192^3: x torch._scaled_mm, every machine start
-FP8_SERVING_GEOMEAN = 0.90  # fp8 serving shapes: geomean of the best level per shape
+FP8_SERVING_GEOMEAN = 1.00  # fp8 serving shapes: geomean of what the fp8 table dispatches (round 5; was 0.90)
 MID_X = 0.90                # bf16 mid shapes: x cuBLAS
 MID_NAMED = ((200, 6144, 4096), (1000, 3000, 7000), (512, 4096, 4096), (777, 1531, 263))
 
@@ -126,13 +127,13 @@ def fp8_rows(benches: list[dict]) -> list[str]:
             per[k] = max(per.get(k, 0.0), r["ratio_vs_lib"])
     ran = _dispatched(serving)
     if len(ran) > 1:
-        g = math.exp(sum(math.log(v) for v in ran) / len(ran))
+        g = geomean(ran)
         out.append(f"| fp8 serving, what the fp8 table dispatches | - | geomean {g:.3f} over {len(ran)} shapes | "
-                   f"torch._scaled_mm | >= {FP8_SERVING_GEOMEAN}x | {_yes(g >= FP8_SERVING_GEOMEAN)} |")
-    if len(per) > 1:
-        g = math.exp(sum(math.log(v) for v in per.values()) / len(per))
-        out.append(f"| fp8 serving, best level per shape | - | geomean {g:.3f} over {len(per)} shapes | "
-                   f"torch._scaled_mm | >= {FP8_SERVING_GEOMEAN}x | {_yes(g >= FP8_SERVING_GEOMEAN)} |")
+                   f"torch._scaled_mm | >= {FP8_SERVING_GEOMEAN:.2f}x geomean, the dispatched kernel | "
+                   f"{_yes(g >= FP8_SERVING_GEOMEAN)} |")
+    if len(per) > 1:   # what the builds could give if the table picked per shape: shown, not the target
+        out.append(f"| fp8 serving, best level per shape (not the target) | - | geomean {geomean(per.values()):.3f} over "
+                   f"{len(per)} shapes | torch._scaled_mm | - | - |")
     return out
 
 

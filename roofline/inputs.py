@@ -282,9 +282,22 @@ def load_config(path) -> dict:
     return parse_config(read_json(path), str(path))
 
 
-def find_upwards(start: Path, name: str, max_levels: int = 6) -> Path | None:
-    """Look for `name` in `start` and each parent (the Top-N's directory up to the run root)."""
+UNLAID_LEVELS = 2   # outside the pipeline's layout: the folder and two above it (the layout's depth)
+
+
+def find_upwards(start: Path, name: str, max_levels: int | None = None) -> Path | None:
+    """Look for `name` in `start` and each parent up to the run root: in the pipeline's layout
+    (<run>/profile/round_<R>/...) the run folder and never above it (a stray file in a folder that
+    holds many runs, /tmp say, belongs to none of them); elsewhere the folder and UNLAID_LEVELS above."""
+    import re
+
     d = start.resolve()
+    if max_levels is None:
+        max_levels = UNLAID_LEVELS
+        for depth, p in enumerate((d, *d.parents)):
+            if re.fullmatch(r"round_\d+", p.name):
+                max_levels = depth + (2 if p.parent.name == "profile" else 1)
+                break
     for _ in range(max_levels + 1):
         cand = d / name
         if cand.is_file():

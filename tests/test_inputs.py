@@ -177,3 +177,22 @@ def test_cli_empty_entries_succeeds_with_empty_table(tmp_path):
     assert "(no entry at or above the head threshold)" in res.stdout
     art = json.loads((d / "profile_roofline.json").read_text())
     assert art["entries"] == [] and art["degraded"] == []
+
+
+def test_env_and_config_are_found_up_to_the_run_root_and_never_above(tmp_path):
+    """The pipeline's layout <run>/profile/round_<R>/: the run folder is the last one searched; a
+    stray env_report.json in a folder that holds many runs (a shared /tmp) belongs to none of them."""
+    from roofline.inputs import UNLAID_LEVELS, find_upwards
+
+    rnd = tmp_path / "runs" / "run1" / "profile" / "round_3"
+    rnd.mkdir(parents=True)
+    (tmp_path / "runs" / "env_report.json").write_text("{}")          # above the run root: not this run's
+    assert find_upwards(rnd, "env_report.json") is None
+    (tmp_path / "runs" / "run1" / "env_report.json").write_text("{}")  # at the run root
+    assert find_upwards(rnd, "env_report.json") == (tmp_path / "runs" / "run1" / "env_report.json").resolve()
+    # outside the layout: the folder and UNLAID_LEVELS above it
+    deep = tmp_path / "x" / "y" / "z"
+    deep.mkdir(parents=True)
+    (tmp_path / "env_report.json").write_text("{}")
+    assert UNLAID_LEVELS == 2 and find_upwards(deep, "env_report.json") is None
+    assert find_upwards(deep.parent, "env_report.json") == (tmp_path / "env_report.json").resolve()

@@ -405,16 +405,101 @@ def test_the_moe_bench_gives_the_pools_back_between_cases(monkeypatch):
 def test_the_moe_bench_plan_covers_the_dispatched_classes():
     """Prefill cases time the tile-engine builds (levels 12, 15) and one level-11 build per dtype, in
     fp8 as well (round 5); the coverage cases span experts 8..512, inter 512..14336, tokens 16..8192."""
-    from roofline.ladder import bench_moe_fp8, device_moe_fp8
+    from roofline.ladder import bench_moe_fp8
 
-    plan = device_moe_fp8.moe_plan(["15", "l15_pp_m128", "l12_fp8_pingpong", "l11_fp8_tn32", "12", "l11_fp8"], "prefill")
+    plan = bench_moe_fp8.moe_plan([get_level(t) for t in ("15", "l15_pp_m128", "l12_fp8_pingpong", "l11_fp8_tn32", "12",
+                                                          "l11_fp8", "l11_wkn")], "prefill")
     assert {c for c, _, _ in plan} == set(bench_moe_fp8.PREFILL_CASES) and len(plan) == 2 * len(bench_moe_fp8.PREFILL_CASES)
     fp8 = [b for _, b, f in plan if f][0]
     assert [x.name for x in fp8] == [get_level("15").name, VARIANTS["l15_pp_m128"].name, "grouped_fp8_pingpong",
                                      "grouped_decode_fp8_tn32"]
+    # bf16: the ws build, then the first level-11 build that reads W [E, N, K] (l11_wkn reads [E, K, N]: apart)
+    assert [x.name for x in [b for _, b, f in plan if not f][0]] == [get_level("12").name]
     cases = {**{k: bench_moe_fp8.MOE_CASES[k] for k in bench_moe_fp8.DECODE_CASES + bench_moe_fp8.PREFILL_CASES}, **bench_moe_fp8.COVER_CASES}
     Es = {c[0] for c in cases.values()}
     inters = {min(c[3], c[4]) for c in cases.values()}   # gate_up N = 2 inter; down K = inter
     tokens = {c[1] for c in cases.values()}
     assert min(Es) == 8 and max(Es) == 512 and min(tokens) == 16 and max(tokens) == 8192
     assert min(inters) == 512 and max(c[4] for c in cases.values()) == 14336
+
+
+def test_the_moe_bench_times_the_ekn_build_on_its_own_layout(monkeypatch):
+    """A build that reads W [E, K, N] (l11_wkn) is timed on that layout, on the bf16 decode cases only."""
+    from roofline.ladder import bench, bench_moe_fp8
+
+    calls = []
+    monkeypatch.setattr(bench, "Timer", lambda: None)
+    monkeypatch.setattr(bench_moe_fp8, "ceilings", lambda timer: {})
+    monkeypatch.setattr(bench_moe_fp8, "meta", lambda what: {})
+    monkeypatch.setattr(bench_moe_fp8, "grouped_case", lambda timer, case, lvs, ceil, layout="enk", fp8=False, min_reps=50:
+                        calls.append((case, tuple(x.name for x in lvs), layout, fp8)) or [])
+    bench_moe_fp8.bench_moe([get_level("11"), get_level("l11_wkn")], "all")
+    ekn = [c for c in calls if c[2] == "ekn"]
+    assert [c[0] for c in ekn] == list(bench_moe_fp8.DECODE_CASES) and {c[1] for c in ekn} == {("grouped_decode_wkn",)}
+    assert all("grouped_decode_wkn" not in c[1] for c in calls if c[2] == "enk") and not any(c[3] for c in calls)
+
+
+def test_one_verdict_for_every_contract():
+    """check.verdict is the one comparison of the dense, fp8 and grouped checks: each factor of the
+    rule fails a case on its own (an unwritten element, the norm, one element out of its band, a
+    non-finite pattern, the library), on float64 arrays as the GPU check hands them over."""
+    import numpy as np
+
+    from roofline.ladder import check
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 48)), rng.standard_normal((32, 48))
+    ref, absref = a @ b.T, np.abs(a) @ np.abs(b).T
+    out = ref * (1 + 2.0 ** -9)                        # a bf16-sized rounding everywhere: passes
+    lv = get_level("13")
+    ok = check.verdict(lv, "64x32x48", np, out, ref, absref, 0, 1e-3, False, shape=(64, 32, 48))
+    assert ok.ok and ok.reason == "" and (ok.level, ok.name, ok.m) == (13, lv.name, 64) and ok.rel_err_ref < 1e-2
+    one = out.copy()
+    one[5, 7] = ref[5, 7] + 0.05 * abs(ref[5, 7]) + 1.0   # one element out of band, the norm still within
+    r = check.verdict(lv, "c", np, one, ref, absref, 0, None, False)
+    assert not r.ok and r.bad_elements == 1 and r.reason == "1 elements outside tolerance" and r.rel_err_ref < 1e-2
+    assert check.verdict(lv, "c", np, out, ref, absref, 3, None, False).reason == "3 elements unwritten"
+    assert "rel err" in check.verdict(lv, "c", np, out * 1.05, ref, absref, 0, None, False).reason
+    nan_ref = ref.copy()
+    nan_ref[0, 0] = np.nan                             # the reference has a NaN the output lacks
+    assert check.verdict(lv, "c", np, out, nan_ref, absref, 0, None, True).reason == "1 non-finite mismatches"
+    lib = check.verdict(lv, "c", np, out, ref, absref, 0, 0.02, False)
+    assert not lib.ok and lib.reason == "rel err vs library 0.02 > 0.01"
+    # the fp8 band is wider per element: the same out-of-band element passes it
+    assert check.verdict(lv, "c", np, one, ref, absref, 0, None, False, check.FP8_REL_TOL, 1.0).ok
+
+
+def test_a_bench_times_only_the_builds_that_pass_their_check(monkeypatch):
+    """fp8_shape (and grouped_case, through the same helper): the library row, then per build its
+    check on the case; a failing build and one whose launcher refuses the case are recorded, not
+    timed; a passing one is timed with its ratio to the library (medians, and p20/p80 crossed)."""
+    from types import SimpleNamespace
+
+    from roofline.ladder import bench, bench_moe_fp8, check, gpu, gpu_moe_fp8
+
+    cp = SimpleNamespace(ones=lambda n, dtype=None: "ones", empty=lambda s, dtype=None: "c", float32="f32", uint16="u16")
+    monkeypatch.setattr(gpu, "cupy", lambda: cp)
+    monkeypatch.setattr(gpu_moe_fp8, "random_fp8", lambda shape, seed: "op")
+    monkeypatch.setattr(bench_moe_fp8, "release_device_memory", lambda: {"pool_bytes_after": 0})
+    times = {"lib": (2.0, 1.8, 2.4), "fp8": (1.0, 0.9, 1.2)}
+    launched = []
+    monkeypatch.setattr(gpu_moe_fp8, "torch_scaled", lambda *a: launched.append("lib"))
+    monkeypatch.setattr(gpu_moe_fp8, "launch_fp8", lambda lv, *a: launched.append(lv.name))
+
+    def timed(timer, fn, min_reps):
+        fn()
+        med, p20, p80 = times[launched[-1]]
+        return {"t_ms_median": med, "t_ms_p20": p20, "t_ms_p80": p80}
+    monkeypatch.setattr(bench, "timed", timed)
+
+    def chk(lv, m, n, k, seed):
+        if lv.id == 14:
+            raise ValueError("no plan")
+        return SimpleNamespace(ok=lv.name == "fp8", rel_err_ref=1e-3, reason="" if lv.name == "fp8" else "rel err 0.5 > 0.01")
+    monkeypatch.setattr(check, "check_fp8", chk)
+    rows = bench_moe_fp8.fp8_shape(None, (256, 512, 1024), [get_level(13), VARIANTS["l13_pingpong"], get_level(14)])
+    assert launched == ["lib", "fp8"]
+    lib, ok, bad, refused = rows
+    assert lib["name"] == "torch._scaled_mm" and ok["ratio_vs_lib"] == 2.0 and ok["ratio_range"] == [1.8 / 1.2, 2.4 / 0.9]
+    assert not bad["check_ok"] and "t_ms_median" not in bad and bad["check_reason"] == "rel err 0.5 > 0.01"
+    assert not refused["check_ok"] and refused["check_reason"] == "refused: no plan" and "t_ms_median" not in refused

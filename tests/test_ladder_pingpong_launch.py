@@ -155,15 +155,15 @@ def test_grouped_fp8_pingpong_refuses_missing_or_short_scales(fake):
 
 
 def test_grouped_fp8_pingpong_reaches_check_sanitize_and_the_decode_bench(monkeypatch):
-    """device_moe_fp8 runs every grouped-fp8 target: the check's grouped cases (prefill-sized edge
-    routings: it is a ws build), sanitize's grouped cases, and bench-moe's fp8 rows on every
+    """The one device driver runs every grouped-fp8 target: the check's grouped cases (prefill-sized
+    edge routings: it is a ws build), sanitize's grouped cases, and bench-moe's fp8 rows on every
     decode case beside level 11's fp8 build; the round-3 target set names it."""
-    from roofline.ladder import bench, bench_moe_fp8, check, device_moe_fp8
+    from roofline.ladder import bench, bench_moe_fp8, check, device_suite
     from roofline.ladder.target_sets import TARGET_SETS
     from roofline.ladder.routing import edge_routings
 
     name = "l12_fp8_pingpong"
-    assert name in device_moe_fp8.x_targets()
+    assert name in device_suite.all_targets() and name in device_suite.default_targets(("grouped-fp8",))
     assert TARGET_SETS["x-round3"] == ("l12_fp8_pingpong", "l11_fp8_tn32", "l12_pingpong")
     lv = VARIANTS[name]
     cases = check.grouped_cases(lv, 3, 0)
@@ -171,7 +171,7 @@ def test_grouped_fp8_pingpong_reaches_check_sanitize_and_the_decode_bench(monkey
     seen = []
     monkeypatch.setattr(check, "check_grouped", lambda lv, *a, **k: seen.append(lv.name) or SimpleNamespace(
         ok=True, case="c"))
-    assert device_moe_fp8.do_sanitize([name]) and seen == [lv.name, lv.name]
+    assert device_suite.do_sanitize([name]) and seen == [lv.name, lv.name]
     calls = []
     monkeypatch.setattr(bench, "Timer", lambda: None)
     monkeypatch.setattr(bench_moe_fp8, "ceilings", lambda timer: {})
@@ -179,8 +179,34 @@ def test_grouped_fp8_pingpong_reaches_check_sanitize_and_the_decode_bench(monkey
     monkeypatch.setattr(bench_moe_fp8, "render", lambda res: "")
     monkeypatch.setattr(bench_moe_fp8, "grouped_case", lambda timer, case, lvs, ceil, layout="enk", fp8=False, min_reps=50:
                         calls.append((case, [x.name for x in lvs], fp8)) or [])
-    assert device_moe_fp8.do_bench_moe(list(TARGET_SETS["x-round3"]), "decode", None, 50)
+    assert device_suite.do_bench("bench-moe", list(TARGET_SETS["x-round3"]), "decode", "moe_decode", None, 50)
     fp8_rows = {case: names for case, names, fp8 in calls if fp8}
     assert set(fp8_rows) == set(bench_moe_fp8.DECODE_CASES)
     assert all(names == ["grouped_fp8_pingpong", "grouped_decode_fp8_tn32"] for names in fp8_rows.values())
     assert {tuple(n) for _, n, fp8 in calls if not fp8} == {("grouped_prefill_pingpong",)}
+
+
+def test_the_driver_reads_check_sanitize_and_bench_from_the_contract_record(monkeypatch):
+    """device_suite names no contract's functions: a record pointing elsewhere changes what runs."""
+    import dataclasses
+
+    from roofline.ladder import check, device_suite
+    from roofline.ladder.level import CONTRACTS
+
+    seen = []
+    monkeypatch.setattr(check, "sanitize_fp8", lambda lv: seen.append(("sanitize", lv.name)) or [])
+    monkeypatch.setattr(check, "check_fp8_level", lambda lv, seed=0, **kw: seen.append(("check", lv.name, kw)) or [])
+    rec = CONTRACTS["grouped-fp8"]
+    monkeypatch.setitem(CONTRACTS, "grouped-fp8", dataclasses.replace(rec, sanitize="check.sanitize_fp8",
+                                                                       check="check.check_fp8_level"))
+    assert device_suite.do_sanitize(["l12_fp8_pingpong"]) and seen == [("sanitize", "grouped_fp8_pingpong")]
+
+    class _Q:
+        def put(self, rec):
+            seen.append(rec["target"])
+    device_suite._check_child("l12_fp8_pingpong", 3, _Q())
+    assert seen[1:] == [("check", "grouped_fp8_pingpong", {"n_random": 3}), "l12_fp8_pingpong"]
+    monkeypatch.setitem(CONTRACTS, "gemm-fp8", dataclasses.replace(
+        CONTRACTS["gemm-fp8"], bench="check.sanitize_fp8", report="check.sanitize_fp8"))
+    monkeypatch.setattr(check, "sanitize_fp8", lambda *a, **k: seen.append("bench") or {"meta": {}, "rows": []})
+    assert device_suite.do_bench("bench-fp8", ["13"], "all", "x", None, 50) and seen[-2:] == ["bench", "bench"]

@@ -145,17 +145,41 @@ def test_one_contract_record_per_contract_names_callables_and_shipped_tables():
     read their table files and library names from the records."""
     from importlib import resources
 
-    from roofline.ladder import dispatch
+    from roofline.ladder import device_suite, dispatch
     from roofline.ladder.registry import CONTRACTS, VARIANTS, contract_fn
     from roofline.stagec import timing
 
     assert {lv.contract for lv in (*LEVELS, *VARIANTS.values())} == set(CONTRACTS)
     for name, c in CONTRACTS.items():
         assert c.name == name
-        for role in ("launcher", "library_fn", "check"):
+        for role in ("launcher", "library_fn", "check", "sanitize", "bench", "report"):
             assert callable(contract_fn(name, role)), (name, role)
         assert resources.files("roofline").joinpath("data", c.dispatch_table).is_file()
-        assert c.table_builder.startswith("--build-") and c.bench.split()[0] in ("device_suite", "device_moe_fp8")
+        assert c.table_builder.startswith("--build-") and c.command in device_suite.SUBCOMMANDS
+        # the driver's bench subcommand for the record runs the record's bench over the record's builds
+        assert name in device_suite.SUBCOMMANDS[c.command][0]
     assert dispatch.TABLE_FILES == {n: c.dispatch_table for n, c in CONTRACTS.items()}
     assert timing.LIBRARY == {n: c.library for n, c in CONTRACTS.items()}
     assert contract_fn("grouped-fp8", "library_fn").__name__ == "torch_scaled_grouped"
+
+
+def test_the_levels_read_top_to_bottom():
+    """Levels 7-15: each file opens with "// Level N:" and a header that names a level below it (what
+    it adds to it); every tile-engine level declares its build as named ws.cuh WsBuild fields
+    (`struct LN... : ladder::WsBuild`, instantiated by LADDER_WS_LEVEL / LADDER_WS_LEVEL_X), never
+    the positional LADDER_WS_KERNEL line; level 11 (its own kernel) names its build switches."""
+    import re
+
+    for lv in (lv for lv in LEVELS if lv.id >= 7):
+        src = (KERNEL_DIR / lv.file).read_text()
+        header = src[:src.index("#include")]
+        assert header.startswith(f"// Level {lv.id}:"), lv.file
+        below = {int(x) for x in re.findall(r"[Ll]evels? (\d+)", header)} | {
+            int(b) for a, b in re.findall(r"[Ll]evels (\d+)-(\d+)", header)}
+        assert any(b < lv.id for b in below), (lv.file, "names no level below it")
+        if lv.kind == "ws":
+            struct = re.search(rf"struct L{lv.id}(Base)? : ladder::WsBuild\b", src)
+            assert struct and re.search(rf"LADDER_WS_LEVEL(_X)?\(gemm_l{lv.id:02d}, L{lv.id}\)", src), lv.file
+            assert "LADDER_WS_KERNEL" not in src, lv.file
+        else:
+            assert lv.id == 11 and all(f"L11_{s}" in header for s in ("TN", "CH", "D", "WKN", "FP8")), lv.file

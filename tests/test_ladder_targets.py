@@ -79,3 +79,20 @@ def test_a_target_is_met_only_at_its_stated_figure():
     assert targets.grouped_rows([bench])[0].endswith("| met |")
     row["ratio_vs_lib"] = 1.2499
     assert targets.grouped_rows([bench])[0].endswith("| NOT met |")
+
+
+def test_the_fp8_serving_target_is_the_dispatched_geomean(monkeypatch):
+    """Round 5: >= 1.00x torch._scaled_mm geomean with the kernel the fp8 table dispatches; the best
+    build per shape is shown beside it without a verdict (no table runs it)."""
+    out = targets.render(_command_files()).splitlines()
+    disp = next(ln for ln in out if ln.startswith("| fp8 serving, what the fp8 table dispatches "))
+    best = next(ln for ln in out if ln.startswith("| fp8 serving, best level per shape (not the target) "))
+    assert targets.FP8_SERVING_GEOMEAN == 1.00
+    assert "geomean 0.973 over 30 shapes" in disp and disp.endswith("| >= 1.00x geomean, the dispatched kernel | NOT met |")
+    assert "geomean 1.000 over 30 shapes" in best and best.endswith("| - | - |")
+    rows = [{"m": 1, "n": 1, "k": i, "level": 13, "name": "fp8", "ratio_vs_lib": 1.0} for i in range(2)]
+    bench = {"meta": {"shape_set": "serving"}, "rows": rows}
+    for ratios, verdict in (([1.0, 1.0], "met"), ([1.0, 0.9998], "NOT met"), ([0.95, 1.06], "met")):
+        monkeypatch.setattr(targets, "_dispatched", lambda b, r=ratios: r)
+        line = next(ln for ln in targets.fp8_rows([bench]) if "dispatches" in ln)
+        assert line.endswith(f"| {verdict} |"), (ratios, line)

@@ -268,3 +268,53 @@ def test_a_build_benched_on_few_of_its_class_shapes_is_not_the_class_default():
     # a bench made for one class informs that class only
     b = {"rows": [{"level": 9, "m": m, "n": 6144, "k": 4096} for m in (200, 512, 4096)]}
     assert [r["m"] for r in dispatch.only_class(b, "mid")["rows"]] == [512]
+
+
+FP8_TRACE = ROOT / "fixtures" / "ladder" / "grouped_fp8_h200" / "start8_round5" / "rerun_fp8_trace"
+
+
+def test_write_back_of_a_cutlass_kernel_its_library_op_launched_is_like_for_like():
+    """The real fp8 MoE trace's head is torch's CUTLASS grouped kernel (editable by name), launched
+    by aten::_scaled_grouped_mm: the re-run's baseline torch._scaled_grouped_mm runs that very kernel,
+    so the verdict is ladder vs library. Replayed from the H200 re-run: the prefill row's ladder build
+    (l15_pp_m128) ran slower than the library and must not read as a gain (it once did: isolation
+    made torch faster than in the run, and the in-run-vs-best-isolated basis credited that to the ladder)."""
+    from roofline import api
+
+    recorded = json.loads((FP8_TRACE / "rerun_profile_roofline.json").read_text())
+    art = api.analyze(FP8_TRACE / "profile_topN.json", FP8_TRACE / "env_report.json",
+                      FP8_TRACE / "config_qwen3moe_fp8_grouped.json")
+    measured = [e for e in recorded["entries"] if e.get("measured")]
+    assert len(measured) == 2
+    keys = ("problems", "ladder_level", "ladder_build", "ladder_t_ms", "ladder_t_ms_p20", "ladder_t_ms_p80",
+            "cublas_t_ms", "cublas_t_ms_p20", "cublas_t_ms_p80", "check_ok", "library", "l2_mode")
+    seen = {}
+    for rec in measured:
+        m = rec["measured"]
+        e = next(x for x in art["entries"] if x["name"] == rec["name"])
+        assert "aten::_scaled_grouped_mm" in e["aten_ops"]          # the trace's link, read, not assumed
+        out = rerun.write_back(art, rec["name"], {k: m[k] for k in keys})
+        like = m["cublas_t_ms"] / m["ladder_t_ms"]
+        assert out["measured"]["speedup_basis"] == "ladder vs library, both isolated"
+        assert out["measured_attainable_speedup"] == pytest.approx(like)
+        seen[m["ladder_build"]] = (like, out["measured"]["verdict"])
+    like, verdict = seen["l15_pp_m128"]
+    assert like < 1 - rerun.NOISE_BAND_ISOLATED and verdict.startswith("no real gain: the ladder level is slower")
+    like, verdict = seen["l11_fp8_tn32"]
+    assert like > 1 + rerun.NOISE_BAND_ISOLATED and verdict == "real gain, within the prediction"
+
+
+def test_write_back_names_the_library_when_it_alone_beats_an_in_run_kernel():
+    """An in-run kernel that is neither the library's nor launched by its op (a hand-written one):
+    the basis is in-run vs the best isolated; where the library is that best and the ladder is slower
+    than it, the verdict says the gain is the library op's."""
+    e = {"name": "my_grouped_kernel", "t_ms": 2.0, "launches_per_logical_op": 1, "roof_axis": "compute",
+         "bytes_est": 1e6, "flops_est": 1e12, "compute_dtype": "fp8", "attainable_speedup": 3.0, "notes": "",
+         "aten_ops": {"aten::my_op": 4}}
+    art = {"entries": [e], "peaks": {"hbm_bw_bytes_s": 4.8e12, "flops": {"fp8": 1.47e15}}}
+    out = rerun.write_back(art, e["name"], {"ladder_t_ms": 1.25, "cublas_t_ms": 1.0, "check_ok": True,
+                                            "library": "torch._scaled_grouped_mm"})
+    assert out["measured"]["speedup_basis"].startswith("in-run kernel (not a library one)")
+    assert out["measured_attainable_speedup"] == pytest.approx(2.0)
+    assert "by the library op torch._scaled_grouped_mm, not the ladder" in out["measured"]["verdict"]
+    assert "ran 0.800x the library" in out["measured"]["verdict"]

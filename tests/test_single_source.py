@@ -156,19 +156,23 @@ def test_the_ladders_python_names_levels_only_through_the_registry():
 
 
 def test_device_suite_lists_exactly_the_registry():
-    # device_suite drives the dense bf16 levels, device_moe_fp8 the grouped and fp8 ones: together the registry
-    from roofline.ladder.device_moe_fp8 import x_targets
-    from roofline.ladder.registry import DENSE_LEVELS as LEVELS, LEVELS as ALL, VARIANTS as ALL_VARIANTS
+    # one driver for every contract: its targets are the registry's levels and variants, per contract
+    from roofline.ladder.device_suite import all_targets
+    from roofline.ladder.registry import CONTRACTS, DENSE_LEVELS as LEVELS, LEVELS as ALL, VARIANTS as ALL_VARIANTS
 
     VARIANTS = {k: v for k, v in ALL_VARIANTS.items() if v.contract == "gemm-bf16"}
-    assert sorted(x_targets() + [str(lv.id) for lv in LEVELS] + list(VARIANTS)) == sorted(
-        [str(lv.id) for lv in ALL] + list(ALL_VARIANTS))
+    assert sorted(all_targets()) == sorted([str(lv.id) for lv in ALL] + list(ALL_VARIANTS))
+    assert sorted(t for c in CONTRACTS for t in all_targets((c,))) == sorted(all_targets())
 
     run = lambda *a: subprocess.run([sys.executable, "-m", "roofline.ladder.device_suite", "levels", *a],  # noqa: E731
                                     capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
-    assert run() == [",".join(str(lv.id) for lv in LEVELS)]
-    assert run("--variants")[0].split(",") == [str(lv.id) for lv in LEVELS] + list(VARIANTS)
-    assert run("--files") == list(dict.fromkeys(lv.file for lv in LEVELS))
+    assert run() == [",".join(str(lv.id) for lv in ALL)]
+    assert run("--contract", "gemm-bf16") == [",".join(str(lv.id) for lv in LEVELS)]
+    assert run("--contract", "gemm-bf16", "--variants")[0].split(",") == [str(lv.id) for lv in LEVELS] + list(VARIANTS)
+    assert run("--contract", "gemm-bf16", "--files") == list(dict.fromkeys(lv.file for lv in LEVELS))
+    grouped = [k for k, v in ALL_VARIANTS.items() if v.contract.startswith("grouped")]
+    assert run("--contract", "grouped-bf16,grouped-fp8", "--variants")[0].split(",") == [
+        str(lv.id) for lv in ALL if lv.contract.startswith("grouped")] + grouped
 
 
 def test_the_level_scan_catches_a_hard_coded_list():

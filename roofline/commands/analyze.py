@@ -95,7 +95,7 @@ def _warn_env_missing(art: dict) -> None:
 @click.command("analyze")
 @click.argument("topn", required=False, type=click.Path(path_type=Path))
 @click.option("--env", "env", type=click.Path(dir_okay=False, path_type=Path),
-              help="env_report.json (default: beside the Top-N, then each parent directory).")
+              help="env_report.json (default: beside the Top-N, then each parent up to the run root).")
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               help="The model's Hugging Face config.json (optional; same search as --env).")
 @click.option("--counters", type=click.Path(dir_okay=False, path_type=Path),

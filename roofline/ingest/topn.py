@@ -161,8 +161,10 @@ def _regimes_from_ranges(pt, plan: StepPlan, cpu_r, gpu_r, notes: list[str], gra
         c = len(cpu_r[reg]) or len({r.ext_id for r in gpu_r[reg]})
         if c:
             steps[reg] = c
-    use_gpu = bool(gpu_r)
+    use_gpu = any(gpu_r.values())   # NB: gpu_r is a defaultdict: the count above leaves empty lists in it
     regime_of, outside, outside_us = _place_launches(pt, gpu_r if use_gpu else cpu_r, use_gpu)
+    if use_gpu and any(cpu_r.values()):
+        regime_of, outside, outside_us = _cross_check(pt, cpu_r, gpu_r, regime_of, notes)
     where = "GPU-side ranges (gpu_user_annotation)" if use_gpu else "CPU-side ranges (launch time)"
     graph = graph_steps(pt, gpu_r, graph_corr) if graph_corr and use_gpu else {}
     notes.append("regimes and step counts from step ranges in the trace ("
@@ -178,6 +180,37 @@ def _regimes_from_ranges(pt, plan: StepPlan, cpu_r, gpu_r, notes: list[str], gra
                 notes.append(f"--{reg}-steps {explicit[reg]} overrides the {steps[reg]} {reg} ranges in the trace")
             steps[reg] = explicit[reg]
     return regime_of, steps
+
+
+def _cross_check(pt, cpu_r: dict, gpu_r: dict, regime_of: list, notes: list[str]):
+    """Each launch's GPU-side step against the CPU step range its launch call sits in. Where the
+    regime has GPU step ranges they agree by construction (the profiler draws a GPU step range around
+    the kernels its CPU range launched; a clock offset moves the ranges with the kernels): a launch
+    outside its launching step's GPU range has left it (a damaged trace). Where the regime has no
+    GPU step range (torch.compile draws its GPU ranges around compiled graphs, not steps), the CPU
+    range is all there is. Either way the launching step places it, and the note says which.
+    -> (regime of each launch, launches outside every range, their summed time in us)"""
+    cpu_of, _, _ = _place_launches(pt, cpu_r, False)
+    out = list(regime_of)
+    moved = {True: [0, 0.0], False: [0, 0.0]}     # the CPU regime has GPU ranges -> [launches, us]
+    for i, (g, c) in enumerate(zip(regime_of, cpu_of)):
+        if c != "outside" and g != c:
+            out[i] = c
+            m = moved[bool(gpu_r.get(c))]
+            m[0] += 1
+            m[1] += pt.k_dur[i]
+    n, us = moved[True]
+    if n:
+        notes.append(f"{n} launches ({us / 1000:.3f} ms) ran outside the GPU step range of the CPU step range that "
+                     "launched them: their GPU timestamps left their own steps (a damaged trace: a clock offset moves "
+                     "the step ranges with the kernels); placed by the launching step instead, and the steps' GPU "
+                     "busy/idle split is not to be trusted")
+    n, us = moved[False]
+    if n:
+        notes.append(f"{n} launches ({us / 1000:.3f} ms) of regimes with no GPU-side step range placed by the CPU "
+                     "step range that launched them")
+    gone = [i for i, r in enumerate(out) if r == "outside"]
+    return out, len(gone), sum(pt.k_dur[i] for i in gone)
 
 
 def _place_launches(pt, ranges: dict, use_gpu: bool):

@@ -98,7 +98,8 @@ def _parse_trace(path, range_regex, keep_all_ops, engine, workers) -> ParsedTrac
             # Runtime launch events matter only for kernels without an External id and for step
             # ranges that exist on the CPU side alone: read them in a second pass, when needed.
             pt = _fast_once(path, rxs, keep_all_ops, workers, NO_LAUNCH_CATS_B)
-            if any(x < 0 for x in pt.k_ext) or (pt.ranges and not any(r.gpu for r in pt.ranges)):
+            if (any(x < 0 for x in pt.k_ext) or (pt.ranges and not any(r.gpu for r in pt.ranges))
+                    or kernels_outside_gpu_steps(pt)):
                 lp = _fast_once(path, rxs, keep_all_ops, workers, LAUNCH_CATS_B)
                 pt.l_corr, pt.l_ext, pt.l_ts = lp.l_corr, lp.l_ext, lp.l_ts
                 pt.engine += " + a pass for launch events"
@@ -117,6 +118,25 @@ def _parse_trace(path, range_regex, keep_all_ops, engine, workers) -> ParsedTrac
             if engine == "fast":
                 raise TraceError(f"malformed event ({short(exc)})") from None
     return ijson_parse(path, rxs, keep_all_ops)
+
+
+def kernels_outside_gpu_steps(pt) -> bool:
+    """Step ranges on both sides and a kernel outside every GPU-side one: the launch events are read
+    too, so that topn can place such kernels by the CPU step range that launched them."""
+    import bisect
+
+    steps = [r for r in pt.ranges if not r.name.startswith("ProfilerStep#")]
+    gpu = sorted((r.ts_us, r.ts_us + r.dur_us) for r in steps if r.gpu)
+    if not gpu or all(r.gpu for r in steps):
+        return False
+    starts, ends = [a for a, _ in gpu], []
+    for _, b in gpu:                       # running max of the ends: overlapping ranges
+        ends.append(max(b, ends[-1]) if ends else b)
+    for t in pt.k_ts:
+        j = bisect.bisect_right(starts, t) - 1
+        if j < 0 or t > ends[j]:
+            return True
+    return False
 
 
 def _fast_once(path, rxs, keep_all_ops, workers, cats) -> ParsedTrace:

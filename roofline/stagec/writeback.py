@@ -43,7 +43,7 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     peaks = art["peaks"]
     current = e.get("t_logical_op_ms") or e["t_ms"] * e.get("launches_per_logical_op", 1)
     lad, lib = meas.get("ladder_t_ms"), meas.get("cublas_t_ms")
-    library_in_run = _is_library_kernel(e)
+    library_in_run = _is_library_kernel(e) or launched_by_library_op(e, meas.get("library"))
     m = {
         "isolated": True, "l2_mode": meas.get("l2_mode"), "l2_mode_reason": meas.get("l2_mode_reason"),
         "problems": meas.get("problems"), "dispatch_reason": meas.get("dispatch_reason"),
@@ -69,6 +69,10 @@ def write_back(art: dict, name: str, meas: dict) -> dict:
     j = judge_isolated(speedup, e.get("attainable_speedup"),
                        words="like-for-like" if basis.startswith("ladder vs library") else "rerun")
     verdict, contradiction = j["verdict"], j["model_contradicted"]
+    if j["outcome"] == "gain" and not basis.startswith("ladder vs library") and m["best"] == "cublas" and lad:
+        # the best isolated kernel is the library op's: the gain is the library's, not the ladder's
+        verdict += (f" (by the library op {m['library']}, not the ladder: the ladder level ran "
+                    f"{lib / lad:.3f}x the library)")
     m.update(measured_attainable_speedup=speedup, verdict=verdict, model_contradicted=contradiction)
     if meas.get("counters"):
         m["counters"] = meas["counters"]
@@ -170,6 +174,18 @@ def _routing_note(m: dict) -> str:
             f"{rb['bytes_measured'] / 1e6:.4g} MB = {rb['measured_over_model_drawn']:.3f}x the model at the drawn "
             f"experts ({rb['bytes_model_drawn_hit'] / 1e6:.4g} MB), {rb['measured_over_model_expected']:.3f}x at "
             f"the expected ({rb['bytes_model_expected_hit'] / 1e6:.4g} MB)")
+
+
+def launched_by_library_op(e: dict, library: str | None) -> bool:
+    """True when the trace links the in-run kernel to the very op the re-run times as its library
+    baseline (`torch._scaled_grouped_mm` <-> `aten::_scaled_grouped_mm` in the entry's aten_ops): then
+    the in-run kernel IS that op's kernel (CUTLASS, editable or not) and the ladder-vs-library ratio
+    is like for like."""
+    import re
+
+    ops = e.get("aten_ops") or {}
+    fns = re.findall(r"torch\.(\w+)", library or "")
+    return bool(fns) and any(f"aten::{f}" in ops for f in fns)
 
 
 def _is_library_kernel(e: dict) -> bool:

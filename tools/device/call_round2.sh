@@ -12,7 +12,7 @@ T0=$(date +%s)
 STAGES=${STAGES:-"dense check san moe fp8"} DENSE=${DENSE:-$(python3 -m roofline.ladder.device_suite levels --set mid)} DENSE_S=${DENSE_S:-90} \
   CHECK_S=${CHECK_S:-120} SAN_S=${SAN_S:-33} SAN_MIN_LEFT=${SAN_MIN_LEFT:-150} RESERVE_S=${RESERVE_S:-230} \
   N_RANDOM=${N_RANDOM:-18} CASES=${CASES:-all} FP8_SHAPES=${FP8_SHAPES:-square-8192} BUDGET_S=${BUDGET_S:-440} FP8_RESERVE_S=${FP8_RESERVE_S:-30} \
-  TARGETS=${TARGETS:-$(python3 -m roofline.ladder.device_moe_fp8 levels --set x-round2)} \
+  TARGETS=${TARGETS:-$(python3 -m roofline.ladder.device_suite levels --set x-round2)} \
   bash tools/device/moe_fp8.sh
 M=$OUT/m; mkdir -p $M
 L=$(( ${TOTAL_S:-545} - ($(date +%s) - T0) )); [ $L -gt 100 ] && L=100

@@ -16,15 +16,15 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-530} - ($(date +%s) - T0) )); }
 cap() { local l=$(( $(left) - ${2:-5} )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
-X="python3 -m roofline.ladder.device_moe_fp8"; S="python3 -m roofline.ladder.device_suite"
+S="python3 -m roofline.ladder.device_suite"   # the one driver, for every contract
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
-timeout 45 $X bench-fp8 --shapes square-8192 --targets 13 --out $R > $R/fp8.log 2>&1; echo "fp8 rc=$?"; grep -E "^\| 8192" $R/fp8.log
-X3=$($X levels --set x-round3); M3=$($S levels --set mid-round3); RC=$($X levels --set racecheck-round3)
+timeout 45 $S bench-fp8 --shapes square-8192 --targets 13 --out $R > $R/fp8.log 2>&1; echo "fp8 rc=$?"; grep -E "^\| 8192" $R/fp8.log
+X3=$($S levels --set x-round3); M3=$($S levels --set mid-round3); RC=$($S levels --set racecheck-round3)
 MV=$(echo $M3 | tr ',' '\n' | grep -v '^[0-9]*$' | paste -sd,)
-timeout 55 $X check --targets $X3 --n-random 12 --limit-s 30 --out $R > $R/check.log 2>&1; echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | cut -c1-160
+timeout 55 $S check-isolated --targets $X3 --n-random 12 --limit-s 30 --out $R > $R/check.log 2>&1; echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | cut -c1-160
 timeout 60 $S check-isolated --targets $M3 --n-random 12 --limit-s 25 --out $R/dense > $R/dense.log 2>&1; echo "dense rc=$?"; grep -E "^check" $R/dense.log | cut -c1-120
 pack; echo "== left $(left) s"
-timeout $(cap 70 250) $X bench-moe --targets $(cat $R/pass_x.txt) --cases decode --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
+timeout $(cap 70 250) $S bench-moe --targets $(cat $R/pass.txt) --cases decode --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
 python3 -m roofline.ladder.targets $R/bench_moe.json 2>&1 | cut -c1-170
 pack; echo "== left $(left) s"
 timeout $(cap 75 180) $S bench --shapes mid --min-reps 20 --tag mid --out $R --targets $(cat $R/dense/pass.txt) > $R/mid.log 2>&1; echo "mid rc=$?"
@@ -32,7 +32,7 @@ python3 -m roofline.ladder.targets $R/bench_mid.json 2>&1 | cut -c1-170
 pack; echo "== left $(left) s"
 for tool in memcheck synccheck racecheck; do
   T=$(cap $([ $tool = racecheck ] && echo 60 || echo 25) 10)
-  timeout $T compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $X sanitize \
+  timeout $T compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $S sanitize \
     --targets $X3$([ $tool = racecheck ] && echo ",$RC") > $R/x_$tool.log 2>&1
   echo "x $tool rc=$? in ${T}s: $(grep -c ': ok' $R/x_$tool.log) ok, $(grep -c FAIL $R/x_$tool.log) FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/x_$tool.log | tail -1)"
   T=$(cap $([ $tool = racecheck ] && echo 60 || echo 25) 10)

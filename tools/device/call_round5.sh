@@ -15,18 +15,18 @@ export LADDER_CUBIN_DIR=$PWD/.cubins
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-400} - ($(date +%s) - T0) )); }
 cap() { local l=$(( $(left) - ${2:-5} )); [ $l -gt $1 ] && l=$1; [ $l -lt 1 ] && l=1; echo $l; }
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
-X="python3 -m roofline.ladder.device_moe_fp8"
+S="python3 -m roofline.ladder.device_suite"   # the one driver, for every contract
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader | tee $R/gpu.txt
-T5=$($X levels --set x-round5)
+T5=$($S levels --set x-round5)
 if [[ " ${STAGES:-check bench sanitize} " == *" check "* ]]; then
-timeout $(cap 90) $X check --targets $T5 --n-random 12 --limit-s 40 --out $R > $R/check.log 2>&1; echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | cut -c1-220
+timeout $(cap 90) $S check-isolated --targets $T5 --n-random 12 --limit-s 40 --out $R > $R/check.log 2>&1; echo "check rc=$?"; grep -E "^check|FAIL" $R/check.log | cut -c1-220
 pack; echo "== left $(left) s"
-timeout $(cap 150 60) $X bench-moe --targets $(cat $R/pass_x.txt) --cases prefill --min-reps 50 --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
+timeout $(cap 150 60) $S bench-moe --targets $(cat $R/pass.txt) --cases prefill --min-reps 50 --out $R > $R/moe.log 2>&1; echo "moe rc=$?"
 grep -E "prefill" $R/moe.log | grep -v "^moe" | cut -c1-200
 pack; echo "== left $(left) s"
 for tool in memcheck synccheck racecheck; do
   T=$(cap $([ $tool = racecheck ] && echo 80 || echo 30) 10)
-  timeout $T compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $X sanitize --targets $T5 > $R/x_$tool.log 2>&1
+  timeout $T compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $S sanitize --targets $T5 > $R/x_$tool.log 2>&1
   echo "x $tool rc=$? in ${T}s: $(grep -c ': ok' $R/x_$tool.log) ok, $(grep -c FAIL $R/x_$tool.log) FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/x_$tool.log | tail -1)"
   pack
 done
@@ -39,7 +39,7 @@ if [[ " ${STAGES:-} " == *" rerun "* ]]; then   # roofline rerun --counters of t
   echo "rerun rc=$?"; grep -v "it/s\|s/it" $R/rerun.log | tail -8 | cut -c1-220; pack
 fi
 if [[ " ${STAGES:-} " == *" cover "* ]] && [ $(left) -gt 60 ]; then
-  timeout $(cap 120 10) $X bench-moe --targets $($X levels --set cover-round5) --cases cover --min-reps 30 --out $R > $R/cover.log 2>&1
+  timeout $(cap 120 10) $S bench-moe --targets $($S levels --set cover-round5) --cases cover --min-reps 30 --out $R > $R/cover.log 2>&1
   echo "cover rc=$?"; grep -E "^moe" $R/cover.log | cut -c1-160; grep -cE "refused" $R/cover.log; pack
 fi
 if [[ " ${STAGES:-} " == *" ncu "* ]] && [ $(left) -gt 40 ]; then

@@ -12,12 +12,12 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee $R/gpu.txt
 if [[ " ${STAGES:-l11 fp8 mid ncu} " == *" l11 "* ]]; then
-  OUT=$R/l11 STAGES="check san moe" TARGETS=${L11_TARGETS:-$(python3 -m roofline.ladder.device_moe_fp8 levels)} CASES=decode \
+  OUT=$R/l11 STAGES="check san moe" TARGETS=${L11_TARGETS:-$(python3 -m roofline.ladder.device_suite levels --contract gemm-fp8,grouped-bf16,grouped-fp8 --variants)} CASES=decode \
     BUDGET_S=${L11_S:-200} RESERVE_S=100 SAN_S=30 SAN_MIN_LEFT=70 N_RANDOM=18 bash tools/device/moe_fp8.sh 2>&1 | tail -40
   pack; echo "== left $(left) s"
 fi
 if [[ " ${STAGES:-l11 fp8 mid ncu} " == *" fp8 "* ]]; then
-  timeout 45 python3 -m roofline.ladder.device_moe_fp8 bench-fp8 --shapes square-8192 --targets ${FP8_TARGETS:-13} --out $R > $R/fp8.log 2>&1
+  timeout 45 python3 -m roofline.ladder.device_suite bench-fp8 --shapes square-8192 --targets ${FP8_TARGETS:-13} --out $R > $R/fp8.log 2>&1
   echo "fp8 rc=$?"; grep -E "^\| 8192" $R/fp8.log; pack; echo "== left $(left) s"
 fi
 if [[ " ${STAGES:-l11 fp8 mid ncu} " == *" mid "* ]]; then

@@ -17,18 +17,18 @@ nvidia-smi dmon -s pc -d 1 > $OUT/dmon.txt 2>&1 & DMON=$!
 S="python3 -m roofline.ladder.device_suite"
 case ${STEP:-check} in
 check)
-  $S check-isolated --targets ${CHECK:-$($S levels --variants)} --limit-s 75 --out $OUT 2>&1 | tee $OUT/check.log | grep -E "^check|FAIL"
-  $S bench --targets ${BENCH:-$($S levels)} --shapes ${SET:-serving} --tag all --out $OUT > $OUT/bench.log 2>&1; echo "bench rc=$?"
+  $S check-isolated --targets ${CHECK:-$($S levels --contract gemm-bf16 --variants)} --limit-s 75 --out $OUT 2>&1 | tee $OUT/check.log | grep -E "^check|FAIL"
+  $S bench --targets ${BENCH:-$($S levels --contract gemm-bf16)} --shapes ${SET:-serving} --tag all --out $OUT > $OUT/bench.log 2>&1; echo "bench rc=$?"
   ;;
 rep)
   for i in $(seq 1 ${REPS:-2}); do
-    $S bench --targets ${BENCH:-$($S levels)} --shapes square-8192 --tag rep$i --out $OUT > $OUT/rep$i.log 2>&1; echo "rep$i rc=$?"
+    $S bench --targets ${BENCH:-$($S levels --contract gemm-bf16)} --shapes square-8192 --tag rep$i --out $OUT > $OUT/rep$i.log 2>&1; echo "rep$i rc=$?"
     grep -E "^\| 8192x8192x8192" $OUT/rep$i.log
   done
   ;;
 san)
   for tool in memcheck racecheck synccheck; do
-    LADDER_LEVELS=${SANL:-} LADDER_SAN_VARIANTS=${SAN:-} timeout 150 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $S sanitize > $OUT/$tool.log 2>&1
+    LADDER_LEVELS=${SANL:-} LADDER_SAN_VARIANTS=${SAN:-} timeout 150 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $S sanitize --contract gemm-bf16 > $OUT/$tool.log 2>&1
     echo "$tool rc=$?: $(grep -cE 'sanitize-mode.*: ok' $OUT/$tool.log) ok, $(grep -cE 'FAIL' $OUT/$tool.log) FAIL; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/$tool.log | tail -1)"
   done
   ;;

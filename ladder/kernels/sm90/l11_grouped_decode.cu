@@ -1,4 +1,8 @@
 // Level 11: grouped GEMM for MoE decode, as weight streaming (swap-AB).
+// What it adds to the levels below: a second contract (grouped, below) and, for it, a kernel of its
+// own beside ws.cuh's tile engine (levels 7-10; level 12 puts the grouped tile list on that engine).
+// Not a WsBuild: its build is the named switches L11_TN (tokens per chunk), L11_CH (chunks per unit),
+// L11_D (stages), L11_WKN (weight layout), L11_FP8 (e4m3) below, read by the Cfg template.
 //
 // Contract (torch._grouped_mm, 2-D x 3-D): A [R, K] token rows sorted by expert, offs [E] int32
 // cumulative row ends (expert e owns rows [offs[e-1], offs[e]), offs[-1] = 0), W the expert
