@@ -142,6 +142,9 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
         f"necessary per op: at most the fused chunk scan's {need / 1e6:.4g} MB for the layer (x, dt, A, B, C, D read "
         f"once, the states and y written; {b} sequences x {chunks} x {m['L']} tokens, an upper bound), counted in full "
         "for each of the layer's reference ops (over their launches where one op is split)",
+        "not known from the trace: the sequences' real lengths (torch_forward pads them to whole chunks, so the "
+        "fused scan is counted over whole chunks), and whether transformers takes the fused path once mamba-ssm and "
+        "causal-conv1d are installed (it also checks the device and the input; a measured re-run says)",
     ]
     # NB: the fused scan's FLOPs too (its C B^T, states and output matmuls): mamba_ssm's Triton kernels run
     # them on the tensor cores in the model dtype, so they are priced at that roof (at these sizes the
