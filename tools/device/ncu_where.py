@@ -83,6 +83,11 @@ DEFAULT = (["qwen3moe-prefill4096-gate_up:12+l12_m128n128", "qwen3moe-prefill409
 # the third round's plan: the builds the dispatch tables name now, where a target is still missed
 # round 5 (notes/l15.md): the fp8 grouped prefill builds beside torch._scaled_grouped_mm
 ROUND5 = ["qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+15", "qwen3moe-prefill4096-down-fp8:l15_pp_m128+15"]
+# round 7 (notes/l13.md, l15.md): level 13 and l15_pp_m128 beside their per-warp (round 6) and staged-scale (round 7)
+# twins, with the library op first in each case
+ROUND7 = ["fp8-8192x8192x8192:13+l13_wepi+l13_ssc",
+          "qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+l15_pp_m128_wepi+l15_pp_m128_ssc",
+          "qwen3moe-prefill4096-down-fp8:l15_pp_m128+l15_pp_m128_wepi+l15_pp_m128_ssc"]
 ROUND3 = ["qwen3moe-decode64-down:l12_pingpong", "qwen3moe-decode256-down:l12_pingpong",
           "qwen3moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong",
           "qwen3moe-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong",
@@ -187,5 +192,7 @@ if __name__ == "__main__":  # pragma: no cover - a device tool
         run(ROUND3)
     elif sys.argv[1:] == ["--round5"]:
         run(ROUND5)
+    elif sys.argv[1:] == ["--round7"]:
+        run(ROUND7)
     else:
         run(sys.argv[1:] or DEFAULT)
