@@ -11,7 +11,11 @@
 #   square  fp8 8192^3 beside torch._scaled_mm (100 launches, L2 flushed), the passing builds
 #   prefill fp8 grouped prefill, E 128, 2048-8192 tokens, beside torch._scaled_grouped_mm
 #   memcheck, racecheck  compute-sanitizer on the new builds (sanitize-mode cases)
-# STAGES picks stages (default: all). -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
+#   mini    the fp8 "mini" serving shapes (bench_moe_fp8.FP8_SHAPE_SETS) beside torch._scaled_mm (not in the default)
+# STAGES picks stages (default: all but mini); CHECK_TARGETS the builds checked (default: the new ones; a build
+# checked and failing is left out of the benches), FP8_T / MOE_T the timed sets, SQ_REPS the 8192^3 processes.
+# Call 1 (start11_round7/call1) ran the default; call 2 (call2) STAGES="check prefill square mini",
+# CHECK_TARGETS=l15_pp_m128_ssc (call 1's check ended at its cap before it), SQ_REPS=2. -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
 set -u
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-250} - ($(date +%s) - T0) )); }
@@ -22,14 +26,17 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
 S="python3 -m roofline.ladder.device_suite"; E="python3 tools/device/round6_extra.py"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv,noheader | tee $R/gpu.txt
-NEW=$($S levels --set x-round7-new); F=$($S levels --set x-round7-fp8); M=$($S levels --set x-round7-moe)
+NEW=$($S levels --set x-round7-new); F=${FP8_T:-$($S levels --set x-round7-fp8)}; M=${MOE_T:-$($S levels --set x-round7-moe)}
+CK=${CHECK_TARGETS:-$NEW}
 has() { [[ " ${STAGES:-check ncu square prefill memcheck racecheck} " == *" $1 "* ]]; }
-drop() { local ok; ok=$(sed -n 's/^check \([^:]*\): OK .*/\1/p' $R/check.log 2>/dev/null); echo "$1" | tr ',' '\n' | grep -vxF -f <(echo "$NEW" | tr ',' '\n' | grep -vxF -f <(echo "$ok")) | paste -sd,; }
+drop() { local ok; ok=$(sed -n 's/^check \([^:]*\): OK .*/\1/p' $R/check.log 2>/dev/null); echo "$1" | tr ',' '\n' | grep -vxF -f <(echo "$CK" | tr ',' '\n' | grep -vxF -f <(echo "$ok")) | paste -sd,; }
 if has check; then
-  timeout $(cap 50 200) $S check-isolated --targets $NEW --n-random 5 --limit-s 40 --out $R > $R/check.log 2>&1; echo "check rc=$?"
+  timeout $(cap ${CHECK_S:-50} 200) $S check-isolated --targets $CK --n-random 5 --limit-s ${CHECK_S:-40} --out $R > $R/check.log 2>&1; echo "check rc=$?"
   grep -E "^check" $R/check.log | cut -c1-160; grep -E "FAIL" $R/check.log | head -5 | cut -c1-200
-  timeout $(cap 20 190) $E check-e512 --targets $(echo $NEW | tr ',' '\n' | grep l15 | paste -sd,) --out $R > $R/check_e512.log 2>&1
-  echo "check-e512 rc=$?: $(grep -cE ': ok' $R/check_e512.log) ok"; grep -E "FAIL" $R/check_e512.log | head -3 | cut -c1-200
+  if [ -z "${CHECK_TARGETS:-}" ]; then
+    timeout $(cap 20 190) $E check-e512 --targets $(echo $NEW | tr ',' '\n' | grep l15 | paste -sd,) --out $R > $R/check_e512.log 2>&1
+    echo "check-e512 rc=$?: $(grep -cE ': ok' $R/check_e512.log) ok"; grep -E "FAIL" $R/check_e512.log | head -3 | cut -c1-200
+  fi
   F=$(drop "$F"); M=$(drop "$M"); pack
 fi
 echo "fp8: $F; moe: $M; == left $(left) s"
@@ -44,10 +51,12 @@ if has ncu; then
   python3 tools/device/ncu_where.py --summarize $R/where_raw.csv $R/ncu.log $R/where.json | cut -c1-260
   pack; echo "== left $(left) s"
 fi
-if has square; then
-  timeout $(cap 30 100) $S bench-fp8 --targets $F --shapes square-8192 --tag fp8_square-8192 --min-reps 100 --out $R > $R/sq.log 2>&1; echo "square rc=$?"; pack
-fi
 has prefill && { timeout $(cap 60 45) $E bench-prefill --targets $M --min-reps 50 --out $R > $R/prefill.log 2>&1; echo "prefill rc=$?"; pack; }
+if has square; then for rep in $(seq 1 ${SQ_REPS:-1}); do
+  mkdir -p $R/sq$rep; timeout $(cap 30 40) $S bench-fp8 --targets $F --shapes square-8192 --tag fp8_square-8192 --min-reps 100 --out $R/sq$rep > $R/sq$rep.log 2>&1
+  echo "square rep$rep rc=$?"; pack
+done; fi
+has mini && { timeout $(cap 45 10) $S bench-fp8 --targets $F --shapes mini --tag fp8_mini --min-reps 50 --out $R > $R/mini.log 2>&1; echo "mini rc=$?"; pack; }
 if has memcheck; then
   timeout $(cap 25 20) compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 $S sanitize --targets $NEW > $R/x_memcheck.log 2>&1
   echo "memcheck rc=$?: $(grep -c ': ok' $R/x_memcheck.log) ok, $(grep -c FAIL $R/x_memcheck.log) FAIL; $(grep -E 'ERROR SUMMARY' $R/x_memcheck.log | tail -1)"; pack
@@ -57,5 +66,6 @@ if has racecheck; then
   echo "racecheck rc=$? in ${T}s: $(grep -c ': ok' $R/x_racecheck.log) ok, $(grep -c FAIL $R/x_racecheck.log) FAIL; $(grep -E 'RACECHECK SUMMARY' $R/x_racecheck.log | tail -1)"; pack
 fi
 echo "== elapsed $(( $(date +%s) - T0 )) s"
-echo "--- 8192^3 (x torch._scaled_mm, p20-p80)"; grep -h "8192x8192x8192" $R/sq.log | grep -v "baseline" | cut -d'|' -f3,5 | sed 's/^/ /'
+echo "--- 8192^3 (x torch._scaled_mm, p20-p80)"; grep -h "8192x8192x8192" $R/sq*.log | grep -v "baseline" | cut -d'|' -f3,5 | sed 's/^/ /'
+echo "--- mini"; grep -E "geomean|best level" $R/mini.log 2>/dev/null; grep -E "^\| [0-9]+x" $R/mini.log 2>/dev/null | grep -v baseline | cut -d'|' -f2,3,5 | cut -c1-110
 echo "--- prefill E128"; grep -E "^\| .*prefill" $R/prefill.log | grep -v baseline | cut -d'|' -f2,3,5 | cut -c1-120
