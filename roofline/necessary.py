@@ -29,16 +29,44 @@ class Assessment:
     levers: list = field(default_factory=list)      # (kind, text, evidence, its share of the avoidable bytes)
 
 
+def tp_degree(raw) -> tuple[int | None, str]:
+    """The run's tensor-parallel degree from the Top-N's own evidence -> (degree or None, where it comes
+    from / why it is not known), for the origin rule's shards (docs/method.md section 12):
+    1. the group size of its all-reduces (comm shapes, the collective record's `Group size`): a TP layer
+       all-reduces its row-parallel partial sums over the TP group; several sizes: not known;
+    2. else the world size of a Top-N of several ranks (`ranks.world_size`, the traces' distributedInfo):
+       NB every rank taken as one TP group (a data- or pipeline-parallel split would be a larger world
+       than the TP group, and then its all-reduces say the TP group's size)."""
+    raw = raw if isinstance(raw, dict) else {}
+    sizes = sorted({s["group_size"] for e in raw.get("entries") or [] if isinstance(e, dict)
+                    for s in e.get("shapes") or [] if isinstance(s, dict) and s.get("coll") == "all_reduce"
+                    and isinstance(s.get("group_size"), int) and not isinstance(s.get("group_size"), bool)
+                    and s["group_size"] >= 1})
+    if len(sizes) == 1:
+        return sizes[0], f"TP {sizes[0]}: the group size of the run's all-reduces (Top-N comm shapes)"
+    if len(sizes) > 1:
+        return None, (f"the run's tensor-parallel degree is not known: its all-reduces have group sizes "
+                      f"{', '.join(map(str, sizes))}")
+    rk = raw.get("ranks") if isinstance(raw.get("ranks"), dict) else {}
+    ws, ranks = rk.get("world_size"), rk.get("ranks")
+    if isinstance(ws, int) and not isinstance(ws, bool) and ws >= 1 and isinstance(ranks, list) and len(ranks) > 1:
+        return ws, f"TP {ws}: world_size {ws} of the Top-N's {len(ranks)} ranks, taken as one TP group"
+    return None, ("the run's tensor-parallel degree is not known (a Top-N of one rank with no all-reduce group "
+                  "size)")
+
+
 def context(topn, env, config, regime: str, w, e=None, chosen_i: int = 0) -> NecessaryCtx:
     steps = topn.n_decode_steps if regime == "decode" else topn.n_prefill_steps
     ev = topn.raw.get("trace_evidence") if isinstance(topn.raw, dict) else None
     raw = e.raw if e is not None and isinstance(e.raw, dict) else {}
     ops = raw.get("aten_ops") if isinstance(raw.get("aten_ops"), dict) else {}
     per = [r.candidates[min(chosen_i, len(r.candidates) - 1)].bytes_est for r in w.results]
+    tp, tp_ev = tp_degree(topn.raw)
     return NecessaryCtx(config=config, workload=dict(env.workload or {}), regime=regime, shapes=list(w.shapes),
                         launches=list(w.shape_launches) if w.shape_launches else None, steps=steps,
                         trace_evidence=ev if isinstance(ev, dict) else {}, dts=list(w.dts), weights=list(w.weights),
-                        aten_ops=dict(ops), bytes_per_launch=sum(wt * b for wt, b in zip(w.weights, per)) or None)
+                        aten_ops=dict(ops), bytes_per_launch=sum(wt * b for wt, b in zip(w.weights, per)) or None,
+                        tp=tp, tp_evidence=tp_ev)
 
 
 def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:

@@ -70,19 +70,27 @@ def expert_dims(config: dict | None) -> tuple[int, int, int] | None:
     return (E, h, mi) if E and h and mi else None
 
 
-def weight_dims(config: dict | None) -> dict[int, str]:
-    """The dims a weight matrix of the model has, from config.json: {dim: what names it}. A projection's
-    rows and columns are each one of these (fused projections: q+k+v, gate+up)."""
-    c = _flat(config)
-    out: dict[int, str] = {}
+# Megatron tensor parallelism (column-parallel q/k/v, gate/up, LM head: N / tp; row-parallel o_proj, down:
+# K / tp) splits every weight dim below but these: hidden, the router's experts and the MLA low ranks
+# stay whole on each rank
+WHOLE_KEYS = ("hidden_size", "d_model", "num_experts", "num_local_experts", "n_routed_experts", "q_lora_rank",
+              "kv_lora_rank")
+TP_UNKNOWN = "the run's tensor-parallel degree is not known"
+TP_HINT_MAX = 16        # an unknown GEMM whose dims a TP degree up to this would explain: the notes say which
 
-    def put(v, what):
+
+def _dims(config: dict | None) -> list[tuple[int, str, bool]]:
+    """(dim, what names it, whether tensor parallelism shards it) of every weight dim config.json names."""
+    c = _flat(config)
+    out: list[tuple[int, str, bool]] = []
+
+    def put(v, what, sharded=True):
         if isinstance(v, int) and v > 0:
-            out.setdefault(v, what)
+            out.append((v, what, sharded))
     for k in ("hidden_size", "d_model", "intermediate_size", "moe_intermediate_size", "expert_intermediate_size",
               "shared_expert_intermediate_size", "vocab_size", "num_experts", "num_local_experts", "n_routed_experts",
               "q_lora_rank", "kv_lora_rank"):
-        put(c.get(k), k)
+        put(c.get(k), k, k not in WHOLE_KEYS)
     for k in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
         if isinstance(c.get(k), int):
             put(2 * c[k], f"2 x {k} (gate+up)")
@@ -112,8 +120,41 @@ def weight_dims(config: dict | None) -> dict[int, str]:
     if hq and nope and vh:
         put(hq * (nope + vh), "num_attention_heads x (qk_nope + v) head dims (MLA kv_b)")
     if rope and isinstance(c.get("kv_lora_rank"), int):
-        put(c["kv_lora_rank"] + rope, "kv_lora_rank + qk_rope_head_dim (MLA kv_a)")
+        put(c["kv_lora_rank"] + rope, "kv_lora_rank + qk_rope_head_dim (MLA kv_a)", False)
     return out
+
+
+def weight_dims(config: dict | None) -> dict[int, str]:
+    """The dims a weight matrix of the model has, from config.json: {dim: what names it}. A projection's
+    rows and columns are each one of these (fused projections: q+k+v, gate+up)."""
+    out: dict[int, str] = {}
+    for v, what, _ in _dims(config):
+        out.setdefault(v, what)
+    return out
+
+
+def shard_dims(config: dict | None, tp: int | None) -> dict[int, str]:
+    """The dims a weight holds on one rank of a tensor-parallel run of degree `tp` that config.json's
+    sharded dims (all but WHOLE_KEYS) give: {dim / tp: "what / TP tp"} where tp divides it; {} for no TP."""
+    out: dict[int, str] = {}
+    if not tp or tp < 2:
+        return out
+    for v, what, sharded in _dims(config):
+        if sharded and v % tp == 0:
+            out.setdefault(v // tp, f"{what} / TP {tp}")
+    return out
+
+
+def _tp_hint(K: int, N: int, config) -> str:
+    """Under which TP degree (the smallest up to TP_HINT_MAX) a Megatron shard would explain K x N, or ""."""
+    full = weight_dims(config)
+    for t in range(2, TP_HINT_MAX + 1):
+        sd = shard_dims(config, t)
+        if K in full and N in sd:
+            return f" (under TP {t}, N = {sd[N]})"
+        if K in sd and N in full:
+            return f" (under TP {t}, K = {sd[K]})"
+    return ""
 
 
 def grows(shape: dict, shapes: list, key: str) -> tuple[int, int] | None:
@@ -140,7 +181,8 @@ def _batched(sh: dict, ctx) -> Origin:
     ex = expert_dims(ctx.config)
     if ex:
         _, h, mi = ex
-        wdims = {(2 * mi, h), (mi, h), (h, mi)}
+        tp = _tp(ctx)      # a TP rank holds each expert's intermediate / tp
+        wdims = {x for m in ({mi, mi // tp} if tp and mi % tp == 0 else {mi}) for x in ((2 * m, h), (m, h), (h, m))}
         fixed = not (grows(sh, ctx.shapes, "M") or grows(sh, ctx.shapes, "N") or grows(sh, ctx.shapes, "K"))
         if (M, K) in wdims and fixed:
             return Origin("parameter", "A", f"{form}: A {_fmt(B, M, K)} is {B} gathered expert weights of "
@@ -155,12 +197,21 @@ def _batched(sh: dict, ctx) -> Origin:
                       "to say what its operands are")
     hq, hk, d = att
     qk, pv = K == d, N == d
-    heads = next((h for h in (hq, hk) if B % h == 0), None)
-    if not (qk or pv) or heads is None:
+    S, tp = (N if qk else K), _tp(ctx)
+    # one rank of a TP run holds hq / tp query and hk / tp KV heads: those first where the TP degree is known
+    cands = [(h // tp, f"{h // tp} heads (config.json's {h} / TP {tp})") for h in (hq, hk) if tp and h % tp == 0]
+    cands = [(h, w) for h, w in cands + [(hq, f"{hq} heads"), (hk, f"{hk} heads")] if B % h == 0]
+    if not (qk or pv) or not cands:
+        why = ""
+        if (qk or pv) and not tp and any(h % t == 0 and B % (h // t) == 0 for h in (hq, hk)
+                                         for t in range(2, TP_HINT_MAX + 1)):
+            why = f" ({TP_UNKNOWN}: config.json's heads / TP are not tried)"
         return Origin("unknown", None, f"{form}: neither an attention over config.json's {hq} heads of head_dim {d} "
-                      "nor a batched MoE over its expert weights")
-    S, b, op = (N if qk else K), B // heads, ("QK^T" if qk else "PV")
-    what = f"{form} is the {op} of an eager attention (batch {B} = {b} x {heads} heads, head_dim {d}: config.json)"
+                      f"nor a batched MoE over its expert weights{why}")
+    heads, label = next(((h, w) for h, w in cands if ctx.regime == "decode" and kvcache.cache_of(ctx, S, B // h)),
+                        cands[0])
+    b, op = B // heads, ("QK^T" if qk else "PV")
+    what = f"{form} is the {op} of an eager attention (batch {B} = {b} x {label}, head_dim {d}: config.json)"
     if ctx.regime != "decode":
         return Origin("activation", None, f"{what}: its B is this step's {'K' if qk else 'V'} (an activation), "
                       "not a cache read")
@@ -191,12 +242,31 @@ def gemm_origin(sh: dict, ctx) -> Origin:
     if not ctx.config:
         return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: no config.json to match it against the "
                       "model's weight dims")
-    dims = weight_dims(ctx.config)
+    dims, tp = weight_dims(ctx.config), _tp(ctx)
+    sd = shard_dims(ctx.config, tp)
+    # a TP rank's Megatron shard first (its sharded dim may equal another whole dim of config.json)
+    for cut, whole, how in (("N", "K", "column-parallel"), ("K", "N", "row-parallel")):
+        c, w = sh[cut], sh[whole]
+        if c in sd and w in dims:
+            return Origin("parameter", "B", f"B [K, N] = {_fmt(K, N)} of {ops} is a weight, one rank's {how} shard: "
+                          f"{whole} = {dims[w]}, {cut} = {sd[c]} (config.json; {ctx.tp_evidence}), the same in "
+                          "every step")
     if K in dims and N in dims:
         return Origin("parameter", "B", f"B [K, N] = {_fmt(K, N)} of {ops} is a weight: K = {dims[K]}, N = {dims[N]} "
                       "(config.json), the same in every step")
     miss = " and ".join(f"{n} = {v}" for n, v in (("K", K), ("N", N)) if v not in dims)
-    return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: {miss} is no weight dim of config.json")
+    if tp:
+        return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: {miss} is no weight dim of config.json, "
+                      f"nor a TP {tp} shard of one ({ctx.tp_evidence})")
+    hint = _tp_hint(K, N, ctx.config)
+    return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: {miss} is no weight dim of config.json"
+                  + (f"; a tensor-parallel shard would explain it{hint}, but {ctx.tp_evidence or TP_UNKNOWN}: "
+                     "a config.json dim / TP is accepted only where the TP degree is known" if hint else ""))
+
+
+def _tp(ctx) -> int | None:
+    """The run's tensor-parallel degree the context carries (None: not known)."""
+    return ctx.tp if isinstance(ctx.tp, int) and ctx.tp > 1 else None
 
 
 def operand_bytes(sh: dict, dt: dict, operand: str) -> float:
