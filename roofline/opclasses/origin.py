@@ -70,34 +70,36 @@ def expert_dims(config: dict | None) -> tuple[int, int, int] | None:
     return (E, h, mi) if E and h and mi else None
 
 
-# Megatron tensor parallelism (column-parallel q/k/v, gate/up, LM head: N / tp; row-parallel o_proj, down:
-# K / tp) splits every weight dim below but these: hidden, the router's experts and the MLA low ranks
-# stay whole on each rank
+# Megatron tensor parallelism splits a column-parallel layer's output dim N (q/k/v, their fusions, gate/up,
+# gate+up, the LM head: "col") and a row-parallel layer's input dim K (o_proj: heads x head_dim; down:
+# intermediate: "any", a dim either side may be cut in); hidden, the router's experts and the MLA low ranks
+# stay whole on each rank (None)
 WHOLE_KEYS = ("hidden_size", "d_model", "num_experts", "num_local_experts", "n_routed_experts", "q_lora_rank",
               "kv_lora_rank")
 TP_UNKNOWN = "the run's tensor-parallel degree is not known"
 TP_HINT_MAX = 16        # an unknown GEMM whose dims a TP degree up to this would explain: the notes say which
 
 
-def _dims(config: dict | None) -> list[tuple[int, str, bool]]:
-    """(dim, what names it, whether tensor parallelism shards it) of every weight dim config.json names."""
+def _dims(config: dict | None) -> list[tuple[int, str, str | None]]:
+    """(dim, what names it, how tensor parallelism cuts it: "any", "col" (an output only) or None) of
+    every weight dim config.json names."""
     c = _flat(config)
-    out: list[tuple[int, str, bool]] = []
+    out: list[tuple[int, str, str | None]] = []
 
-    def put(v, what, sharded=True):
+    def put(v, what, cut="col"):
         if isinstance(v, int) and v > 0:
-            out.append((v, what, sharded))
+            out.append((v, what, cut))
     for k in ("hidden_size", "d_model", "intermediate_size", "moe_intermediate_size", "expert_intermediate_size",
               "shared_expert_intermediate_size", "vocab_size", "num_experts", "num_local_experts", "n_routed_experts",
               "q_lora_rank", "kv_lora_rank"):
-        put(c.get(k), k, k not in WHOLE_KEYS)
+        put(c.get(k), k, None if k in WHOLE_KEYS else "col" if k == "vocab_size" else "any")
     for k in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
         if isinstance(c.get(k), int):
             put(2 * c[k], f"2 x {k} (gate+up)")
     att = attention_dims(config)
     if att:
         hq, hk, d = att
-        put(hq * d, "num_attention_heads x head_dim")
+        put(hq * d, "num_attention_heads x head_dim", "any")
         put(hk * d, "num_key_value_heads x head_dim")
         put((hq + 2 * hk) * d, "(q + k + v heads) x head_dim")
         put(2 * hk * d, "2 x num_key_value_heads x head_dim (k+v)")
@@ -106,12 +108,12 @@ def _dims(config: dict | None) -> list[tuple[int, str, bool]]:
     nv, dv = _int(c, "linear_num_value_heads"), _int(c, "linear_value_head_dim")
     if nk and dk and nv and dv:     # a linear-attention layer's projections (qkvz, ba, out)
         put(2 * nk * dk + 2 * nv * dv, "linear attention q + k + v + z dims")
-        put(nv * dv, "linear_num_value_heads x linear_value_head_dim")
+        put(nv * dv, "linear_num_value_heads x linear_value_head_dim", "any")
         put(2 * nv, "2 x linear_num_value_heads (b, a)")
     mh, mdh = _int(c, "mamba_n_heads", "mamba_num_heads"), _int(c, "mamba_d_head", "mamba_head_dim")
     mg, ms = _int(c, "mamba_n_groups", "n_groups") or 1, _int(c, "mamba_d_state", "ssm_state_size", "state_size")
     if mh and mdh and ms:          # a Mamba2 layer's in_proj (z, x, B, C, dt) and out_proj
-        put(mh * mdh, "mamba_n_heads x mamba_d_head (d_inner)")
+        put(mh * mdh, "mamba_n_heads x mamba_d_head (d_inner)", "any")
         put(2 * mh * mdh + 2 * mg * ms + mh, "Mamba2 in_proj (2 d_inner + 2 groups x d_state + heads)")
     nope, rope, vh = _int(c, "qk_nope_head_dim"), _int(c, "qk_rope_head_dim"), _int(c, "v_head_dim")
     hq = att[0] if att else None
@@ -120,7 +122,7 @@ def _dims(config: dict | None) -> list[tuple[int, str, bool]]:
     if hq and nope and vh:
         put(hq * (nope + vh), "num_attention_heads x (qk_nope + v) head dims (MLA kv_b)")
     if rope and isinstance(c.get("kv_lora_rank"), int):
-        put(c["kv_lora_rank"] + rope, "kv_lora_rank + qk_rope_head_dim (MLA kv_a)", False)
+        put(c["kv_lora_rank"] + rope, "kv_lora_rank + qk_rope_head_dim (MLA kv_a)", None)
     return out
 
 
@@ -133,14 +135,15 @@ def weight_dims(config: dict | None) -> dict[int, str]:
     return out
 
 
-def shard_dims(config: dict | None, tp: int | None) -> dict[int, str]:
-    """The dims a weight holds on one rank of a tensor-parallel run of degree `tp` that config.json's
-    sharded dims (all but WHOLE_KEYS) give: {dim / tp: "what / TP tp"} where tp divides it; {} for no TP."""
+def shard_dims(config: dict | None, tp: int | None, row: bool = False) -> dict[int, str]:
+    """The dims a weight holds on one rank of a tensor-parallel run of degree `tp`: a column-parallel
+    layer's N (row=False) or a row-parallel layer's K (row=True), from config.json's dims that TP cuts
+    there: {dim / tp: "what / TP tp"} where tp divides it; {} for no TP."""
     out: dict[int, str] = {}
     if not tp or tp < 2:
         return out
-    for v, what, sharded in _dims(config):
-        if sharded and v % tp == 0:
+    for v, what, cut in _dims(config):
+        if cut in (("any",) if row else ("any", "col")) and v % tp == 0:
             out.setdefault(v // tp, f"{what} / TP {tp}")
     return out
 
@@ -149,11 +152,11 @@ def _tp_hint(K: int, N: int, config) -> str:
     """Under which TP degree (the smallest up to TP_HINT_MAX) a Megatron shard would explain K x N, or ""."""
     full = weight_dims(config)
     for t in range(2, TP_HINT_MAX + 1):
-        sd = shard_dims(config, t)
-        if K in full and N in sd:
-            return f" (under TP {t}, N = {sd[N]})"
-        if K in sd and N in full:
-            return f" (under TP {t}, K = {sd[K]})"
+        col, row = shard_dims(config, t), shard_dims(config, t, row=True)
+        if K in full and N in col:
+            return f" (under TP {t}, N = {col[N]})"
+        if K in row and N in full:
+            return f" (under TP {t}, K = {row[K]})"
     return ""
 
 
@@ -243,10 +246,9 @@ def gemm_origin(sh: dict, ctx) -> Origin:
         return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: no config.json to match it against the "
                       "model's weight dims")
     dims, tp = weight_dims(ctx.config), _tp(ctx)
-    sd = shard_dims(ctx.config, tp)
     # a TP rank's Megatron shard first (its sharded dim may equal another whole dim of config.json)
     for cut, whole, how in (("N", "K", "column-parallel"), ("K", "N", "row-parallel")):
-        c, w = sh[cut], sh[whole]
+        c, w, sd = sh[cut], sh[whole], shard_dims(ctx.config, tp, row=cut == "K")
         if c in sd and w in dims:
             return Origin("parameter", "B", f"B [K, N] = {_fmt(K, N)} of {ops} is a weight, one rank's {how} shard: "
                           f"{whole} = {dims[w]}, {cut} = {sd[c]} (config.json; {ctx.tp_evidence}), the same in "
