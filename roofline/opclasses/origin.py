@@ -148,9 +148,18 @@ def shard_dims(config: dict | None, tp: int | None, row: bool = False) -> dict[i
     return out
 
 
+def uncut_dims(config: dict | None) -> dict[int, str]:
+    """The weight dims tensor parallelism never cuts (hidden, the MLA low ranks): {dim: what names it}."""
+    out: dict[int, str] = {}
+    for v, what, cut in _dims(config):
+        if cut is None and "experts" not in what:
+            out.setdefault(v, what)
+    return out
+
+
 def _tp_hint(K: int, N: int, config) -> str:
     """Under which TP degree (the smallest up to TP_HINT_MAX) a Megatron shard would explain K x N, or ""."""
-    full = weight_dims(config)
+    full = uncut_dims(config)
     for t in range(2, TP_HINT_MAX + 1):
         col, row = shard_dims(config, t), shard_dims(config, t, row=True)
         if K in full and N in col:
@@ -246,12 +255,15 @@ def gemm_origin(sh: dict, ctx) -> Origin:
         return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: no config.json to match it against the "
                       "model's weight dims")
     dims, tp = weight_dims(ctx.config), _tp(ctx)
-    # a TP rank's Megatron shard first (its sharded dim may equal another whole dim of config.json)
+    # a TP rank's Megatron shard first (its cut dim may equal another whole dim of config.json): a column-
+    # parallel layer reads a dim TP never cuts (hidden, an MLA low rank) into its cut N, a row-parallel one
+    # its cut K into such a dim
+    whole_dims = uncut_dims(ctx.config)
     for cut, whole, how in (("N", "K", "column-parallel"), ("K", "N", "row-parallel")):
         c, w, sd = sh[cut], sh[whole], shard_dims(ctx.config, tp, row=cut == "K")
-        if c in sd and w in dims:
+        if c in sd and w in whole_dims:
             return Origin("parameter", "B", f"B [K, N] = {_fmt(K, N)} of {ops} is a weight, one rank's {how} shard: "
-                          f"{whole} = {dims[w]}, {cut} = {sd[c]} (config.json; {ctx.tp_evidence}), the same in "
+                          f"{whole} = {whole_dims[w]}, {cut} = {sd[c]} (config.json; {ctx.tp_evidence}), the same in "
                           "every step")
     if K in dims and N in dims:
         return Origin("parameter", "B", f"B [K, N] = {_fmt(K, N)} of {ops} is a weight: K = {dims[K]}, N = {dims[N]} "
