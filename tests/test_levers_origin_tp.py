@@ -222,3 +222,32 @@ def test_eager_attention_kv_rule_reads_heads_per_rank(tmp_path_factory):
     without = origin.gemm_origin(sh, ctx)
     assert without.kind == "activation" and f"= {b // 2} x {2 * hq} heads" in without.evidence
     assert origin.gemm_origin(sh, _ctx(case, e, "decode")).kind == "kv_cache"     # its own config: as before
+
+
+def test_fused_attention_reads_kv_heads_per_rank(tmp_path):
+    """The fused attention's KV-heads rule (opclasses/attn.py necessary) with kv heads / tp: qwen3_static_sdpa's
+    real cuDNN attention reads K/V repeat_kv'd to 40 heads (config.json: 8 KV heads). Read as one rank of
+    TP 2 of a model with twice the heads (16 KV heads) and the env report's tp 2, it needs the same bytes as
+    with its own config (8 KV heads on this rank, broadcast 5x); with the wide config and no TP degree, 16
+    KV heads do not divide the 40 it carries: no broadcast is claimed."""
+    from test_corpus import analyse
+
+    case = "qwen3_static_sdpa"
+    analyse(case, tmp_path)
+    rd = tmp_path / case / "profile" / "round_1"
+    env = json.loads((rd / "env_report.json").read_text())
+    cfg = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "corpus" / "configs" / f"{case}.json").read_text())
+    wide = dict(cfg, num_attention_heads=2 * cfg["num_attention_heads"], num_key_value_heads=2 * cfg["num_key_value_heads"])
+
+    def attn(config, tp=None):
+        art = api.analyze(str(rd / "profile_topN.json"), dict(env, tp=tp), config)
+        return next(v for x in art["entries"] for v in (x.get("regime_verdicts") or [x])
+                    if v["regime"] == "decode" and v["op_kind"] == "attn")
+    own, per_rank, blind = attn(cfg), attn(wide, 2), attn(wide)
+    hq, hk = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    assert own["bytes_necessary"] < own["bytes_est"]
+    assert per_rank["bytes_necessary"] == pytest.approx(own["bytes_necessary"], rel=1e-12)
+    assert any(f"K/V carry {hq} heads, config.json num_key_value_heads = {2 * hk} / TP 2 = {hk} on this rank" in x
+               and f"broadcast {hq // hk}x" in x for x in per_rank["necessary_evidence"])
+    assert not any("KV heads were broadcast" in x for x in blind["necessary_evidence"])
+    assert blind["bytes_necessary"] > own["bytes_necessary"]
