@@ -48,8 +48,8 @@ MOE_CASES = moe_cases(("qwen3moe", "decode", 64, PROJECTIONS), ("qwen3moe", "dec
 # Coverage of the classes the grouped tables dispatch (experts 8..512, intermediate 512..14336,
 # tokens 16..8192): real MoE layers, so that a table's pick for a model was measured on a case of
 # its kind (with the Qwen3 and Mixtral cases above: E 8 and 128, inter 768 and 14336, tokens 64..8192).
-# Level 12/15's device plan holds at most 384 experts (grouped.cuh MAX_E_WS): the E = 512 prefill
-# case (Qwen3-Next, inter 512) is refused by their launcher and recorded as such. dsv3-decode256-down
+# Level 12/15's device plan held at most 384 experts until round 6 (grouped.cuh MAX_E_WS, now 512): the
+# E = 512 prefill case (Qwen3-Next, inter 512) was refused by their launcher then (start8_round5) and runs since. dsv3-decode256-down
 # is the full-size layer that ran out of memory. Left out on purpose: prefill cases whose float64
 # check reference alone is over 0.5 TFLOP per build (DeepSeek-V3 and Mixtral prefill).
 COVER_CASES = moe_cases(("qwen3moe", "decode", 16, ("gate_up",)), ("qwen3next", "decode", 64, PROJECTIONS),

@@ -171,10 +171,11 @@ def table_contract(table: dict) -> str:
 
 def max_experts(target) -> int:
     """The most experts a grouped build's device plan holds (grouped.cuh: MAX_E for level 11's
-    weight streaming, MAX_E_WS for the tile engine of levels 12 and 15)."""
+    weight streaming, MAX_E_WS for the tile engine of levels 12 and 15: 512 each since round 6, when
+    the tile engine's plan became a uint16 m-tile prefix; 384 before)."""
     from .registry import get_level
 
-    return 512 if get_level(target).kind == "grouped" else 384
+    return 512 if get_level(target).kind in ("grouped", "ws") else 0
 
 
 def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: int, K: int, dtype: str,

@@ -412,7 +412,8 @@ def ws_grid(level: Level, kern, m: int, n: int, k: int):
     dense contract's launcher -> (CTAs, s, ks, workspace, counters): units = cluster tiles x splits,
     at most one CTA per SM (cluster builds: the co-resident clusters), `grid_balance` builds on the
     fewest CTAs that keep the number of rounds (the idle SMs draw no power); a stream-K tail
-    (splitk -2, cluster 1): s tail CTAs beside ks data-parallel tiles."""
+    (splitk -2): s tail clusters beside ks data-parallel cluster tiles (in a 2-CTA cluster, round 6's
+    `l13_sk`, both CTAs walk the same units: workspace slots and tile counters per CTA rank)."""
     bm, bn, _ = level.tile_mnk
     cl = level.cluster
     sms = sm_count()
@@ -424,8 +425,10 @@ def ws_grid(level: Level, kern, m: int, n: int, k: int):
     if cl > 1:
         slots = min(slots, max_active_clusters(level, kern) or slots)
     if level.splitk == -2:
-        ws, cnt = _ws_buffers(streamk_slots(level, m, n, k, s, ks) * bm * bn, tiles if s else 0)
-        return min(slots, max(s, ks)), s, ks, ws, cnt
+        mc = -(-(-(-m // bm)) // cl) * bm   # the rows of the cluster tiles: the plan counts cluster tiles over the clusters
+        s, ks = streamk_plan(level, mc, n, k, slots)
+        ws, cnt = _ws_buffers(streamk_slots(level, mc, n, k, s, ks) * cl * bm * bn, tiles * cl if s else 0)
+        return cl * min(slots, max(s, ks)), s, ks, ws, cnt
     ctas = min(units, slots)
     if level.grid_balance:
         ctas = -(-units // -(-units // slots))

@@ -18,7 +18,14 @@ from .gpu import tensor_map_nd
 from .registry import Level
 
 MAX_E_DECODE = 512   # grouped.cuh MAX_E
-MAX_E_PREFILL = 384  # grouped.cuh MAX_E_WS
+MAX_E_PREFILL = 512  # grouped.cuh MAX_E_WS (384 until round 6: the plan held int32 tile counts)
+MAX_PLAN_MTILES = 65535   # grouped.cuh: the tile engine's plan holds the m-tile prefix as uint16
+
+
+def c_box_rows(level: Level) -> int:
+    """Rows of the C map's store box: 16 for the per-warp epilogue (ws.cuh EPI = 2: -DL13_WEPI,
+    -DL15_WEPI, each warp stores its own 16 rows), else 64 (one consumer's 64-row slab)."""
+    return 16 if any(d.endswith("_WEPI") for d in level.defines) else 64
 
 
 def _map2(x, rows: int, cols: int, stride: int, box_rows: int, eb: int):
@@ -122,10 +129,12 @@ def _launch_l12(level, kern, a, w, offs, c, E, N, K, ka, eb=2, sa=None, sw=None)
     R = a.shape[0]
     bm, bn, bk = level.tile_mnk
     _need_scales(level, eb, sa, sw, R, E, N)
+    if -(-R // bm) + E > MAX_PLAN_MTILES:
+        raise ValueError(f"{level.name}: {R} rows in {E} experts exceed the plan's {MAX_PLAN_MTILES} m-tiles")
     tma = _map2(a, R, K, ka, bm, eb)
     tmb = _map2(w, E * N, K, w.shape[-1], bn, eb)
     c_tma = N % 8 == 0
-    tmc = gpu.tensor_map(c.data.ptr, R, N, N, 64) if c_tma else tma
+    tmc = gpu.tensor_map(c.data.ptr, R, N, N, c_box_rows(level)) if c_tma else tma
     nkt = -(-K // bk)
     # tiles are listed on the device; at most (R / bm + E) m-tiles x the column blocks
     bound = (-(-R // bm) + E) * -(-N // bn)
@@ -156,7 +165,7 @@ def launch_fp8(level: Level, a, b, sa, sb, c, m: int, n: int, k: int) -> None:
     tmb = _map2(b, n, k, ka, bn // level.cluster, 1)
     grid, s, ks, ws, cnt = gpu.ws_grid(level, kern, m, n, k)
     c_tma = n % 8 == 0
-    tmc = gpu.tensor_map(c.data.ptr, m, n, n, 64) if c_tma else tma
+    tmc = gpu.tensor_map(c.data.ptr, m, n, n, c_box_rows(level)) if c_tma else tma
     kern((grid, 1, 1), (level.threads, 1, 1),
          (tma, tmb, tmc, c, cp.int32(m), cp.int32(n), cp.int32(k), cp.int32(int(c_tma)), ws, cnt,
           cp.int32(s), cp.int32(ks), sa, sb, _null(), cp.int32(0)), shared_mem=level.dyn_smem_bytes)

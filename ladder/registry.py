@@ -102,7 +102,7 @@ LEVELS = LEVELS + (
           "MoE prefill: level 9's engine (two cooperative consumers, 128x256, 4 stages, TMA-store epilogue) over the "
           "grouped tile list (m-tiles fastest per expert), row-masked stores at expert ends; no cluster",
           "grouped tile list in the warp-specialized engine",
-          _TILE_WIDE, _WS_THREADS_2, 1616, 168, True, kind="ws", contract="grouped-bf16",
+          _TILE_WIDE, _WS_THREADS_2, 1104, 168, True, kind="ws", contract="grouped-bf16",
           dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
     Level(13, "fp8", "l13_fp8.cu", "gemm_l13",
           "fp8 e4m3: level 9 in fp8 (QGMMA m64n256k32, K tiles of 128), 2-CTA cluster, scales in the epilogue",
@@ -118,7 +118,7 @@ LEVELS = LEVELS + (
           "fp8 MoE prefill: level 12's grouped tile list with level 13's QGMMA m64n256k32 main loop, two cooperative "
           "consumers on 128x256 (4 stages of 48 KiB), sa[row] * sw[e, n] in the epilogue; no cluster",
           "fp8 grouped prefill: level 12's tile list on level 13's fp8 main loop",
-          (128, 256, 128), _WS_THREADS_2, 1616, 168, True, kind="ws", contract="grouped-fp8",
+          (128, 256, 128), _WS_THREADS_2, 1104, 168, True, kind="ws", contract="grouped-fp8",
           dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
 )
 
@@ -325,35 +325,46 @@ VARIANTS: dict[str, Level] = {
     "l12_m128n128": Level(
         12, "grouped_prefill_128x128", "l12_grouped_prefill.cu", "gemm_l12",
         "level 12 on 128x128 tiles (two cooperative m64n128 consumers), 6 stages", "-", (128, 128, 64),
-        _WS_THREADS_2, 1648, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PP",),
+        _WS_THREADS_2, 1136, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PP",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
     # ping-pong builds of levels 12-13 (ws.cuh PINGPONG = 1; tile_mnk = one consumer's unit tile,
     # which is also the grouped list's m-tile): notes/l12.md, notes/l13.md say why these tiles
     "l12_pingpong": Level(
         12, "grouped_prefill_pingpong", "l12_grouped_prefill.cu", "gemm_l12",
         "level 12 ping-pong: the consumers alternate whole 64x256 units (m64n256; expert tails pad < 64 rows), 4 stages of 40 KiB",
-        "-", (64, 256, 64), _WS_THREADS_2, 1632, 168, True, kind="ws", contract="grouped-bf16",
+        "-", (64, 256, 64), _WS_THREADS_2, 1120, 168, True, kind="ws", contract="grouped-bf16",
         defines=("L12_PINGPONG",), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
     "l12_pingpong_m128": Level(
         12, "grouped_prefill_pingpong_128x128", "l12_grouped_prefill.cu", "gemm_l12",
         "level 12 ping-pong on 128x128 units (2 x m64n128 per consumer), 6 stages of 32 KiB", "-", (128, 128, 64),
-        _WS_THREADS_2, 1664, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PINGPONG", "L12_PP_M128"),
+        _WS_THREADS_2, 1152, 168, True, kind="ws", contract="grouped-bf16", defines=("L12_PINGPONG", "L12_PP_M128"),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
     "l12_fp8_pingpong": Level(
         12, "grouped_fp8_pingpong", "l12_grouped_prefill.cu", "gemm_l12",
         "l12_pingpong in fp8 e4m3 (QGMMA m64n256k32, K tiles of 128): 64x256 units, 4 stages of 40 KiB, "
-        "scales sa[row] * sw[e, n] in the epilogue", "-", (64, 256, 128), _WS_THREADS_2, 1632, 168, True, kind="ws",
+        "scales sa[row] * sw[e, n] in the epilogue", "-", (64, 256, 128), _WS_THREADS_2, 1120, 168, True, kind="ws",
         contract="grouped-fp8", defines=("L12_PINGPONG", "L12_FP8"), dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
     "l15_pp_m128": Level(
         15, "grouped_fp8_prefill_pingpong_128x128", "l15_grouped_fp8_prefill.cu", "gemm_l15",
         "level 15 ping-pong: the consumers alternate whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB", "-",
-        (128, 128, 128), _WS_THREADS_2, 1664, 168, True, kind="ws", contract="grouped-fp8", defines=("L15_PP_M128",),
+        (128, 128, 128), _WS_THREADS_2, 1152, 168, True, kind="ws", contract="grouped-fp8", defines=("L15_PP_M128",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
     "l15_m128n128": Level(
         15, "grouped_fp8_prefill_128x128", "l15_grouped_fp8_prefill.cu", "gemm_l15",
         "level 15 on 128x128 tiles (two cooperative m64n128k32 consumers), 6 stages of 32 KiB", "-",
-        (128, 128, 128), _WS_THREADS_2, 1648, 168, True, kind="ws", contract="grouped-fp8", defines=("L15_M128N128",),
+        (128, 128, 128), _WS_THREADS_2, 1136, 168, True, kind="ws", contract="grouped-fp8", defines=("L15_M128N128",),
         dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    # round 6 (notes/l15.md): level 15's builds with the per-warp epilogue (ws.cuh EPI = 2): only the warp whose 16
+    # rows cross the expert end stores from registers
+    "l15_pp_m128_wepi": Level(
+        15, "grouped_fp8_prefill_pingpong_128x128_warp_epilogue", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+        "l15_pp_m128 with the per-warp epilogue (each warp stages and stores its 16 rows, 16x64 boxes, no named barrier)", "-",
+        (128, 128, 128), _WS_THREADS_2, 1152, 168, True, kind="ws", contract="grouped-fp8", defines=("L15_PP_M128", "L15_WEPI"),
+        dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    "l15_wepi": Level(
+        15, "grouped_fp8_prefill_warp_epilogue", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+        "level 15 (cooperative 128x256) with the per-warp epilogue", "-", (128, 256, 128), _WS_THREADS_2, 1104, 168, True,
+        kind="ws", contract="grouped-fp8", defines=("L15_WEPI",), dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
     "l13_pingpong": Level(
         13, "fp8_pingpong", "l13_fp8.cu", "gemm_l13",
         "level 13 ping-pong: the consumers alternate whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB, 2-CTA cluster",
@@ -365,6 +376,24 @@ VARIANTS: dict[str, Level] = {
         _WS_THREADS_2, 80, 168, True, kind="ws", cluster=2, contract="gemm-fp8",
         defines=("L13_PINGPONG", "L13_PP_WIDE"), grid_balance=True,
         dyn_smem_bytes=_ws_dyn(4, (64 * 64 + 256 * 64) * 2, 2)),
+    # round 6 (notes/l13.md): level 13 with the per-warp epilogue (ws.cuh EPI = 2: each warp stages and stores its
+    # own 16 rows, 16x64 boxes double-buffered, no named barrier; the C map's box is 16 rows), with the stream-K
+    # tail in the 2-CTA cluster (all 132 SMs; partials per CTA rank, the scales after the sum), and both
+    "l13_wepi": Level(
+        13, "fp8_warp_epilogue", "l13_fp8.cu", "gemm_l13",
+        "level 13 with the per-warp epilogue: each warp stages and TMA-stores its own 16 rows (16x64 boxes, double-buffered), no named barrier",
+        "-", (128, 256, 128), _WS_THREADS_2, 64, 168, True, kind="ws", cluster=2, contract="gemm-fp8",
+        defines=("L13_WEPI",), grid_balance=True, dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    "l13_sk": Level(
+        13, "fp8_streamk", "l13_fp8.cu", "gemm_l13",
+        "level 13 with a stream-K tail in the 2-CTA cluster: whole waves of 256x256 cluster tiles, the last partial wave's "
+        "K iterations over every cluster (132 SMs), scales after the sum", "-", (128, 256, 128), _WS_THREADS_2, 80, 168, False,
+        kind="ws", cluster=2, splitk=-2, contract="gemm-fp8", defines=("L13_SK",), dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    "l13_sk_wepi": Level(
+        13, "fp8_streamk_warp_epilogue", "l13_fp8.cu", "gemm_l13",
+        "l13_sk with the per-warp epilogue of l13_wepi", "-", (128, 256, 128), _WS_THREADS_2, 80, 168, True,
+        kind="ws", cluster=2, splitk=-2, contract="gemm-fp8", defines=("L13_SK", "L13_WEPI"),
+        dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
     "l13_nocluster": Level(
         13, "fp8_nocluster", "l13_fp8.cu", "gemm_l13",
         "level 13 without the cluster", "-", (128, 256, 128), _WS_THREADS_2, 64, 168, False, kind="ws",

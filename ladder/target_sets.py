@@ -26,4 +26,16 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     # the coverage cases (bench_moe_fp8.COVER_CASES): what the grouped tables dispatch, bf16 and fp8
     # (the builds the grouped tables dispatch: bf16 decode / prefill, fp8 decode / prefill)
     "cover-round5": ("12", "l12_pingpong", "l11_fp8_tn32", "l15_pp_m128"),
+    # round 6 (notes/l13.md, l15.md): level 13 beside its per-warp-epilogue and cluster stream-K builds
+    "x-round6-fp8": ("13", "l13_wepi", "l13_sk", "l13_sk_wepi"),
+    # level 15's best build beside its per-warp-epilogue twins (the plan now holds 512 experts)
+    "x-round6-moe": ("l15_pp_m128", "l15_pp_m128_wepi", "l15_wepi"),
+    # the grouped tile-engine builds whose plan changed (uint16 m-tile prefix, 512 experts): checked again
+    "x-round6-plan": ("15", "12", "l12_pingpong", "l12_pingpong_m128", "l12_m128n128", "l12_fp8_pingpong", "l15_m128n128"),
+    # Qwen3-Next fp8 prefill (E 512): level 15's best build and its twin beside what the table dispatched in round 5
+    "x-round6-e512": ("l15_pp_m128", "l15_pp_m128_wepi", "l11_fp8_tn32"),
+    # the plan builds the first round-6 call did not reach (its check stopped at its time limit)
+    "x-round6-recheck": ("l12_fp8_pingpong", "l15_m128n128"),
+    # the 512-expert check (round6_extra.py check-e512): level 15's builds and level 12 (bf16) on the new plan
+    "x-round6-e512-check": ("l15_pp_m128", "l15_pp_m128_wepi", "15", "12"),
 }

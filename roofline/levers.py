@@ -20,7 +20,7 @@ from roofline import opclasses
 MAX_FUSE_LEVERS = 5
 PADDING_MIN = 1.05          # issued / useful above this: padding worth naming
 # the kinds that make the kernel move fewer bytes or do fewer FLOPs (byte_reduction_levers)
-BYTE_KINDS = ("materialised_broadcast", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
+BYTE_KINDS = ("materialised_broadcast", "reference_path", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
               "fusion", "stop_reading_experts", "padding", "lower_precision_weights", "lower_precision_kv",
               "fp8_math")
 

@@ -27,6 +27,7 @@ class Assessment:
     missing: str | None = None
     removable: bool = False                          # every launch need not run
     levers: list = field(default_factory=list)      # (kind, text, evidence, its share of the avoidable bytes)
+    flops_dtype: str | None = None                   # the roof the necessary FLOPs run at (None: the kernel's)
 
 
 def tp_degree(raw, env_tp: int | None = None) -> tuple[int | None, str]:
@@ -96,6 +97,7 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
             a.flops = sum(wt * (n.flops if n.flops is not None else r.candidates[
                 min(chosen_i, len(r.candidates) - 1)].flops_est) for wt, n, r in zip(w.weights, per, w.results))
     a.removable = all(n.removable for n in per)
+    a.flops_dtype = next((n.flops_dtype for n in per if n.flops_dtype), None)
     # each kind's share of the avoidable bytes (launch-weighted): what its lever saves of the whole
     avoid: dict[str, float] = {}
     for wt, n, r in zip(w.weights, per, w.results):
@@ -115,20 +117,24 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
 
 
 def time_kept(bytes_est: float, flops_est: float, bytes_nec: float, flops_nec: float, peak_bw: float,
-              peak_flops: float | None) -> float:
+              peak_flops: float | None, peak_flops_nec: float | None = None) -> float:
     """The share of a launch's time that stays when only the necessary work is done at the same
     efficiency: max(bytes/BW, FLOPs/peak) of the necessary work over that of the modelled work.
     NB: a memory-bound kernel keeps bytes_nec / bytes_est of its time, a compute-bound one the
-    FLOP ratio; a launch with nothing necessary keeps none (it need not run)."""
-    def t(b, f):
-        return max(b / peak_bw, (f / peak_flops) if peak_flops else 0.0)
-    t0 = t(bytes_est, flops_est)
-    return min(1.0, t(bytes_nec, flops_nec) / t0) if t0 > 0 else 1.0
+    FLOP ratio; a launch with nothing necessary keeps none (it need not run). ``peak_flops_nec``: the
+    roof of the necessary FLOPs where another kernel does them (a fused kernel's tensor cores)."""
+    def t(b, f, pf):
+        return max(b / peak_bw, (f / pf) if pf else 0.0)
+    t0 = t(bytes_est, flops_est, peak_flops)
+    pn = peak_flops_nec or peak_flops
+    return min(1.0, t(bytes_nec, flops_nec, pn) / t0) if t0 > 0 else 1.0
 
 
 def record(out: dict, a: Assessment, model_bytes: float, model_flops: float, peak_bw: float,
-           peak_flops: float | None, notes: list[str]) -> None:
-    """bytes_necessary / flops_necessary / necessary_evidence / avoidable_gain_pct into the entry."""
+           peak_flops: float | None, notes: list[str], peaks=None) -> None:
+    """bytes_necessary / flops_necessary / necessary_evidence / avoidable_gain_pct into the entry
+    (``peaks``: the roof of the necessary FLOPs where they run at another dtype's, a.flops_dtype)."""
+    peak_flops_nec = peaks.compute_peak(a.flops_dtype) if peaks is not None and a.flops_dtype else None
     out["bytes_necessary"] = a.bytes
     if a.flops is not None:
         out["flops_necessary"] = a.flops
@@ -139,7 +145,8 @@ def record(out: dict, a: Assessment, model_bytes: float, model_flops: float, pea
         return
     flops_nec = a.flops if a.flops is not None else model_flops
     issued = out.get("flops_issued") or model_flops
-    kept = 0.0 if a.removable else time_kept(model_bytes, issued, a.bytes, flops_nec, peak_bw, peak_flops)
+    kept = 0.0 if a.removable else time_kept(model_bytes, issued, a.bytes, flops_nec, peak_bw, peak_flops,
+                                             peak_flops_nec)
     share = out.get("regime_pct_gpu_time", out.get("pct_gpu_time", 0.0))
     gain = share * (1.0 - kept)
     out["avoidable_gain_pct"] = gain if (1.0 - kept) >= AVOIDABLE_MIN_FRAC else 0.0

@@ -452,7 +452,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     attain = oc.kernel_speedup(split, attain, out, notes) if oc.kernel_speedup is not None else attain
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
     nec = necessary.assess(op_class, w, alts.index(chosen), ctx := necessary.context(topn, env, config, regime, w, e, alts.index(chosen)))
-    necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes)
+    necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes, peaks)
     route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
     out["notes"] = "; ".join(notes)
     return out, w.res.info

@@ -254,13 +254,15 @@ def test_merged_benches_keep_each_build_of_a_level_apart():
 
 
 PREFILL5 = json.loads((EV / "start7_round5" / "bench_moe_prefill.json").read_text())
+E512_6 = json.loads((EV / "start9_round6" / "call1" / "bench_moe_e512.json").read_text())
 
 
 def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
     """aten::_scaled_grouped_mm heads: the grouped-fp8 table (built from the stored decode benches and
     round 5's prefill bench, beside torch._scaled_grouped_mm) names level 11's fp8 build of one
     32-token chunk at decode and level 15's ping-pong 128x128 build at prefill; a prefill head of
-    more experts than the tile engine's plan holds (384) is not dispatched."""
+    more experts than a build's plan holds (512 since round 6; the tile engine held 384 before) is not
+    dispatched; the Qwen3-Next-sized prefill (E 512) goes to level 15's build, measured there in round 6."""
     from roofline.stagec import rerun as rerun_run
 
     runs = [MOE, MOE_RUNS[1], PREFILL5, COVER5]
@@ -291,13 +293,17 @@ def test_grouped_fp8_heads_are_dispatched_from_their_own_table():
     assert row["median_pct_cublas"] == pytest.approx(statistics.median(pre[best]))
     assert got["sgmm_prefill"][0] == "l15_pp_m128" and get_level("l15_pp_m128").contract == "grouped-fp8"
     assert rerun_run._contract(got["sgmm_prefill"][2][0]) == "grouped-fp8"
-    art["entries"][1]["shape"]["E"] = 512   # Qwen3-Next-sized: the tile engine's plan holds 384, level 11's 512
+    art["entries"][1]["shape"]["E"] = 512   # Qwen3-Next-sized: both plans hold 512 since round 6
     work, skipped = rerun_run._plan(art, (), rerun_run._tables(None), "sm_90a", None)
     got = {e["name"]: (lvl, why) for e, probs, lvl, why in work}
-    assert got["sgmm_prefill"][0] == "l11_fp8_tn32" and "among the builds that hold 512 experts" in got["sgmm_prefill"][1]
-    only_ws = {**t, "classes": {"grouped-prefill": [r for r in t["classes"]["grouped-prefill"] if r["level"] != 11]}}
-    lvl, why = dispatch.choose_grouped_level(only_ws, 65536, 512, 1536, 2048, "fp8", E=512)
-    assert lvl is None and "holds 512 experts" in why
+    assert got["sgmm_prefill"][0] == "l15_pp_m128" and "among the builds" not in got["sgmm_prefill"][1]
+    # ... and that pick was measured on E 512 (start9_round6): level 15's build beside torch and level 11's
+    e512 = {(r["case"], r["name"]): r for r in E512_6["rows"]}
+    for case in ("qwen3next-prefill4096-down", "qwen3next-prefill4096-gate_up"):
+        pp, l11 = e512[(case, VARIANTS["l15_pp_m128"].name)], e512[(case, VARIANTS["l11_fp8_tn32"].name)]
+        assert pp["check_ok"] and pp["E"] == 512 and pp["ratio_vs_lib"] > 1.1 > 0.5 > l11["ratio_vs_lib"]
+    lvl, why = dispatch.choose_grouped_level(t, 65536, 512, 1536, 2048, "fp8", E=513)
+    assert lvl is None and "holds 513 experts" in why
     assert dispatch.choose_grouped_level(t, 65536, 128, 1536, 2048, "fp8", E=384)[0] == "l15_pp_m128"
 
 
@@ -336,8 +342,8 @@ def test_level15_launch_operands(monkeypatch):
         assert args[12] is sa and args[13] is sw and args[14:] == ("offs", E) and smem == lv.dyn_smem_bytes
     with pytest.raises(ValueError, match="sa \\[1000\\] and sw \\[8, 1536\\]"):
         gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((E, N, K), 32), "offs", _Arr((R, N), 48), E, N, K, "enk", sa, None)
-    with pytest.raises(ValueError, match="at most 384"):
-        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((512, N, K), 32), "offs", _Arr((R, N), 48), 512, N, K, "enk", sa, sw)
+    with pytest.raises(ValueError, match="at most 512"):
+        gpu_moe_fp8.launch_grouped(lv, _Arr((R, K), 16), _Arr((513, N, K), 32), "offs", _Arr((R, N), 48), 513, N, K, "enk", sa, sw)
 
 
 def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(monkeypatch):

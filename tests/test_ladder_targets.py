@@ -51,7 +51,9 @@ def test_the_verdicts_follow_from_the_rows():
     assert {ln.split(" | ")[0][2:-5] for ln in lines if ln.endswith("| met |")} == met
     assert len(met) == 5 and "dsv3-decode256-down" in met
     # fp8 grouped prefill: the most any kernel could gain over torch, from the peaks by hand
-    pre = next(b for b in benches if b["meta"]["time_utc"] == "2026-12-03T10:02:58Z")
+    pre = max((b for b in benches if any(r.get("case") == "qwen3moe-prefill4096-gate_up" for r in b["rows"])),
+              key=lambda b: b["meta"]["time_utc"])   # the latest run that timed it (round 6's, start9_round6)
+    assert pre["meta"]["time_utc"] > "2026-12-03T10:02:58Z"
     rows = [r for r in pre["rows"] if r["case"] == "qwen3moe-prefill4096-gate_up"]
     lib = next(r for r in rows if r["level"] == 0)
     floor_s = max(2.0 * 32768 * 1536 * 2048 / 1.47e15, lib["bytes_min"] / 4.8e12)
@@ -62,9 +64,9 @@ def test_the_verdicts_follow_from_the_rows():
     sq = [b for b in benches if b["meta"].get("shape_set") == "square-8192"]
     ratios = sorted(next(r for r in b["rows"] if r["level"] == 0)["t_ms_median"] /
                     next(r for r in b["rows"] if r["level"] == 13 and r["name"] == "fp8")["t_ms_median"] for b in sq)
-    assert len(ratios) == 3 and all(0.95 < x < 1.0 for x in ratios)
+    assert len(ratios) == 4 and all(0.95 < x < 1.0 for x in ratios)   # round 6's start: start9_round6/call2/sq1
     out = targets.render(_command_files())
-    assert "0 of 3 starts >= 1.00x" in out
+    assert "0 of 4 starts >= 1.00x" in out
     for x in ratios:
         assert f"| {x:.3f} (" in out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,7 @@ def test_a_sliding_window_re_copied_every_step_and_an_unsaturated_copy_route(tmp
 
 # every kind of lever and what in the trace supports it (test_every_lever_of_the_corpus_has_its_evidence)
 MEMORY_KINDS = ("lower_precision_weights", "lower_precision_kv")
-NECESSARY_KINDS = ("materialised_broadcast", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
+NECESSARY_KINDS = ("materialised_broadcast", "reference_path", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
                    "kv_heads_broadcast+empty_slots")
 CASES = [c for c in sorted(META) if (CORPUS / f"{c}.json.gz").exists()]
 
@@ -171,6 +172,11 @@ def test_every_lever_of_the_corpus_has_its_evidence(case, tmp_path):
                 assert f"x {cfg['num_attention_heads']} heads" in d["evidence"], (case, d["evidence"])
             if d["kind"] == "materialised_broadcast":
                 assert any(0 in (x["args"]["Input Strides"][1] or []) for x in ops if x["name"] == "aten::copy_")
+            if d["kind"] == "reference_path":
+                # Mamba2's chunk scan as torch ops: config.json's Mamba2 heads in the evidence, no fused kernel ran
+                cfg = json.loads((CORPUS / "configs" / f"{case}.json").read_text())
+                assert f"{cfg['mamba_n_heads']} heads" in d["evidence"], (case, d["evidence"])
+                assert not any(re.search(r"_chunk_scan_fwd|_chunk_state_fwd|causal_conv1d", k) for k in seq), case
             if d["kind"] in MEMORY_KINDS:
                 assert e["bound_type"] == "memory", (case, e.get("short_name"), d["kind"])
             if d["kind"] == "fp8_math":

@@ -87,6 +87,10 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
     caches = kv_caches(pt)
     if caches:   # what says whether the attention's bytes are necessary (docs/topn.md)
         doc["trace_evidence"] = {"kv_caches": caches}
+    # what the op classes read from every kernel name of the trace (a fused Mamba2 chunk scan or not)
+    ev = opclasses.kernel_evidence({a.name: a.all_count for a in aggs})
+    if ev:
+        doc.setdefault("trace_evidence", {}).update(ev)
     wall = walltime.wall_time(pt, step_ranges(pt, plan)[1])
     if wall:   # the steps' wall time: GPU busy / memcpy / idle (docs/topn.md)
         if gl:

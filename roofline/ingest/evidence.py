@@ -17,7 +17,7 @@ import bisect
 from collections import Counter, defaultdict
 from math import prod
 
-from roofline.opclasses.aten import NON_TENSOR, tensor_list
+from roofline.opclasses.aten import NON_TENSOR, broadcast_dims, tensor_list
 
 # in-place writes of new K/V into a cache tensor: op -> (index of the destination, of the source,
 # of the `dim` argument in Concrete Inputs or None (index_put_: the index tuple says the dim))
@@ -138,7 +138,9 @@ def out_dims(sig) -> tuple | None:
         if "softmax" in n:
             return ts[0]
         return None
-    return max(ts, key=lambda d: prod(d))
+    # NB: an elementwise op writes the broadcast of its inputs (C[:, :, :, None] * B[:, :, None] writes
+    # [b, c, l, s, h, n], larger than either input)
+    return broadcast_dims(ts) or max(ts, key=lambda d: prod(d))
 
 
 def _step_ids(pt, cpu_r: dict, gpu_r: dict) -> list[int]:

@@ -28,6 +28,9 @@ from roofline.ingest.regime_shapes import _launch_neighbours, _regime_of_agg, wi
 from roofline.ingest.splitk import _pair_splitk, _pair_splitk_py  # noqa: F401  (the split-K pairing)
 
 REGIMES = ("decode", "prefill")
+# the shape key of a split op: launches of the kernel per op call, each one that share of the op's work
+# (TensorIterator splits an op whose byte offsets exceed 32 bits into sub-launches)
+SPLIT_KEY = "op_launches"
 UNSHAPED_TIME_MAX = 0.10   # unshaped launches holding more of a kernel's time than this: no shapes used
 
 
@@ -52,6 +55,7 @@ class KernelAgg:
     sigs: Counter = field(default_factory=Counter)         # (sig idx, regime) -> launches
     launch_dims: Counter = field(default_factory=Counter)  # (grid, block) -> launches
     sig_us: Counter = field(default_factory=Counter)       # (sig idx, regime) -> summed duration (us)
+    sig_calls: dict = field(default_factory=dict)          # (sig idx, regime) -> its op calls' External ids (SPLIT_KEY)
     folded: dict = field(default_factory=dict)             # split-K reduce name -> [launches, us]
     before: Counter = field(default_factory=Counter)       # kernel launched just before -> times
     after: Counter = field(default_factory=Counter)        # kernel launched just after -> times
@@ -327,10 +331,11 @@ def _aggregate(pt, regime_of: list, fold_into: dict, extra_us: dict, graph_corr=
                 corr_ext = pt.corr_ext
             x = corr_ext.get(pt.k_corr[i])
             if x is not None:
-                s = op_by_ext.get(x)
+                s, ext = op_by_ext.get(x), x
         if s is not None:
             a.sigs[(s, reg)] += 1
             a.sig_us[(s, reg)] += dur
+            a.sig_calls.setdefault((s, reg), set()).add(ext)
             linked += 1
         elif pt.sigs and pt.k_corr[i] not in graph_corr:
             a.unlinked[0] += 1
@@ -454,6 +459,9 @@ def _shapes_of(e: dict, a: KernelAgg, cls: str, steps: dict, sigs) -> None:
             unshaped[sig.name] += c
             continue
         shp, dt = r
+        calls = len(a.sig_calls.get((s, reg)) or ())
+        if calls and c > calls and SPLIT_KEY in opclasses.of(cls).shape_keys:    # a class whose model divides by it
+            shp = dict(shp, **{SPLIT_KEY: round(c / calls, 3) if c % calls else c // calls})
         key = (tuple(sorted(shp.items())), tuple(sorted(dt.items())))
         if key not in shapes:
             shapes[key] = [shp, 0, set(), 0.0, dt]

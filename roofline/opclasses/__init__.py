@@ -18,7 +18,8 @@ Modules: gemm.py, moe.py, attn.py, stream.py (elementwise, norm, quant), comm.py
 the interconnect roof), routing_sort.py, recurrent.py and chunk_scan.py (linear-attention /
 state-space layers: the decode state update and the chunked prefill; linear_cfg.py holds what they
 share), causal_conv.py, scatter_add.py, unmodelled.py (unknown); aten.py and stage_a.py hold what the shape rules
-and the fills share. A new op class is one module here (and a row in classify.RULES);
+and the fills share; ssd_reference.py the rule that tells Mamba2's chunk scan run as torch ops (streaming
+ops' necessary bytes, the Top-N's trace_evidence.ssm_kernels). A new op class is one module here (and a row in classify.RULES);
 tests/test_opclasses.py checks that every class classify.py returns is registered exactly once and
 that nothing else wires these jobs.
 """
@@ -115,6 +116,18 @@ def not_modelled_reason(op_class: str, raw: dict) -> str:
              "no guess is made") + " (classification: one of "
             + ", ".join(c for c, x in REGISTRY.items() if x.model is not None) + ")"
             + (f"; its launches ran inside {ops} (the op the trace records around them)" if ops else ""))
+
+
+def kernel_evidence(launches: dict) -> dict:
+    """What the classes read from the trace's kernel names ({name: launches}) for the Top-N's
+    trace_evidence (each class's kernel_evidence job; a key given twice is an error)."""
+    out: dict = {}
+    for oc in REGISTRY.values():
+        for k, v in (oc.kernel_evidence(launches) if oc.kernel_evidence is not None else {}).items():
+            if k in out:
+                raise ValueError(f"trace evidence {k!r} is given by two op classes")
+            out[k] = v
+    return out
 
 
 def trace_shape(op_class: str, sig):

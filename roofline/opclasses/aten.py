@@ -4,6 +4,8 @@ elements. A signature is an :class:`~roofline.ingest.trace_tables.OpSig` (name, 
 concrete inputs)."""
 from __future__ import annotations
 
+from math import prod
+
 # aten type strings -> the Top-N's dtype names
 DTYPES = {
     "c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64",
@@ -83,3 +85,45 @@ def tensor_list(sig):
             if elems:
                 return elems
     return None
+
+
+def broadcast_dims(dims_list) -> tuple | None:
+    """The broadcast of the tensors' dims (numpy / torch rules: right-aligned, each size equal or 1):
+    the dims of an elementwise op's output. None where they do not broadcast."""
+    rank = max((len(d) for d in dims_list), default=0)
+    out = [1] * rank
+    for d in dims_list:
+        for i, x in enumerate(d, start=rank - len(d)):
+            x = int(x)
+            if x != 1 and out[i] not in (1, x):
+                return None
+            out[i] = max(out[i], x)
+    return tuple(out)
+
+
+def reread(out: tuple, operands, out_bytes: float) -> tuple[float, float]:
+    """(window bytes, re-read bytes) of the operand of a broadcast op that is reused over the longest
+    window: an input of `distinct` elements repeated along the output dims it lacks (size 1 there,
+    or stride 0) is read again at each step along them; between two reads of one of its elements the
+    kernel streams `window` bytes (the output over the dims inside that broadcast dim, and the
+    operand's own elements there). Where the window exceeds what the L2 holds, each repeat may come
+    from DRAM again: at most `re-read` = distinct bytes x (repeats - 1) above the fewest-bytes count.
+    operands: [(dims, strides or (), bytes per element)]."""
+    best = (0.0, 0.0)
+    rank = len(out)
+    for dims, strides, eb in operands:
+        off = rank - len(dims)
+        pad = (1,) * off + tuple(int(x) for x in dims)
+        st = (None,) * off + tuple(strides) if strides else (None,) * rank
+        bpos = [i for i in range(rank) if out[i] > 1 and (pad[i] == 1 or st[i] == 0)]
+        if not bpos:
+            continue
+        j = bpos[-1]
+        inner = prod(out[j + 1:])
+        own = prod(pad[i] for i in range(j + 1, rank) if i not in bpos)
+        window = inner * out_bytes + own * eb
+        distinct = prod(pad[i] for i in range(rank) if i not in bpos) * eb
+        reps = prod(out[i] for i in bpos)
+        if window > best[0]:
+            best = (float(window), float(distinct * (reps - 1)))
+    return best

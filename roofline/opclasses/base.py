@@ -114,6 +114,8 @@ class OpClass:
     dtype_roles:   the dtype roles its Top-N entries speak for in the env report's starter
                    ("weight": model_dtype; "kv": kv_cache_dtype);
     arch_class:    the model_arch_class a kernel of this class implies ("moe"), or None.
+    kernel_evidence: {kernel name: launches} of the whole trace -> {key: record} for the Top-N's
+                   trace_evidence (roofline topn), read back by the necessary jobs (NecessaryCtx);
     necessary:     (shape, dtypes, bytes the model moves, NecessaryCtx) -> Necessary: the fewest bytes
                    (and FLOPs) the same result needs for one launch of that shape, with the trace
                    evidence that says so (roofline.necessary); None: the model's bytes are the fewest.
@@ -139,6 +141,7 @@ class OpClass:
     choose_model: Callable | None = None
     model_notes: Callable | None = None
     necessary: Callable | None = None
+    kernel_evidence: Callable | None = None
     roof: str = "hbm"
     compulsory_bytes: bool = False
     # time and launches
@@ -203,7 +206,9 @@ class Necessary:
     kind:      what makes part of the bytes avoidable ("as_modelled": nothing found);
     evidence:  what the trace / config / counters say, in words (each claim checkable);
     removable: the launch need not run at all (a copy its consumer could read in place);
-    lever:     the byte-reduction lever, in words, when some bytes are avoidable."""
+    lever:     the byte-reduction lever, in words, when some bytes are avoidable;
+    flops_dtype: the necessary FLOPs run at that dtype's roof (a fused kernel's tensor-core matmuls), not
+               at the moved work's (None: the same roof)."""
     bytes: float | None
     flops: float | None = None
     kind: str = "as_modelled"
@@ -211,6 +216,7 @@ class Necessary:
     missing: str | None = None
     removable: bool = False
     lever: str | None = None
+    flops_dtype: str | None = None      # the dtype whose compute roof prices `flops` (None: the kernel's own)
 
 
 REGISTRY: dict[str, OpClass] = {}

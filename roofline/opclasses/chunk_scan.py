@@ -18,6 +18,7 @@ import re
 
 from roofline.errors import EntryError
 from roofline.models import linear_attn as _model
+from roofline.opclasses import ssd_reference
 from roofline.opclasses.base import OpClass, register
 from roofline.opclasses.linear_cfg import fill_dims, function_shape, variant
 from roofline.opclasses.stage_a import fill, workload
@@ -100,6 +101,8 @@ register(OpClass("chunk_scan", seed_class="attn",
                  hint_aliases=("linear_attention_prefill", "chunk_scan"),
                  model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
                  target_eff={"chunk_scan": 0.70}, residency=residency, fusable=True,
+                 # whether the trace ran the fused chunk scan (else Mamba2's reference path: ssd_reference)
+                 kernel_evidence=ssd_reference.kernel_evidence,
                  missing_hint=(": give config.json (linear_num_value_heads, linear_key_head_dim, linear_value_head_dim; "
                                "Mamba2: mamba_n_heads, mamba_d_head, mamba_d_state) or profile with record_shapes=True"),
                  shape_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv", "chunk", "role",

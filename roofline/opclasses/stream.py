@@ -11,9 +11,18 @@ from math import prod
 
 from roofline.errors import EntryError
 from roofline.models import elementwise as _model
-from roofline.opclasses.aten import NON_TENSOR, dtype_of, tensor_elems, tensor_list, tensors
+from roofline.opclasses.aten import NON_TENSOR, broadcast_dims, dtype_of, reread, tensor_elems, tensor_list, tensors
+from roofline.opclasses import ssd_reference
 from roofline.opclasses.base import Necessary, OpClass, register
 from roofline.opclasses.stage_a import cfg, workload
+from roofline.peaks import DTYPE_BYTES
+
+# the rank from which an op's dims are kept in its shape (`dims`): an LLM layer's own tensors have at most
+# 4 dims ([batch, heads, seq, head_dim]); 5- and 6-d ops are a chunked scan's broadcasts ([b, chunks, l, s,
+# heads, d_state]), which the necessary job reads (ssd_reference)
+SCAN_RANK = 5
+# a reuse window under this sits in any GPU's L2 many times over: not recorded
+REUSE_WINDOW_MIN = 1 << 20
 
 # Gathers: op -> (index of the table, index of the indices). Rows are along dim 0 (embedding; and
 # index_select as LLMs use it, dim=0).
@@ -62,10 +71,18 @@ def reduce_shape(sig):
     dims = _reduced_dims(text, ndim)
     if dims is None:
         return None
-    e_in = int(prod(d)) if d else 1
+    # NB: the input is read by its distinct elements (an expanded view repeats them)
+    e_in = (tensor_elems(sig)[0][1] if getattr(sig, "strides", ()) else int(prod(d))) if d else 1
     e_out = int(prod(x for i, x in enumerate(d) if i not in dims)) if d else 1
     dt = dtype_of(t)
-    return {"elems_in": e_in, "elems_out": e_out, "reduce": True}, ({"act": dt, "out": dt} if dt else {})
+    out = {"elems_in": e_in, "elems_out": e_out, "reduce": True}
+    if ndim >= SCAN_RANK:
+        out.update(dims=_fmt(d), reduced=",".join(str(i) for i in dims))
+    return out, ({"act": dt, "out": dt} if dt else {})
+
+
+def _fmt(d) -> str:
+    return "x".join(str(int(x)) for x in d)
 
 
 def list_copy_shape(sig):
@@ -187,8 +204,21 @@ def trace_shape(sig):
             out["broadcast_src"] = "x".join(str(int(n)) for n in ts[1][0])
         dt = {"act": dtype_of(ts[1][1]), "out": dtype_of(ts[0][1])}
     else:
-        out = {"elems_in": sum(reads), "elems_out": max(sizes) if "norm" not in sig.name else sizes[0]}
         dt = {"act": dtype_of(ts[0][1]), "out": dtype_of(ts[0][1])}
+        out = {"elems_in": sum(reads), "elems_out": max(sizes) if "norm" not in sig.name else sizes[0]}
+        od = broadcast_dims([d for d, _ in ts]) if "norm" not in sig.name else None
+        if od is not None and prod(od) > max(sizes):
+            # NB: the output is the broadcast of the inputs (C[:, :, :, None] * B[:, :, None]: [b, c, l, 1, h, n]
+            # x [b, c, 1, s, h, n] writes [b, c, l, s, h, n]), larger than any input; each input is read by its
+            # distinct elements, and re-read where its reuse window exceeds the L2 (residency says)
+            out["elems_out"] = int(prod(od))
+            ob = DTYPE_BYTES.get(dt["out"] or "", 4)
+            window, again = reread(od, [(d, _strides_of(sig, k), DTYPE_BYTES.get(dtype_of(t) or "", ob))
+                                        for k, (d, t) in enumerate(ts)], ob)
+            if again > 0 and window >= REUSE_WINDOW_MIN:
+                out.update(reuse_window_bytes=int(window), reread_bytes=int(again))
+        if od is not None and len(od) >= SCAN_RANK:
+            out["dims"] = _fmt(od)
     return out, {k: v for k, v in dt.items() if v}
 
 
@@ -226,13 +256,31 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     elementwise ops, measured with ncu on the real-model corpus). The HBM roof does not bind it: no
     verdict (True)."""
     if chosen["bytes_est"] <= l2 / 2:
+        reread_note(w, l2, notes)
         out["l2_resident"] = True
         notes.append(f"L2-resident: the op moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
                      f"({l2 / 1e6:.0f} MB): in a serving step it is served from L2 (ncu DRAM bytes of such ops "
                      "are a few % of the model's), so the HBM roof does not bind it: no verdict; the lever is "
                      "fusion with its producer or consumer")
         return True
+    reread_note(w, l2, notes)
     return False
+
+
+def reread_note(w, l2: float, notes: list[str]) -> None:
+    """A broadcast operand whose reuse window (the bytes streamed between two reads of one of its
+    elements: `reuse_window_bytes`) exceeds half the L2 is re-read from DRAM at each repeat, in part:
+    DRAM bytes above the model are expected, at most `reread_bytes` per op (per launch: / op_launches).
+    ncu on the corpus (Bamba's Mamba2 reference path, C[:, :, :, None] * B[:, :, None]: a 33.5 MB window,
+    up to 2.14 GB per launch): +490 MB per launch above the model."""
+    for sh, wt in zip(w.shapes, w.weights):
+        win, again = sh.get("reuse_window_bytes"), sh.get("reread_bytes")
+        if win and again and win > l2 / 2 and wt > 0:
+            n = float(sh.get("op_launches") or 1)
+            notes.append(f"an input of the broadcast {sh.get('dims') or ''} is re-read: between two reads of one of "
+                         f"its elements the kernel streams {win / 1e6:.3g} MB, above half the L2 ({l2 / 2e6:.0f} MB), "
+                         f"so its repeats come from DRAM again in part: up to {again / n / 1e6:.4g} MB per launch above "
+                         "the model's bytes (each input read once) are expected")
 
 
 def growth_run(lens: list[int], kept: int) -> list[int] | None:
@@ -263,7 +311,12 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     - a cat that appends to a cache (`kept_len` + `append_elems`) needs only the appended token(s)
       (read and written once), where the shapes show the kept part is re-copied every step: it grows
       step by step (one shape per step: growth_run), or a constant window is copied in every step;
+    - a product or reduction of Mamba2's SSD chunk scan run as torch ops (transformers' torch_forward,
+      the fused kernels absent): at most the fused chunk scan's bytes (ssd_reference);
     - otherwise the model's bytes (each element read and written once)."""
+    ref = ssd_reference.necessary(shape, dt, bytes_est, ctx)
+    if ref is not None:
+        return ref
     f = shape.get("broadcast")
     if isinstance(f, int) and f > 1:
         ev = (f"aten::copy_ from a {shape.get('broadcast_src', '?')} view with stride 0 on dim "
@@ -300,8 +353,8 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
 
 
 _STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape", "broadcast", "broadcast_dims", "broadcast_src", "kept_len",
-                          "append_elems"})
-_STREAM_DIMS = frozenset({"elems_in", "elems_out"})
+                          "append_elems", "op_launches", "dims", "reduced", "reuse_window_bytes", "reread_bytes"})
+_STREAM_DIMS = frozenset({"elems_in", "elems_out", "op_launches"})
 # the jobs the three streaming classes share: one model, one L2 rule, fusable into a neighbour, and
 # bytes every launch must move at least once (the counters' plausibility rule 4)
 _STREAM = dict(seed_class="elementwise", model=_model.model, trace_shape=trace_shape, residency=residency,

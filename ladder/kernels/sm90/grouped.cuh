@@ -10,12 +10,16 @@ namespace ladder {
 namespace grp {
 
 constexpr int MAX_E = 512;      // level 11 (the launcher refuses more experts)
-constexpr int MAX_E_WS = 384;   // level 12: its plan must fit beside level 9's 225 KiB of stages
+// levels 12 and 15 (the tile engine): the plan sits beside up to 225 KiB of stages. It holds the
+// m-tile prefix per expert as uint16 (513 x 2 B; tiles = m-tiles x column blocks at lookup), so the
+// launcher requires ceil(R / UM) + E <= 65535; as int32 tile counts only 384 experts fitted (round 5)
+constexpr int MAX_E_WS = 512;
 
 __device__ __forceinline__ int units_of(int m, int RG, int NB) { return m > 0 ? ((m + RG - 1) / RG) * NB : 0; }
 
+template <class P>
 __device__ __forceinline__ void build_plan(const int* __restrict__ offs, int E, int RG, int NB,
-                                           int* pre, int* endr, int lane) {
+                                           P* pre, int* endr, int lane) {
   const int per = (E + 31) / 32, e0 = lane * per;
   int sum = 0;
   for (int i = 0; i < per; ++i) {
@@ -34,20 +38,21 @@ __device__ __forceinline__ void build_plan(const int* __restrict__ offs, int E, 
     const int e = e0 + i;
     if (e >= E) break;
     const int end = offs[e];
-    pre[e] = run;
+    pre[e] = static_cast<P>(run);
     if (endr) endr[e] = end;
     run += units_of(end - (e ? offs[e - 1] : 0), RG, NB);
   }
-  if (lane == 31) pre[E] = inc;
+  if (lane == 31) pre[E] = static_cast<P>(inc);
 }
 
 // the expert that owns unit u: the largest e with pre[e] <= u (experts without units have
 // pre[e] == pre[e + 1], so the largest such e is the one with units)
-__device__ __forceinline__ int expert_of(int u, const int* pre, int E) {
+template <class P>
+__device__ __forceinline__ int expert_of(int u, const P* pre, int E) {
   int lo = 0, hi = E - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (pre[mid] <= u) lo = mid; else hi = mid - 1;
+    if (static_cast<int>(pre[mid]) <= u) lo = mid; else hi = mid - 1;
   }
   return lo;
 }

@@ -12,11 +12,19 @@
 // -DL15_PP_M128: ping-pong consumers on whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB
 // (one consumer's epilogue under the other's main loop: the short-K down projection).
 // -DL15_M128N128: the cooperative engine on 128x128 tiles, 6 stages.
+// -DL15_WEPI (with any of them; round 6, notes/l15.md): the per-warp epilogue (ws.cuh EPI = 2): each warp
+// stages and TMA-stores its own 16 rows (16x64 boxes, double-buffered), no named barrier, and only the
+// warp whose 16 rows cross the expert end stores from registers.
 #include "common.cuh"
 #include "ws.cuh"
 
 // level 12's build (grouped tile list, cooperative 128x256, 4 stages of 48 KiB) + level 13's fp8 main loop
-struct L15Base : ladder::WsBuild { static constexpr int grouped = 1, fp8 = 1; };
+#ifdef L15_WEPI
+#define L15_EPI 2
+#else
+#define L15_EPI LADDER_EPI
+#endif
+struct L15Base : ladder::WsBuild { static constexpr int grouped = 1, fp8 = 1, tma_store = L15_EPI; };
 #if defined(L15_PP_M128)
 struct L15 : L15Base { static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128 units
 #elif defined(L15_M128N128)

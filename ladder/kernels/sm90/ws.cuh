@@ -170,7 +170,8 @@ struct WsCfg {
   static_assert(!FP8 || BNW != 192, "fp8: n128 or n256");
   static_assert(MR * NACC <= 128, "accumulators per thread");
   static_assert(CL == 1 || CL == 2, "cluster of 1 or 2");
-  static_assert(!SPLITK || (CL == 1 && !PINGPONG), "split-K only cooperative, no cluster");
+  static_assert(!SPLITK || (!PINGPONG && (CL == 1 || SPLITK == 2)), "split-K only cooperative, no cluster (stream-K: cluster 1 or 2)");
+  static_assert(EPI >= 0 && EPI <= 2, "epilogue: 0 register stores, 1 TMA store per consumer, 2 TMA store per warp");
   static_assert(DYN_SMEM + 8 * (2 * D + 2) + 16 <= 227 * 1024, "fits the 227 KiB per-block limit");
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % (1024 * CL) == 0, "1024-aligned swizzle atoms");
   static_assert(!GROUPED || (CL == 1 && !SPLITK), "grouped: no cluster, no split");
@@ -332,6 +333,34 @@ __device__ __forceinline__ void stage_chunk128_scaled(const float (&acc)[NACC], 
   }
 }
 
+// Per-warp epilogue (EPI = 2): warp w of a consumer owns rows 16w..16w+15 of each 64-row slab (the
+// wgmma accumulator layout), so it can stage and store them alone: a 16-row x 64-column box (2 KiB,
+// 128B-swizzled; 1024-aligned, so the swizzle row is r & 7) in one of the warp's two 2 KiB halves,
+// fence, __syncwarp, lane 0 issues the TMA store of a 16x64 box and moves on. No named barrier:
+// before writing a half, lane 0 waits until at most one store group (the other half's) is still
+// reading (wait_group.read 1), i.e. the store two boxes back has read this half. Box b of the slab
+// holds accumulator columns 64b..64b+63 (acc indices 32b..32b+31); scales as stage_chunk128_scaled.
+template <int NACC, int B, int FP8>
+__device__ __forceinline__ void stage_box16(const float (&acc)[NACC], unsigned char* half, int l, float s0, float s1,
+                                            const float* __restrict__ sbc, int ncols) {
+#pragma unroll
+  for (int i = B * 32; i < B * 32 + 32; i += 2) {
+    const int r = (l >> 2) + 8 * ((i >> 1) & 1);
+    const int ch = (i >> 2) - B * 8;
+    u32 v;
+    if constexpr (FP8) {
+      const int cc = 8 * ch + 2 * (l & 3);
+      const float sr = ((i >> 1) & 1) ? s1 : s0;
+      const float b0 = cc < ncols ? __ldg(sbc + cc) : 0.0f, b1 = cc + 1 < ncols ? __ldg(sbc + cc + 1) : 0.0f;
+      v = pack_bf16x2(acc[i] * sr * b0, acc[i + 1] * sr * b1);
+    } else {
+      v = pack_bf16x2(acc[i], acc[i + 1]);
+    }
+    *reinterpret_cast<u32*>(half + r * 128 + ((ch ^ (r & 7)) << 4) + 4 * (l & 3)) = v;
+  }
+}
+__device__ __forceinline__ void tma_store_wait_read1() { asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory"); }
+
 // grouped fp8: masked register stores with the scales applied pair by pair (acc untouched): row
 // scales sa[row] for rows < mend (the expert's end; rows past it are not stored), column scales
 // sbe[col] (sbe = sw + e * N: the unit's expert), columns >= N read as 0 and not stored
@@ -371,7 +400,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
   __shared__ __align__(8) u64 empty[D];
   __shared__ __align__(8) u64 mdone[2];   // ping-pong: consumer c finished a main loop (count 4 warps)
   __shared__ int last_flag;
-  __shared__ int gpre[GROUPED ? grp::MAX_E_WS + 1 : 1];   // grouped: tiles per expert (prefix); row ends from offs
+  __shared__ unsigned short gpre[GROUPED ? grp::MAX_E_WS + 1 : 1];   // grouped: m-tiles per expert (prefix); row ends from offs
   unsigned char* base = align1024(dsmem);
   const int tid = threadIdx.x, wg = tid >> 7, tid_wg = tid & 127;
   const u32 rank = CL > 1 ? cluster_ctarank() : 0u;
@@ -386,18 +415,19 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
   }
   const int tiles_m = (M + Cfg::UM - 1) / Cfg::UM;
   const WsOrder order{(tiles_m + CL - 1) / CL, (N + Cfg::UN - 1) / Cfg::UN, GROUP};
-  if constexpr (GROUPED) { if (tid >= 32 && tid < 64) grp::build_plan(x.offs, x.E, Cfg::UM, order.tiles_n, gpre, nullptr, tid - 32); }
+  if constexpr (GROUPED) { if (tid >= 32 && tid < 64) grp::build_plan(x.offs, x.E, Cfg::UM, 1, gpre, static_cast<int*>(nullptr), tid - 32); }
   if (CL > 1) cluster_sync_all(); else __syncthreads();
 
   const int cid = static_cast<int>(blockIdx.x) / CL, ncl = static_cast<int>(gridDim.x) / CL;
   const int nkt = (K + Cfg::KE - 1) / Cfg::KE;
-  const int ntiles = GROUPED ? gpre[GROUPED ? x.E : 0] : order.tiles_mc * order.tiles_n;
+  const int ntiles = GROUPED ? static_cast<int>(gpre[GROUPED ? x.E : 0]) * order.tiles_n : order.tiles_mc * order.tiles_n;
   // tile t -> (A row0, B row0, column block, row end): dense via the grouped (L2) order; grouped:
   // expert e's tiles, m-tiles fastest (the m-tiles of one weight block run side by side: W from L2)
   auto locate = [&](int t, int& arow, int& brow, int& tn, int& mend) {
     if constexpr (GROUPED) {
-      const int e = grp::expert_of(t, gpre, x.E), beg = e ? __ldg(x.offs + e - 1) : 0, end = __ldg(x.offs + e);
-      const int mt_e = (end - beg + Cfg::UM - 1) / Cfg::UM, local = t - gpre[e];
+      // expert e's tiles are [gpre[e] * NB, gpre[e + 1] * NB): e = the largest with gpre[e] <= t / NB
+      const int e = grp::expert_of(t / order.tiles_n, gpre, x.E), beg = e ? __ldg(x.offs + e - 1) : 0, end = __ldg(x.offs + e);
+      const int mt_e = (end - beg + Cfg::UM - 1) / Cfg::UM, local = t - static_cast<int>(gpre[e]) * order.tiles_n;
       tn = local / mt_e;
       arow = beg + (local - tn * mt_e) * Cfg::UM;
       brow = e * N + tn * Cfg::UN;
@@ -446,6 +476,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
     const int a_off = PINGPONG ? 0 : c * 64 * MR * 128;
     float acc[MR][Cfg::NACC];
     int q = 0;
+    int nbox = 0;   // EPI = 2: boxes this warp has stored (its staging half alternates)
     auto release = [&](int r) {
       if ((tid & 31) == 0) {
         mbar_arrive(&empty[r % D]);
@@ -492,7 +523,8 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       const int row0 = arow + (PINGPONG ? 0 : c * 64 * MR), col0 = tn * Cfg::UN;
       if (SPLITK && w.nseg > 1) {
         constexpr int NA = MR * Cfg::NACC;
-        float4* slot = reinterpret_cast<float4*>(ws) + static_cast<size_t>(w.slot) * (Cfg::NCT * NA / 4);
+        // CL = 2 (stream-K): both CTAs of a cluster walk the same units; each has its own slots and counters
+        float4* slot = reinterpret_cast<float4*>(ws) + static_cast<size_t>(w.slot * CL + static_cast<int>(rank)) * (Cfg::NCT * NA / 4);
 #pragma unroll
         for (int mr = 0; mr < MR; ++mr)
 #pragma unroll
@@ -502,16 +534,17 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         __threadfence();
         named_bar_sync(1, Cfg::NCT);
         if (ct == 0) {
-          const int old = atomicAdd(&cnt[t], 1);
+          const int ci = t * CL + static_cast<int>(rank);
+          const int old = atomicAdd(&cnt[ci], 1);
           last_flag = old == w.nseg - 1;
-          if (old == w.nseg - 1) cnt[t] = 0;   // every split has arrived: ready for the next launch
+          if (old == w.nseg - 1) cnt[ci] = 0;   // every split has arrived: ready for the next launch
         }
         named_bar_sync(1, Cfg::NCT);
         if (!last_flag) continue;
         __threadfence();
         for (int o = 0; o < w.nseg; ++o) {
           if (o == w.own) continue;
-          const float4* other = reinterpret_cast<const float4*>(ws) + static_cast<size_t>(work.seg_slot(t, o)) * (Cfg::NCT * NA / 4);
+          const float4* other = reinterpret_cast<const float4*>(ws) + static_cast<size_t>(work.seg_slot(t, o) * CL + static_cast<int>(rank)) * (Cfg::NCT * NA / 4);
 #pragma unroll
           for (int mr = 0; mr < MR; ++mr)
 #pragma unroll
@@ -528,7 +561,47 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 #pragma unroll
         for (int mr = 0; mr < MR; ++mr) apply_scales<Cfg::NACC>(acc[mr], x.sa, x.sb, M, N, row0 + mr * 64, col0, tid_wg);
       }
-      if (EPI && c_tma) {
+      if (EPI == 2 && c_tma) {
+        // per-warp writeback (see stage_box16): this warp's 16 rows of each slab, box by box,
+        // double-buffered in its 4 KiB of the consumer's staging; no named barrier. A warp whose 16
+        // rows cross the expert end (grouped) stores them from registers, masked at the end.
+        const int wq = tid_wg >> 5, l = tid_wg & 31;
+        unsigned char* wbuf = base + D * Cfg::STAGE + c * 16384 + wq * 4096;
+#pragma unroll
+        for (int mr = 0; mr < MR; ++mr) {
+          const int r0 = row0 + mr * 64 + 16 * wq;   // this warp's first row
+          if (r0 >= mend) continue;
+          if (GROUPED && r0 + 16 > mend) {
+            if constexpr (FP8) store_acc_scaled<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg, x.sa, sbu);
+            else store_acc<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg);
+            continue;
+          }
+          float s0 = 1.0f, s1 = 1.0f;
+          if constexpr (FP8) {
+            const int ra = r0 + (l >> 2);
+            s0 = ra < M ? __ldg(x.sa + ra) : 0.0f;
+            s1 = ra + 8 < M ? __ldg(x.sa + ra + 8) : 0.0f;
+          }
+#pragma unroll
+          for (int b = 0; b < Cfg::UN / 64; ++b) {
+            const int cb = col0 + 64 * b;
+            if (cb >= N) break;
+            unsigned char* half = wbuf + (nbox & 1) * 2048;
+            if (l == 0) tma_store_wait_read1();
+            __syncwarp();
+            if (b == 0) stage_box16<Cfg::NACC, 0, FP8>(acc[mr], half, l, s0, s1, sbu + cb, N - cb);
+            if (b == 1) stage_box16<Cfg::NACC, 1, FP8>(acc[mr], half, l, s0, s1, sbu + cb, N - cb);
+            if constexpr (Cfg::UN > 128) {
+              if (b == 2) stage_box16<Cfg::NACC, 2, FP8>(acc[mr], half, l, s0, s1, sbu + cb, N - cb);
+              if (b == 3) stage_box16<Cfg::NACC, 3, FP8>(acc[mr], half, l, s0, s1, sbu + cb, N - cb);
+            }
+            fence_proxy_async_smem();
+            __syncwarp();
+            if (l == 0) { tma_store_2d(tmC, half, cb, r0); tma_store_commit(); }
+            ++nbox;
+          }
+        }
+      } else if (EPI == 1 && c_tma) {
         // writeback through shared memory: per 64x128 chunk, wait until the previous chunk's
         // bulk store has read the buffer, stage (st.shared, swizzled), fence to the async
         // proxy, one thread issues the two box stores (clipped at the edges) and moves on:
@@ -579,7 +652,8 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
         }
       }
     }
-    if (EPI && c_tma && tid_wg == 0) tma_store_wait_all();   // smem stays valid until read
+    if (EPI == 1 && c_tma && tid_wg == 0) tma_store_wait_all();   // smem stays valid until read
+    if (EPI == 2 && c_tma && (tid & 31) == 0) tma_store_wait_all();
   }
   __syncwarp();
   if (CL > 1) cluster_sync_all();   // no CTA exits while its peer may still arrive on its barriers
