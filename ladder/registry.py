@@ -407,6 +407,13 @@ VARIANTS: dict[str, Level] = {
         "l15_pp_m128 with the unit's column scales sw[e, n] staged in shared memory once per unit by a producer warp", "-",
         (128, 128, 128), _WS_THREADS_2, 1696, 168, True, kind="ws", contract="grouped-fp8",
         defines=("L15_PP_M128", "L15_SSC"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    # round 7 (notes/l15.md), NOT yet run on the device: l15_pp_m128 with the tile list walked in pairs of consecutive tiles
+    # per CTA (ws.cuh PAIRS = 1, WsBuild unit_pairs): two m-tiles of one weight block on one SM back to back
+    "l15_pp_m128_pairs": Level(
+        15, "grouped_fp8_prefill_pingpong_128x128_paired_units", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+        "l15_pp_m128 with consecutive tiles in pairs per CTA (two m-tiles of a weight block on one SM, one per consumer)", "-",
+        (128, 128, 128), _WS_THREADS_2, 1152, 168, True, kind="ws", contract="grouped-fp8",
+        defines=("L15_PP_M128", "L15_PAIRS"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
     "l13_nocluster": Level(
         13, "fp8_nocluster", "l13_fp8.cu", "gemm_l13",
         "level 13 without the cluster", "-", (128, 256, 128), _WS_THREADS_2, 64, 168, False, kind="ws",

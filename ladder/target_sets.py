@@ -43,4 +43,8 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     "x-round7-new": ("l13_ssc", "l15_pp_m128_ssc"),
     "x-round7-fp8": ("13", "l13_wepi", "l13_ssc"),
     "x-round7-moe": ("l15_pp_m128", "l15_pp_m128_wepi", "l15_pp_m128_ssc"),
+    # what round 7 left for the next device call: the staged-scale grouped build's full check (its 50 s cap ended it)
+    # and the paired-unit tile order (built, never run): checked, sanitized, then timed beside l15_pp_m128
+    "x-round7-next": ("l15_pp_m128_pairs", "l15_pp_m128_ssc"),
+    "x-round7-next-moe": ("l15_pp_m128", "l15_pp_m128_pairs", "l15_pp_m128_ssc"),
 }

@@ -14,6 +14,8 @@
 #   mini    the fp8 "mini" serving shapes (bench_moe_fp8.FP8_SHAPE_SETS) beside torch._scaled_mm (not in the default)
 # STAGES picks stages (default: all but mini); CHECK_TARGETS the builds checked (default: the new ones; a build
 # checked and failing is left out of the benches), FP8_T / MOE_T the timed sets, SQ_REPS the 8192^3 processes.
+# NCU_PLAN the ncu_where.py plan (default --round7). The next call (not made yet) is meant as: NEW_SET=x-round7-next
+# MOE_SET=x-round7-next-moe NCU_PLAN=--round7-next STAGES="check ncu prefill memcheck racecheck" CHECK_S=90.
 # Call 1 (start11_round7/call1) ran the default; call 2 (call2) STAGES="check prefill square mini",
 # CHECK_TARGETS=l15_pp_m128_ssc (call 1's check ended at its cap before it), SQ_REPS=2. -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
 set -u
@@ -26,7 +28,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
 S="python3 -m roofline.ladder.device_suite"; E="python3 tools/device/round6_extra.py"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv,noheader | tee $R/gpu.txt
-NEW=$($S levels --set x-round7-new); F=${FP8_T:-$($S levels --set x-round7-fp8)}; M=${MOE_T:-$($S levels --set x-round7-moe)}
+NEW=$($S levels --set ${NEW_SET:-x-round7-new}); F=${FP8_T:-$($S levels --set x-round7-fp8)}; M=${MOE_T:-$($S levels --set ${MOE_SET:-x-round7-moe})}
 CK=${CHECK_TARGETS:-$NEW}
 has() { [[ " ${STAGES:-check ncu square prefill memcheck racecheck} " == *" $1 "* ]]; }
 drop() { local ok; ok=$(sed -n 's/^check \([^:]*\): OK .*/\1/p' $R/check.log 2>/dev/null); echo "$1" | tr ',' '\n' | grep -vxF -f <(echo "$CK" | tr ',' '\n' | grep -vxF -f <(echo "$ok")) | paste -sd,; }
@@ -44,7 +46,7 @@ if has ncu; then
   timeout $(cap 75 120) ncu --profile-from-start off --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
     --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats --section SourceCounters \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__ops_path_tensor_src_fp8.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active \
-    --cache-control all --clock-control none -f -o $R/where python3 tools/device/ncu_where.py --round7 > $R/ncu.log 2>&1
+    --cache-control all --clock-control none -f -o $R/where python3 tools/device/ncu_where.py ${NCU_PLAN:---round7} > $R/ncu.log 2>&1
   echo "ncu rc=$?"; grep -E "WHERE_PLAN|ERR" $R/ncu.log | head -20
   ncu --import $R/where.ncu-rep --csv --page raw --print-units base > $R/where_raw.csv 2>$R/ncu_import.err
   timeout 20 ncu --import $R/where.ncu-rep --csv --page source --print-source sass 2>>$R/ncu_import.err | gzip > $R/where_src.csv.gz

@@ -88,6 +88,9 @@ ROUND5 = ["qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+15", "qwen3moe-prefill40
 ROUND7 = ["fp8-8192x8192x8192:13+l13_wepi+l13_ssc",
           "qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+l15_pp_m128_wepi+l15_pp_m128_ssc",
           "qwen3moe-prefill4096-down-fp8:l15_pp_m128+l15_pp_m128_wepi+l15_pp_m128_ssc"]
+# what round 7 left for the next call: the paired-unit tile order beside l15_pp_m128 (DRAM reads, notes/l15.md)
+ROUND7_NEXT = ["qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+l15_pp_m128_pairs",
+               "qwen3moe-prefill4096-down-fp8:l15_pp_m128+l15_pp_m128_pairs"]
 ROUND3 = ["qwen3moe-decode64-down:l12_pingpong", "qwen3moe-decode256-down:l12_pingpong",
           "qwen3moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong",
           "qwen3moe-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong",
@@ -250,5 +253,7 @@ if __name__ == "__main__":  # pragma: no cover - a device tool
         run(ROUND5)
     elif sys.argv[1:] == ["--round7"]:
         run(ROUND7)
+    elif sys.argv[1:] == ["--round7-next"]:
+        run(ROUND7_NEXT)
     else:
         run(sys.argv[1:] or DEFAULT)

@@ -81,6 +81,11 @@
 //   unit i is written only after unit i-1 was released, so a parity wait is never two phases off.
 //   The copy runs a whole main loop ahead of the epilogue that reads it (one slot suffices while an
 //   epilogue is shorter than a main loop; otherwise the next unit's reader waits for the slot).
+// Paired units (PAIRS = 1, grouped, no split; round 7, NOT yet measured): the tile list is walked in pairs of
+//   consecutive tiles: CTA cid takes pairs P = cid, cid + #CTAs, ..., and units 2j, 2j+1 of its list are tiles
+//   2P, 2P+1 (the list holds m-tiles fastest, so a pair is two m-tiles of one weight block whenever the expert
+//   has two more m-tiles in that column block): the same SM reads the W block twice back to back (ping-pong:
+//   one unit per consumer), instead of two CTAs at whatever distance their drift puts them.
 // Epilogue (EPI = 1, N % 8 == 0): each consumer stages 64x128 chunks of its accumulators in its
 //   own 16 KiB of shared memory and one of its threads issues TMA bulk stores, left in flight
 //   (waited for, for reading, before the buffer is rewritten; named barrier 2 + consumer).
@@ -158,7 +163,8 @@ __device__ __forceinline__ void wgmma_k16<128>(float (&d)[128], u64 da, u64 db, 
   wgmma_m64n256k16_bf16(d, da, db, scale_d);
 }
 
-template <int NC, int PINGPONG, int MR, int BNW, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0, int SSC = 0>
+template <int NC, int PINGPONG, int MR, int BNW, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0, int SSC = 0,
+          int PAIRS = 0>
 struct WsCfg {
   static constexpr int KE = FP8 ? 128 : 64;                      // K elements per stage: 128 bytes per row either way
   static constexpr int UM = PINGPONG ? 64 * MR : NC * 64 * MR;   // rows of one unit tile
@@ -186,6 +192,7 @@ struct WsCfg {
   static_assert(!GROUPED || (CL == 1 && !SPLITK), "grouped: no cluster, no split");
   static_assert(!SSC || (FP8 && !SPLITK && EPI == 1), "staged column scales: fp8, no split, the per-consumer TMA-store epilogue");
   static constexpr int SSC_FLOATS = SSC ? UN : 1;                // the column-scale slot (static shared memory)
+  static_assert(!PAIRS || (GROUPED && !SPLITK), "paired units: the grouped tile list, no split");
   static constexpr int CLUSTER = CL;
 };
 
@@ -234,7 +241,7 @@ __device__ __forceinline__ void apply_scales(float (&acc)[NACC], const float* __
 
 // Which units a CTA owns and what each covers (one definition, read by producer and consumers).
 struct WsUnit { int t, kt0, kt1, nseg, own, slot; };
-template <int SPLITK>
+template <int SPLITK, int PAIRS = 0>
 struct WsWork {
   int cid, ncl, tiles, nkt, S, ks;   // split-K: S splits of ks K tiles; stream-K: S tail CTAs, ks = dp tiles
   long long iters;                   // stream-K: K iterations of the tail tiles
@@ -250,6 +257,10 @@ struct WsWork {
   // the tail CTA whose range holds iteration x: the largest p with sk_start(p) <= x
   __device__ __forceinline__ int sk_owner(long long x) const { return static_cast<int>(((x + 1) * S + iters - 1) / iters) - 1; }
   __device__ __forceinline__ int count() const {
+    if (PAIRS) {   // pairs P = cid, cid + ncl, ... < ceil(tiles / 2); the last tile alone if tiles is odd
+      const int pairs = (tiles + 1) / 2, np = cid < pairs ? (pairs - cid + ncl - 1) / ncl : 0;
+      return np ? 2 * np - (2 * (cid + (np - 1) * ncl) + 1 >= tiles ? 1 : 0) : 0;
+    }
     if (SPLITK != 2) {
       const int units = tiles * S;
       return cid < units ? (units - cid + ncl - 1) / ncl : 0;
@@ -263,6 +274,11 @@ struct WsWork {
   }
   __device__ __forceinline__ WsUnit unit(int i) const {
     WsUnit w;
+    if (PAIRS) {
+      w.t = 2 * (cid + (i >> 1) * ncl) + (i & 1);
+      w.own = 0; w.nseg = 1; w.slot = w.t; w.kt0 = 0; w.kt1 = ks < nkt ? ks : nkt;
+      return w;
+    }
     if (SPLITK != 2) {
       const int u = cid + i * ncl;
       w.t = u / S; w.own = u - w.t * S; w.nseg = S; w.slot = u;
@@ -409,7 +425,7 @@ __device__ __forceinline__ void store_acc_scaled(const float (&acc)[NACC], bf16_
 }
 
 template <class Cfg, int NC, int PINGPONG, int MR, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0,
-          int SSC = 0>
+          int SSC = 0, int PAIRS = 0>
 __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tmB, const TmaMap* tmC,
                                              bf16_t* __restrict__ C, int M, int N, int K, int c_tma,
                                              float* __restrict__ ws, int* __restrict__ cnt, int S, int ks,
@@ -466,7 +482,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       mend = M;
     }
   };
-  WsWork<SPLITK> work{cid, ncl, ntiles, nkt, SPLITK ? S : 1, SPLITK ? ks : nkt, 0, 0};
+  WsWork<SPLITK, PAIRS> work{cid, ncl, ntiles, nkt, SPLITK ? S : 1, SPLITK ? ks : nkt, 0, 0};
   work.init();
   const int mine = work.count();
 
@@ -731,6 +747,7 @@ struct WsBuild {
   static constexpr int fp8 = 0;          // e4m3 operands, scales in the epilogue
   static constexpr int grouped = 0;      // grouped (MoE) tile list from the offsets
   static constexpr int stage_scales = 0; // fp8: 1 = the unit's column scales staged in shared memory by a producer warp
+  static constexpr int unit_pairs = 0;   // grouped: 1 = a CTA takes consecutive tiles in pairs (two m-tiles of a weight block)
 };
 }  // namespace ladder
 #define LADDER_WS_LEVEL(NAME, B)                                                                             \
@@ -739,18 +756,18 @@ struct WsBuild {
                    B::group_rows, B::tma_store)
 #define LADDER_WS_LEVEL_X(NAME, B)                                                                            \
   LADDER_WS_KERNEL_X(NAME, B::consumers, B::pingpong, B::m64_slabs, B::tile_n, B::stages, B::cluster, B::splitk, \
-                     B::group_rows, B::tma_store, B::fp8, B::grouped, B::stage_scales)
+                     B::group_rows, B::tma_store, B::fp8, B::grouped, B::stage_scales, B::unit_pairs)
 
 // Levels 12-15: the same body with the fp8 scales / grouped offsets (WsX) as extra arguments.
-#define LADDER_WS_KERNEL_X(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP, SSC)                      \
-  namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP, SSC>; }     \
+#define LADDER_WS_KERNEL_X(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP, SSC, PR)                  \
+  namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP, SSC, PR>; } \
   static_assert(ladder::ws_matches_registry<NAME##_cfg>(), "registry tile_mnk / cluster != the build's unit tile"); \
   extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) __cluster_dims__(CL, 1, 1)         \
   NAME(const __grid_constant__ ladder::TmaMap tmA, const __grid_constant__ ladder::TmaMap tmB,            \
        const __grid_constant__ ladder::TmaMap tmC, bf16_t* __restrict__ C, int M, int N, int K, int c_tma, \
        float* __restrict__ ws, int* __restrict__ cnt, int S, int ks, const float* __restrict__ sa,        \
        const float* __restrict__ sb, const int* __restrict__ offs, int E) {                               \
-    ladder::ws_gemm_body<NAME##_cfg, NC, PP, MR, D, CL, SK, GROUP, EPI, FP8, GRP, SSC>(                    \
+    ladder::ws_gemm_body<NAME##_cfg, NC, PP, MR, D, CL, SK, GROUP, EPI, FP8, GRP, SSC, PR>(                \
         &tmA, &tmB, &tmC, C, M, N, K, c_tma, ws, cnt, S, ks, ladder::WsX{sa, sb, offs, E});               \
   }
 
