@@ -180,7 +180,8 @@ class NecessaryCtx:
     workload, the analysed regime, every shape of the entry in that regime (with its launches: how
     shapes change step by step; its dtypes and launch weights), the regime's step count, the
     trace-level evidence `roofline topn` wrote (Top-N `trace_evidence`: the KV caches and how they
-    are written), the aten ops that launched the kernel, and the model's bytes per launch."""
+    are written), the aten ops that launched the kernel, the model's bytes per launch and the kernel's
+    name."""
     config: dict | None
     workload: dict
     regime: str
@@ -192,6 +193,7 @@ class NecessaryCtx:
     weights: list = field(default_factory=list)       # each shape's launch weight (sum 1)
     aten_ops: dict = field(default_factory=dict)      # Top-N aten_ops: launching op -> launches
     bytes_per_launch: float | None = None             # the chosen byte model's bytes per launch (launch-weighted)
+    kernel: str | None = None                         # the entry's kernel name (the trace evidence names kernels)
 
 
 @dataclass
@@ -204,6 +206,8 @@ class Necessary:
     evidence:  what the trace / config / counters say, in words (each claim checkable);
     removable: the launch need not run at all (a copy its consumer could read in place);
     lever:     the byte-reduction lever, in words, when some bytes are avoidable;
+    covers:    kernels whose work the same lever removes as well (a fused attention removes every op of an
+               eager attention's score chain): no fusion lever names them (one lever per cause);
     flops_dtype: the necessary FLOPs run at that dtype's roof (a fused kernel's tensor-core matmuls), not
                at the moved work's (None: the same roof)."""
     bytes: float | None
@@ -214,6 +218,7 @@ class Necessary:
     removable: bool = False
     lever: str | None = None
     flops_dtype: str | None = None      # the dtype whose compute roof prices `flops` (None: the kernel's own)
+    covers: frozenset = frozenset()     # kernels the lever removes as well (no fusion lever with them)
 
 
 REGISTRY: dict[str, OpClass] = {}
