@@ -62,7 +62,9 @@ def _calls(pt, cpu_r: dict, gpu_r: dict) -> list[dict]:
     """The op calls in GPU start order: consecutive launches of one External id are one call
     {sig, kernels, step, regime}; launches linked to no op are calls of their own (sig None)."""
     sig_of, ext, steps = _launch_sigs(pt), _launch_ext(pt), _steps(pt, cpu_r, gpu_r)
-    order = sorted(range(pt.n_kernels), key=lambda i: pt.k_ts[i])
+    import numpy as np
+
+    order = np.argsort(np.frombuffer(pt.k_ts, dtype=np.float64), kind="stable").tolist()
     out: list[dict] = []
     for i in order:
         name = pt.kernel_names[pt.k_name[i]]
