@@ -262,3 +262,20 @@ def test_no_chain_evidence_no_verdict():
     doc = copy.deepcopy(topn())
     doc["trace_evidence"].pop("score_chains")
     assert not any(scores_lever(v) for _, v in verdicts(analyse(doc=doc)))
+
+
+def test_a_tensor_parallel_rank_carries_heads_over_tp():
+    """The gpt-oss trace read as one rank of a TP 2 run of a model with twice the heads (128 query, 16 KV heads
+    of head_dim 64): with the env report's tp 2 the chain's 64 heads are the config's / 2 and the verdict and
+    its bytes are those of the real config (8 KV heads on the rank); without a TP degree, no verdict."""
+    cfg = dict(config(), num_attention_heads=2 * config()["num_attention_heads"],
+               num_key_value_heads=2 * config()["num_key_value_heads"])
+    env = json.loads(Path(topn_path(CASE)).with_name("env_report.json").read_text())
+    art = api.analyze(copy.deepcopy(topn()), env=dict(env, tp=2), config=cfg, head_threshold_pct=0.3, head_cap=60)
+    want = {(e["short_name"], v["regime"]): v["bytes_necessary"] for e, v in verdicts(artifact()) if scores_lever(v)}
+    got = {(e["short_name"], v["regime"]): v["bytes_necessary"] for e, v in verdicts(art) if scores_lever(v)}
+    assert got.keys() == want.keys() and want
+    assert all(got[k] == pytest.approx(want[k], rel=1e-12) for k in want)
+    lv = next(scores_lever(v)[0] for e, v in verdicts(art) if scores_lever(v))
+    assert "/ TP 2 on this rank" in lv["evidence"] and "the env report's tp" in lv["evidence"]
+    assert not any(scores_lever(v) for _, v in verdicts(analyse(cfg=cfg)))

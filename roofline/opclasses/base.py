@@ -180,8 +180,9 @@ class NecessaryCtx:
     workload, the analysed regime, every shape of the entry in that regime (with its launches: how
     shapes change step by step; its dtypes and launch weights), the regime's step count, the
     trace-level evidence `roofline topn` wrote (Top-N `trace_evidence`: the KV caches and how they
-    are written), the aten ops that launched the kernel, the model's bytes per launch and the kernel's
-    name."""
+    are written), the aten ops that launched the kernel, the model's bytes per launch, the run's
+    tensor-parallel degree where the Top-N gives evidence of it (roofline.necessary.tp_degree), and the
+    kernel's name."""
     config: dict | None
     workload: dict
     regime: str
@@ -193,6 +194,8 @@ class NecessaryCtx:
     weights: list = field(default_factory=list)       # each shape's launch weight (sum 1)
     aten_ops: dict = field(default_factory=dict)      # Top-N aten_ops: launching op -> launches
     bytes_per_launch: float | None = None             # the chosen byte model's bytes per launch (launch-weighted)
+    tp: int | None = None                             # the run's tensor-parallel degree where evidence gives it
+    tp_evidence: str = ""                             # where tp comes from (None: why it is not known)
     kernel: str | None = None                         # the entry's kernel name (the trace evidence names kernels)
 
 

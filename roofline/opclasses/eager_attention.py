@@ -13,8 +13,8 @@ The rule, on three kinds of evidence, all required:
    complete chain, from the QK^T bmm [b x h, q, d] x [b x h, d, kv] to the PV bmm [b x h, q, kv] x
    [b x h, kv, d], each op launched right after the one before in the same step and reading the
    tensor it wrote; the entry's kernel is the link's kernel and its shape is the link's;
-2. config.json: the chain's heads h are num_attention_heads and its d is head_dim (a tensor-parallel
-   rank's chain carries num_attention_heads / tp heads: nothing in the trace says tp, so no verdict);
+2. config.json: the chain's heads h are num_attention_heads (/ tp on one rank of a tensor-parallel run whose
+   degree the Top-N or the env report gives: roofline.necessary.tp_degree) and its d is head_dim;
 3. the lengths: kv_len is the step's key length: q_len itself (a prompt attending to itself), or the
    slots of the step's KV cache record (`trace_evidence.kv_caches`).
 Then the op's necessary bytes are its share of the fused attention's bytes for the layer (Q, K and V of
@@ -64,14 +64,18 @@ def match(shape: dict, ctx) -> tuple[dict, int] | None:
 
 
 def heads_of(ctx) -> tuple[int, int, int, str] | None:
-    """(query heads, KV heads, head_dim, the config words) of config.json; None without them.
-    NB: a tensor-parallel rank's attention carries num_attention_heads / tp heads; nothing in a
-    single-rank trace says its tp, so such a chain gets no verdict (its heads differ from the config's)."""
+    """(query heads, KV heads, head_dim, the config words) of one rank: config.json's, the heads / tp on one
+    rank of a tensor-parallel run whose degree the Top-N or the env report gives (ctx.tp: tensor parallelism
+    splits heads, never a head; a rank holds at least one KV head); None without them."""
     att = origin.attention_dims(ctx.config)
     if att is None:
         return None
     hq, hk, d = att
-    return hq, hk, d, f"config.json num_attention_heads {hq}, num_key_value_heads {hk}, head_dim {d}"
+    words = f"config.json num_attention_heads {hq}, num_key_value_heads {hk}, head_dim {d}"
+    tp = ctx.tp if isinstance(ctx.tp, int) and ctx.tp > 1 else None
+    if tp and hq % tp == 0:
+        return hq // tp, max(1, hk // tp), d, f"{words}; / TP {tp} on this rank ({ctx.tp_evidence})"
+    return hq, hk, d, words
 
 
 def lengths(rec: dict, ctx) -> str | None:
