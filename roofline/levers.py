@@ -6,7 +6,9 @@ supports it:
 * avoidable bytes (the op class's necessary job: a materialised broadcast, a re-copied cache,
   attention over empty slots or broadcast KV heads): saves avoidable_gain_pct;
 * fusion: only a producer or consumer of the same tensor, launched next to it in the same step
-  (Top-N `dataflow`, roofline.ingest.evidence), never mere adjacency;
+  (Top-N `dataflow`, roofline.ingest.evidence), never mere adjacency; none with a kernel that an
+  avoidable-bytes lever of this kernel removes as well (the other ops of an eager attention's score
+  chain, which a fused attention does not launch: one lever per cause);
 * stop reading unrouted experts: the MoE model's experts_hit below E;
 * padding: issued tensor work (counters) above the useful 2·rows·N·K;
 * lower-precision weights / KV: only where bytes bind (memory-bound), on the operand the class's

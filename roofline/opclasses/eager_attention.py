@@ -135,7 +135,7 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     n = float(shape.get(SPLIT_KEY) or 1)
     need = sum(p[k] for k in mine)
     ev = [chain_words(rec, i, hq), f"{words}: the chain's {rec['heads']} heads of head_dim {rec['head_dim']}", why_len,
-          f"necessary: a fused attention moves " + " + ".join(f"{k} {_mb(v)}" for k, v in p.items() if v)
+          "necessary: a fused attention moves " + " + ".join(f"{k} {_mb(v)}" for k, v in p.items() if v)
           + f" = {_mb(sum(p.values()))} per layer (K, V of the {hk} KV heads"
           + (", the mask an upper bound: SDPA reads an explicit mask, a causal or sliding-window kernel builds it on "
              "chip" if p["mask"] else "") + "); this op's part: "
