@@ -45,7 +45,7 @@ SINKS = (" (attention sinks: a kernel that supports them: flash-attention 3 with
 
 
 def _mb(x: float) -> str:
-    return f"{x / 1e6:.4g} MB"
+    return f"{x / 1e6:.4g} MB" if x >= 1e5 else f"{x:.4g} B"
 
 
 def match(shape: dict, ctx) -> tuple[dict, int] | None:
