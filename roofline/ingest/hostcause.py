@@ -23,34 +23,11 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
+from roofline.ingest.hostcause_rules import HEAVY_CALL_US, NONE, causes_of, runtime_kind
 from roofline.ingest.walltime import _union
 
 HOST_BOUND_IDLE_PCT = 50.0   # a step whose GPU idles more than this is bound by the host, not a kernel
 SYNC_SLACK_US = 20.0         # a sync returning this long after the GPU went idle still caused the gap
-SYNC_CALLS = frozenset(("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-                        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cudaMemcpy",
-                        "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuMemcpyDtoH_v2",
-                        "cuMemcpyHtoD_v2", "cuMemcpyDtoH", "cuMemcpyHtoD", "cudaFree", "cuMemFree_v2",
-                        "cudaFreeHost", "cudaHostUnregister"))
-ALLOC_CALLS = ("cudaMalloc", "cuMemAlloc", "cuMemCreate", "cuMemMap", "cudaHostAlloc", "cudaHostRegister")
-# event categories (roofline.ingest.host_scan.CATS): 0 cpu_op, 1 cuda_runtime, 2 cuda_driver,
-# 3 user_annotation, 4 python_function
-NONE = -1
-
-
-def runtime_kind(name: str, row: int, hev) -> str:
-    """A runtime/driver call's kind: launch, sync, pageable (a copy from pageable memory), memcpy,
-    alloc, or other."""
-    if "aunch" in name:
-        return "launch"
-    if "emcpy" in name:
-        kind = hev.memcpy_kind.get(hev.corr.get(row, -1), "")
-        if "Pageable" in kind:
-            return "pageable"
-        return "sync" if name in SYNC_CALLS else "memcpy"
-    if name in SYNC_CALLS:
-        return "sync"
-    return "alloc" if name.startswith(ALLOC_CALLS) else "other"
 
 
 def launch_thread(hev, lo: float, hi: float) -> tuple[int | None, float]:
@@ -122,18 +99,20 @@ def idle_gaps(busy, a: float, b: float) -> list[tuple[float, float]]:
     return out
 
 
-def charge(pt, wins: list[tuple[float, float]], hev, tid: int) -> dict:
-    """Each window's idle time charged to rows of ``hev`` (rule above).
-    -> {"idle_us": [per window], "gaps": [idle gaps per window], "by_row": {row: [us per window]}, "sync_gaps": {row: gaps},
+def charge(busy, wins: list[tuple[float, float]], hev, seg) -> dict:
+    """Each window's idle time charged to rows of ``hev`` (rule above); ``busy``: the GPU activity
+    (walltime._union), ``seg``: segments() of the launching thread.
+    -> {"idle_us": [per window], "gaps": [idle gaps per window], "by_row": {row: [us per window]},
+        "long": {row: [us per window]} (pieces of HEAVY_CALL_US or more in no op), "sync_gaps": {row: gaps},
         "parent_op": {row: row}}"""
-    busy = _union(list(pt.k_ts) + list(pt.m_ts), list(pt.k_dur) + list(pt.m_dur))
-    ss, se, so, parent_op = segments(hev, tid)
+    ss, se, so, parent_op = seg
     sync_rows = sorted((i for i in parent_op if hev.cat[i] in (1, 2)
                         and runtime_kind(hev.names[hev.name[i]], i, hev) in ("sync", "pageable")),
                        key=lambda i: hev.ts[i])
     sync_ts = [hev.ts[i] for i in sync_rows]
     n = len(wins)
     by_row: dict[int, list[float]] = {}
+    long_: dict[int, list[float]] = {}     # host code in no op, a millisecond or more at a time
     sync_gaps: Counter = Counter()
     idle, n_gaps = [0.0] * n, [0] * n
     for w, (a, b) in enumerate(wins):
@@ -150,12 +129,15 @@ def charge(pt, wins: list[tuple[float, float]], hev, tid: int) -> dict:
             while k < len(ss) and ss[k] < g1:
                 o = min(se[k], g1) - max(ss[k], g0)
                 if o > 0:
-                    by_row.setdefault(so[k], [0.0] * n)[w] += o
+                    owner = so[k]
+                    into = long_ if o >= HEAVY_CALL_US and (owner == NONE or hev.cat[owner] >= 3) else by_row
+                    into.setdefault(owner, [0.0] * n)[w] += o
                     covered += o
                 k += 1
             if g1 - g0 - covered > 1e-9:
                 by_row.setdefault(NONE, [0.0] * n)[w] += g1 - g0 - covered
-    return {"idle_us": idle, "gaps": n_gaps, "by_row": by_row, "sync_gaps": sync_gaps, "parent_op": parent_op}
+    return {"idle_us": idle, "gaps": n_gaps, "by_row": by_row, "long": long_, "sync_gaps": sync_gaps,
+            "parent_op": parent_op}
 
 
 def launches_in(hev, tid: int, wins) -> tuple[int, float]:
@@ -172,21 +154,17 @@ def launches_in(hev, tid: int, wins) -> tuple[int, float]:
     return n, us
 
 
-def host_block(pt, wins: list[tuple[float, float]], hev) -> dict:
+def host_block(busy, wins: list[tuple[float, float]], hev, tid: int | None, share: float, seg) -> dict:
     """What the host does while the GPU idles in the steps ``wins`` of one regime (the Top-N's
-    `wall_time.<regime>.host`, docs/topn.md)."""
-    from roofline.ingest.hostcause_rules import causes_of
-
-    lo, hi = min(a for a, _ in wins), max(b for _, b in wins)
-    tid, share = launch_thread(hev, lo, hi)
+    `wall_time.<regime>.host`, docs/topn.md); ``tid``/``share``: launch_thread(), ``seg``: its segments()."""
     if tid is None:
-        return {"idle_ms_per_step": None, "causes": [], "ops": [],
+        return {"causes": [], "ops": [],
                 "summary": "the trace records no CPU event in these steps: nothing in it names what the host did"}
-    ch = charge(pt, wins, hev, tid)
+    ch = charge(busy, wins, hev, seg)
     n_launch, launch_us = launches_in(hev, tid, wins)
     out = causes_of(hev, ch, len(wins), n_launch, launch_us)
     out["thread"] = tid
-    if share < 0.9 and share > 0:
+    if 0 < share < 0.9:
         out["thread_launch_share_pct"] = 100.0 * share
     return out
 
@@ -202,10 +180,14 @@ def add_host_causes(path: str, pt, gpu_ranges: dict, wall: dict, notes: list[str
     wins = [w for w in step_windows(gpu_ranges) if w[2] in bound]
     if not wins:
         return
+    lo, hi = min(w[0] for w in wins), max(w[1] for w in wins)
     try:
-        hev = scan_host_events(path, min(w[0] for w in wins), max(w[1] for w in wins))
+        hev = scan_host_events(path, lo, hi)
     except (OSError, EOFError, ValueError) as exc:
         notes.append(f"host events not read ({exc.__class__.__name__}): host-bound steps have no `host` cause")
         return
+    tid, share = launch_thread(hev, lo, hi)
+    seg = segments(hev, tid) if tid is not None else None
+    busy = _union(list(pt.k_ts) + list(pt.m_ts), list(pt.k_dur) + list(pt.m_dur))
     for reg in bound:
-        wall[reg]["host"] = host_block(pt, [(a, b) for a, b, r, _, _ in wins if r == reg], hev)
+        wall[reg]["host"] = host_block(busy, [(a, b) for a, b, r, _, _ in wins if r == reg], hev, tid, share, seg)

@@ -15,6 +15,9 @@ class, by what it is:
 * `launch_bound`: the rest of the recorded host time: kernel launch calls, the per-op dispatch of
   cpu_ops that never held the GPU idle for HEAVY_CALL_US at once, Python between ops (time inside a
   user_annotation or python_function range but in no op), other runtime calls;
+* `host_code_no_op`: time inside a user_annotation / python_function range but in no op, a
+  millisecond or more at a time (not the dispatch gaps of a launch-bound loop): the trace does not
+  say what the host did there;
 * `unrecorded`: time the launching thread spent in no recorded event at all (the trace does not say).
 Pure.
 """
@@ -22,14 +25,38 @@ from __future__ import annotations
 
 HEAVY_CALL_US = 1000.0    # one call keeping the GPU idle this long is host work, not dispatch (~10-50 us)
 TOP_OPS = 8
+SYNC_CALLS = frozenset(("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+                        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cudaMemcpy",
+                        "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuMemcpyDtoH_v2",
+                        "cuMemcpyHtoD_v2", "cuMemcpyDtoH", "cuMemcpyHtoD", "cudaFree", "cuMemFree_v2",
+                        "cudaFreeHost", "cudaHostUnregister"))
+ALLOC_CALLS = ("cudaMalloc", "cuMemAlloc", "cuMemCreate", "cuMemMap", "cudaHostAlloc", "cudaHostRegister")
+# event categories (roofline.ingest.host_scan.CATS): 0 cpu_op, 1 cuda_runtime, 2 cuda_driver,
+# 3 user_annotation, 4 python_function
+NONE = -1
+
+
+def runtime_kind(name: str, row: int, hev) -> str:
+    """A runtime/driver call's kind: launch, sync, pageable (a copy from pageable memory), memcpy,
+    alloc, or other."""
+    if "aunch" in name:
+        return "launch"
+    if "emcpy" in name:
+        kind = hev.memcpy_kind.get(hev.corr.get(row, -1), "")
+        if "Pageable" in kind:
+            return "pageable"
+        return "sync" if name in SYNC_CALLS else "memcpy"
+    if name in SYNC_CALLS:
+        return "sync"
+    return "alloc" if name.startswith(ALLOC_CALLS) else "other"
+
+
 _COMPILE = ("Torch-Compiled Region", "TorchDynamo", "CompiledFunction", "Compiled Fx", "CompiledFxGraph",
             "inductor", "dynamo")
 
 
 def _row_class(hev, row: int, parent_op: dict) -> tuple[str, str]:
     """(class, display name) of one charged row; a cpu_op's class is settled per op name later."""
-    from roofline.ingest.hostcause import NONE, runtime_kind
-
     if row == NONE:
         return "unrecorded", "(no CPU event)"
     name, cat = hev.names[hev.name[row]], hev.cat[row]
@@ -49,8 +76,18 @@ def _row_class(hev, row: int, parent_op: dict) -> tuple[str, str]:
 def _groups(hev, ch: dict, n: int) -> dict:
     """(class, name) -> {"us": total, "per_step": [us], "rows": [rows], "cat": ...}."""
     groups: dict = {}
-    for row, per in ch["by_row"].items():
-        cls, name = _row_class(hev, row, ch["parent_op"])
+    charged = [(row, per, False) for row, per in ch["by_row"].items()]
+    memo: dict = {}
+    for row, per, long_ in charged + [(row, per, True) for row, per in ch.get("long", {}).items()]:
+        op = ch["parent_op"].get(row, NONE)
+        key = None if row == NONE or "emcpy" in hev.names[hev.name[row]] else \
+            (hev.name[row], hev.cat[row], hev.name[op] if op != NONE else NONE)
+        got = memo.get(key) if key is not None else None
+        cls, name = got if got is not None else _row_class(hev, row, ch["parent_op"])
+        if key is not None:
+            memo[key] = (cls, name)
+        if long_ and cls == "launch_bound":      # Python in no op for a millisecond or more at a time
+            cls, name = "host_code_no_op", name.replace(" (Python, no op)", "")
         g = groups.setdefault((cls, name), {"us": 0.0, "per_step": [0.0] * n, "rows": [], "cat": None})
         g["us"] += sum(per)
         g["per_step"] = [x + y for x, y in zip(g["per_step"], per)]
@@ -119,6 +156,9 @@ def _what(cls: str, names: list[str], g: dict, hev, ch: dict, n: int, launch: tu
     return {"pageable_memcpy": "copies from pageable memory: the host stages each copy and waits",
             "compile": "torch.compile regions held the GPU idle (a compile or recompile inside the step)",
             "allocator": "device memory allocations (the caching allocator growing)",
+            "host_code_no_op": "the launching thread ran host code in no recorded op for a millisecond or more at a "
+                               "time, inside the range named: the trace does not say what (Python; torch.profiler's "
+                               "with_stack=True would name the functions)",
             "unrecorded": "the launching thread was in no recorded event: the trace does not say what the host did "
                           "(Python outside the step ranges, or work the profiler does not record)"}[cls]
 
@@ -158,6 +198,7 @@ _PHRASE = {"per_shape_host_work": "per-shape host work in {op}", "host_work_in_o
            "sync_wait": "the host waiting in synchronising calls ({op})", "launch_bound": "launch-bound: "
            "launch calls, op dispatch and Python between small ops", "pageable_memcpy": "copies from pageable "
            "memory ({op})", "compile": "torch.compile work ({op})", "allocator": "device memory allocation ({op})",
+           "host_code_no_op": "host code in no recorded op inside {op} (the trace does not say what)",
            "unrecorded": "host time in no recorded event (the trace does not say what)"}
 
 
