@@ -2,6 +2,7 @@
 traces: every expected number is counted here from the trace's raw events (json), not typed in."""
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import re
@@ -153,21 +154,26 @@ def test_a_sync_wait_is_named_with_the_op_that_syncs():
     wall, _ = _wall(path)
     raw = Raw(path)
     (a, b), = raw.steps("prefill")
-    syncs = sorted((e["ts"], e["ts"] + e["dur"], e) for e in raw.thread(("cuda_runtime", "cuda_driver"))
-                   if e["name"] in SYNCS)
-    ops = [e for e in raw.thread(("cpu_op",))]
+    syncs = sorted(((e["ts"], e["ts"] + e["dur"], e) for e in raw.thread(("cuda_runtime", "cuda_driver"))
+                    if e["name"] in SYNCS and e["ts"] < b and e["ts"] + e["dur"] > a), key=lambda x: x[0])
+    ops = sorted((e for e in raw.thread(("cpu_op",)) if e["ts"] < b and e["ts"] + e["dur"] > a), key=lambda e: e["ts"])
+    op_ts = [o["ts"] for o in ops]
+
+    def where(e):     # the innermost cpu_op around the call: the latest-starting one that holds it
+        i = bisect.bisect_right(op_ts, e["ts"]) - 1
+        while not ops[i]["ts"] + ops[i]["dur"] > e["ts"]:
+            i -= 1
+        return f"{e['name']} in {ops[i]['name']}"
+
     charged: Counter = Counter()
-
-    def where(e):
-        around = [o for o in ops if o["ts"] <= e["ts"] < o["ts"] + o["dur"]]
-        return f"{e['name']} in {max(around, key=lambda o: o['ts'])['name']}"
-
+    s_ts = [s for s, _, _ in syncs]
     for g0, g1 in raw.gaps(a, b):
-        hit = [e for s, t, e in syncs if s <= g0 <= t + SYNC_SLACK_US]
+        j = bisect.bisect_right(s_ts, g0)
+        hit = [e for s, t, e in syncs[max(0, j - 3):j] if g0 <= t + SYNC_SLACK_US]
         if hit:       # the gap opened while the host waited: all of it
-            charged[where(max(hit, key=lambda x: x["ts"]))] += g1 - g0
+            charged[where(hit[-1])] += g1 - g0
         else:         # else a sync entered during the gap covers its own part of it
-            for s, t, e in syncs:
+            for s, t, e in syncs[max(0, j - 3):bisect.bisect_left(s_ts, g1)]:
                 if s < g1 and t > g0:
                     charged[where(e)] += min(t, g1) - max(s, g0)
     host = wall["prefill"]["host"]
