@@ -195,8 +195,8 @@ def causes_of(hev, ch: dict, n: int, n_launch: int, launch_us: float) -> dict:
 
 
 _PHRASE = {"per_shape_host_work": "per-shape host work in {op}", "host_work_in_op": "host work inside {op}",
-           "sync_wait": "the host waiting in synchronising calls ({op})", "launch_bound": "launch-bound: "
-           "launch calls, op dispatch and Python between small ops", "pageable_memcpy": "copies from pageable "
+           "sync_wait": "the host waiting in synchronising calls ({op})", "launch_bound": "launch-bound "
+           "(launch calls, op dispatch and Python between small ops)", "pageable_memcpy": "copies from pageable "
            "memory ({op})", "compile": "torch.compile work ({op})", "allocator": "device memory allocation ({op})",
            "host_code_no_op": "host code in no recorded op inside {op} (the trace does not say what)",
            "unrecorded": "host time in no recorded event (the trace does not say what)"}
