@@ -47,7 +47,7 @@ def _host(raw) -> dict | None:
     if not isinstance(raw, dict) or not isinstance(raw.get("summary"), str):
         return None
     out = {k: raw[k] for k in ("idle_ms_per_step", "idle_gaps_per_step", "launches_per_step", "thread",
-                               "thread_launch_share_pct") if _ok(raw.get(k))}
+                               "thread_launch_share_pct", "steps_read") if _ok(raw.get(k))}
     out["summary"] = raw["summary"]
     out["causes"] = [c for c in raw.get("causes") or () if isinstance(c, dict) and isinstance(c.get("cause"), str)
                      and all(_ok(c.get(k)) for k in _CAUSE_KEYS[1:])]

@@ -240,3 +240,16 @@ def test_a_hand_edited_host_block_is_checked():
     out = read_wall_time({"decode": base | {"host": good}, "prefill": base | {"host": {"causes": []}}})
     assert out["decode"]["host"]["causes"] == [good["causes"][0]] and out["decode"]["host"]["ops"] == []
     assert "host" not in out["prefill"]
+
+
+def test_a_long_trace_reads_its_first_steps_only(monkeypatch):
+    """The pass is bounded: with room for 2 steps, the figures are those of the first 2 of Bamba's 4."""
+    from roofline.ingest import hostcause
+
+    full = _wall(BAMBA)[0]["decode"]["host"]
+    monkeypatch.setattr(hostcause, "MAX_HOST_STEPS", 2)
+    two = _wall(BAMBA)[0]["decode"]["host"]
+    assert two["steps_read"] == 2 and "steps_read" not in full
+    lb = {c["cause"]: c for c in full["causes"]}["launch_bound"]
+    lb2 = {c["cause"]: c for c in two["causes"]}["launch_bound"]
+    assert lb2["per_step_ms"] == pytest.approx(lb["per_step_ms"][:2], abs=2e-3)

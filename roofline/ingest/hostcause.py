@@ -27,6 +27,7 @@ from roofline.ingest.hostcause_rules import HEAVY_CALL_US, NONE, causes_of, runt
 from roofline.ingest.walltime import _union
 
 HOST_BOUND_IDLE_PCT = 50.0   # a step whose GPU idles more than this is bound by the host, not a kernel
+MAX_HOST_STEPS = 128         # a regime's first steps read for the host cause (bounds the pass on long traces)
 SYNC_SLACK_US = 20.0         # a sync returning this long after the GPU went idle still caused the gap
 
 
@@ -99,11 +100,17 @@ def idle_gaps(busy, a: float, b: float) -> list[tuple[float, float]]:
     return out
 
 
+def _add(into: dict, row: int, w: int, us: float) -> None:
+    """Charge ``us`` of window ``w`` to ``row`` (sparse: a row shows in one window or a few)."""
+    d = into.setdefault(row, {})
+    d[w] = d.get(w, 0.0) + us
+
+
 def charge(busy, wins: list[tuple[float, float]], hev, seg) -> dict:
     """Each window's idle time charged to rows of ``hev`` (rule above); ``busy``: the GPU activity
     (walltime._union), ``seg``: segments() of the launching thread.
-    -> {"idle_us": [per window], "gaps": [idle gaps per window], "by_row": {row: [us per window]},
-        "long": {row: [us per window]} (pieces of HEAVY_CALL_US or more in no op), "sync_gaps": {row: gaps},
+    -> {"idle_us": [per window], "gaps": [idle gaps per window], "by_row": {row: {window: us}},
+        "long": {row: {window: us}} (pieces of HEAVY_CALL_US or more in no op), "sync_gaps": {row: gaps},
         "parent_op": {row: row}}"""
     ss, se, so, parent_op = seg
     sync_rows = sorted((i for i in parent_op if hev.cat[i] in (1, 2)
@@ -111,8 +118,8 @@ def charge(busy, wins: list[tuple[float, float]], hev, seg) -> dict:
                        key=lambda i: hev.ts[i])
     sync_ts = [hev.ts[i] for i in sync_rows]
     n = len(wins)
-    by_row: dict[int, list[float]] = {}
-    long_: dict[int, list[float]] = {}     # host code in no op, a millisecond or more at a time
+    by_row: dict[int, dict[int, float]] = {}
+    long_: dict[int, dict[int, float]] = {}     # host code in no op, a millisecond or more at a time
     sync_gaps: Counter = Counter()
     idle, n_gaps = [0.0] * n, [0] * n
     for w, (a, b) in enumerate(wins):
@@ -121,7 +128,7 @@ def charge(busy, wins: list[tuple[float, float]], hev, seg) -> dict:
             n_gaps[w] += 1
             j = bisect.bisect_right(sync_ts, g0) - 1
             if j >= 0 and hev.ts[sync_rows[j]] + hev.dur[sync_rows[j]] + SYNC_SLACK_US >= g0:
-                by_row.setdefault(sync_rows[j], [0.0] * n)[w] += g1 - g0
+                _add(by_row, sync_rows[j], w, g1 - g0)
                 sync_gaps[sync_rows[j]] += 1
                 continue
             k = max(bisect.bisect_right(ss, g0) - 1, 0)
@@ -131,11 +138,11 @@ def charge(busy, wins: list[tuple[float, float]], hev, seg) -> dict:
                 if o > 0:
                     owner = so[k]
                     into = long_ if o >= HEAVY_CALL_US and (owner == NONE or hev.cat[owner] >= 3) else by_row
-                    into.setdefault(owner, [0.0] * n)[w] += o
+                    _add(into, owner, w, o)
                     covered += o
                 k += 1
             if g1 - g0 - covered > 1e-9:
-                by_row.setdefault(NONE, [0.0] * n)[w] += g1 - g0 - covered
+                _add(by_row, NONE, w, g1 - g0 - covered)
     return {"idle_us": idle, "gaps": n_gaps, "by_row": by_row, "long": long_, "sync_gaps": sync_gaps,
             "parent_op": parent_op}
 
@@ -172,12 +179,14 @@ def host_block(busy, wins: list[tuple[float, float]], hev, tid: int | None, shar
 def add_host_causes(path: str, pt, gpu_ranges: dict, wall: dict, notes: list[str]) -> None:
     """Fill `host` into each regime of ``wall`` (walltime.wall_time) whose steps are host-bound
     (idle > HOST_BOUND_IDLE_PCT of the wall time), from one extra pass over the trace that reads the
-    CPU events of those steps only (roofline.ingest.host_scan); a failed pass is a note."""
+    CPU events of those steps only (roofline.ingest.host_scan), the first MAX_HOST_STEPS of each
+    regime (`steps_read` says so when there are more); a failed pass is a note."""
     from roofline.ingest.host_scan import scan_host_events
     from roofline.ingest.walltime import step_windows
 
     bound = sorted(reg for reg, w in wall.items() if isinstance(w, dict) and w["idle_pct"] > HOST_BOUND_IDLE_PCT)
-    wins = [w for w in step_windows(gpu_ranges) if w[2] in bound]
+    all_wins = step_windows(gpu_ranges)
+    wins = [w for reg in bound for w in [x for x in all_wins if x[2] == reg][:MAX_HOST_STEPS]]
     if not wins:
         return
     lo, hi = min(w[0] for w in wins), max(w[1] for w in wins)
@@ -190,4 +199,7 @@ def add_host_causes(path: str, pt, gpu_ranges: dict, wall: dict, notes: list[str
     seg = segments(hev, tid) if tid is not None else None
     busy = _union(list(pt.k_ts) + list(pt.m_ts), list(pt.k_dur) + list(pt.m_dur))
     for reg in bound:
-        wall[reg]["host"] = host_block(busy, [(a, b) for a, b, r, _, _ in wins if r == reg], hev, tid, share, seg)
+        mine = [(a, b) for a, b, r, _, _ in wins if r == reg]
+        wall[reg]["host"] = host_block(busy, mine, hev, tid, share, seg)
+        if len(mine) < wall[reg]["steps"]:     # a long trace: its first MAX_HOST_STEPS steps
+            wall[reg]["host"]["steps_read"] = len(mine)

@@ -74,7 +74,7 @@ def _row_class(hev, row: int, parent_op: dict) -> tuple[str, str]:
 
 
 def _groups(hev, ch: dict, n: int) -> dict:
-    """(class, name) -> {"us": total, "per_step": [us], "rows": [rows], "cat": ...}."""
+    """(class, name) -> {"us": total, "per_step": [us], "rows": [(row, its us)], "cat": ...}."""
     groups: dict = {}
     charged = [(row, per, False) for row, per in ch["by_row"].items()]
     memo: dict = {}
@@ -89,15 +89,17 @@ def _groups(hev, ch: dict, n: int) -> dict:
         if long_ and cls == "launch_bound":      # Python in no op for a millisecond or more at a time
             cls, name = "host_code_no_op", name.replace(" (Python, no op)", "")
         g = groups.setdefault((cls, name), {"us": 0.0, "per_step": [0.0] * n, "rows": [], "cat": None})
-        g["us"] += sum(per)
-        g["per_step"] = [x + y for x, y in zip(g["per_step"], per)]
-        g["rows"].append((row, per))
+        tot = sum(per.values())
+        g["us"] += tot
+        for w, x in per.items():
+            g["per_step"][w] += x
+        g["rows"].append((row, tot))
         g["cat"] = "none" if row < 0 else ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation",
                                            "python_function")[hev.cat[row]]
     out: dict = {}
     for (cls, name), g in groups.items():    # a cpu_op: host work when one call held the GPU >= 1 ms
         if cls == "op":
-            heavy = [r for r, per in g["rows"] if sum(per) >= HEAVY_CALL_US]
+            heavy = [r for r, tot in g["rows"] if tot >= HEAVY_CALL_US]
             cls = _shape_class(hev, heavy)[0] if heavy else "launch_bound"
         out[(cls, name)] = g
     return out
@@ -134,8 +136,9 @@ def _varying(dims: list) -> str:
 def _what(cls: str, names: list[str], g: dict, hev, ch: dict, n: int, launch: tuple[int, float]) -> str:
     """The evidence of one cause, in words."""
     if cls in ("per_shape_host_work", "host_work_in_op"):
-        heavy = sorted((r for r, per in g["rows"] if sum(per) >= HEAVY_CALL_US), key=lambda r: hev.ts[r])
-        ms = [sum(dict(g["rows"])[r]) / 1e3 for r in heavy]
+        heavy = sorted(((r, tot) for r, tot in g["rows"] if tot >= HEAVY_CALL_US), key=lambda rt: hev.ts[rt[0]])
+        ms = [tot / 1e3 for _, tot in heavy]
+        heavy = [r for r, _ in heavy]
         calls = len(g["rows"])
         text = (f"{len(heavy)} of {calls} calls kept the GPU idle {min(ms):.1f}-{max(ms):.1f} ms each "
                 f"(no kernel ran meanwhile); {_shape_class(hev, heavy)[1]}")
