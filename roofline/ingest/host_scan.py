@@ -121,16 +121,15 @@ def _scan_block(data: bytes, cut: int, lo: float, hi: float, out: HostEvents) ->
     """The events of data[:cut] (whole items) into ``out``. Per event only the match and two floats
     are built; names are interned by their bytes; the item's end is looked for only where a field
     past the duration is read (a memcpy's correlation, a long cpu_op's Input Dims)."""
-    idx, add = out._idx_b, out.add_b
+    add = out.add_b
     for m in _EVENT_RX.finditer(data, 0, cut):
-        c = m.group(1)
+        c, nm, tid, ts, dur = m.groups()
         if c is None:
             raise LayoutError("an event outside Kineto's layout")
-        ts, dur = float(m.group(4)), float(m.group(5))
+        ts, dur = float(ts), float(dur)
         if ts > hi or ts + dur < lo or dur < 0:
             continue
         k = _CAT_B[c]
-        nm = m.group(2)
         if k == 5 or (k in (1, 2) and b"emcpy" in nm):      # gpu_memcpy, or a memcpy runtime call
             end = data.find(_ITEM_START, m.end(), cut)
             cm = _CORR_RX.search(data, m.end(), cut if end < 0 else end)
@@ -138,11 +137,11 @@ def _scan_block(data: bytes, cut: int, lo: float, hi: float, out: HostEvents) ->
                 if cm is not None:
                     out.memcpy_kind[int(cm.group(1))] = _decode(nm)
                 continue
-            row = add(k, nm, int(m.group(3)), ts, dur)
+            row = add(k, nm, int(tid), ts, dur)
             if cm is not None:
                 out.corr[row] = int(cm.group(1))
             continue
-        row = add(k, nm, int(m.group(3)), ts, dur)
+        row = add(k, nm, int(tid), ts, dur)
         if k == 0 and dur >= DIMS_MIN_US:
             end = data.find(_ITEM_START, m.end(), cut)
             dm = _DIMS_RX.search(data, m.end(), cut if end < 0 else end)

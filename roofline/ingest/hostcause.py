@@ -54,6 +54,7 @@ def segments(hev, tid: int) -> tuple[list[float], list[float], list[int], dict[i
     ss, se, so = [], [], []
     parent_op: dict[int, int] = {}
     stack: list[tuple[int, float, int, int]] = []   # (row, end, owner, innermost enclosing cpu_op)
+    is_other: dict[int, bool] = {}
 
     def emit(a, b, owner):
         if b > a:
@@ -73,8 +74,13 @@ def segments(hev, tid: int) -> tuple[list[float], list[float], list[int], dict[i
         op = stack[-1][3] if stack else NONE
         parent_op[i] = op
         owner = i
-        if hev.cat[i] in (1, 2) and runtime_kind(hev.names[hev.name[i]], i, hev) == "other" and op != NONE:
-            owner = op                      # a library op's own runtime queries count for the op
+        if op != NONE and hev.cat[i] in (1, 2):
+            nk = hev.name[i]
+            other = is_other.get(nk)
+            if other is None:               # by name (a memcpy call's kind is never "other")
+                other = is_other[nk] = runtime_kind(hev.names[nk], i, hev) == "other"
+            if other:
+                owner = op                  # a library op's own runtime queries count for the op
         stack.append((i, s + hev.dur[i], owner, i if hev.cat[i] == 0 else op))
     while stack:
         _, end, owner, _ = stack.pop()
