@@ -17,6 +17,8 @@ import re
 from array import array
 from dataclasses import dataclass, field
 
+from roofline.ingest.trace_tables import Unsupported
+
 CATS = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation", "python_function", "gpu_memcpy")
 DIMS_MIN_US = 1000.0     # a cpu_op this long keeps its Input Dims (the per-shape evidence)
 _BLOCK = 8 << 20
@@ -30,10 +32,6 @@ _EVENT_RX = re.compile(rb'"cat": "(' + _ALT + rb')", "name": "((?:[^"\\\n]|\\.)*
 _CAT_B = {c.encode(): i for i, c in enumerate(CATS)}
 _CORR_RX = re.compile(rb'"correlation": (\d+)')
 _DIMS_RX = re.compile(rb'"Input Dims": (\[[\d\[\], \t\-]*\])')
-
-
-class LayoutError(ValueError):
-    """Not Kineto's pretty-printed layout (read with ijson instead)."""
 
 
 @dataclass
@@ -88,7 +86,7 @@ def scan_host_events(path: str, lo_us: float, hi_us: float) -> HostEvents:
     Raises OSError/EOFError on an unreadable stream, ValueError on a malformed one."""
     try:
         return _scan_kineto(path, lo_us, hi_us)
-    except LayoutError:
+    except Unsupported:          # not Kineto's pretty-printed layout
         return _scan_ijson(path, lo_us, hi_us)
 
 
@@ -125,7 +123,7 @@ def _scan_block(data: bytes, cut: int, lo: float, hi: float, out: HostEvents) ->
     for m in _EVENT_RX.finditer(data, 0, cut):
         c, nm, tid, ts, dur = m.groups()
         if c is None:
-            raise LayoutError("an event outside Kineto's layout")
+            raise Unsupported("an event outside Kineto's layout")
         ts, dur = float(ts), float(dur)
         if ts > hi or ts + dur < lo or dur < 0:
             continue
