@@ -168,7 +168,8 @@ def _shape_rows(e: dict) -> list[list[str]]:
 # does not need take (docs/method.md section 12)
 HEADERS = ["#pct", "#gain", "kernel", "% GPU", "bound", "roofline", "headroom", "attainable", "e2e gain (%GPU)",
            "avoidable (%GPU)", "wall gain (%step)", "conf", "route"]
-HOST_BOUND_IDLE_PCT = 50.0   # a step whose GPU idles more than this is bound by the host, not a kernel
+# a step whose GPU idles more than this is bound by the host, not a kernel (the Top-N then says why)
+from roofline.ingest.hostcause import HOST_BOUND_IDLE_PCT  # noqa: E402
 
 
 def wall_lines(art: dict) -> list[str]:
@@ -182,7 +183,9 @@ def wall_lines(art: dict) -> list[str]:
                 + (f", {g} replaying a CUDA graph" if g else "") + f"): GPU busy {w['gpu_busy_pct']:.1f}%, "
                 f"memcpy/memset {w['memcpy_pct']:.1f}%, idle {w['idle_pct']:.1f}%")
         if w["idle_pct"] > HOST_BOUND_IDLE_PCT:
-            line += " - the host, not a kernel, bounds this step"
+            from roofline.report_host import step_cause
+
+            line += " - the host, not a kernel, bounds this step" + step_cause(w)
         out.append(line)
     return out
 
@@ -241,6 +244,9 @@ def to_markdown(art: dict) -> str:
     art = _clean(art)  # what is rendered is what the JSON beside it holds (no NaN, no lone surrogate)
     pk = art.get("peaks") or {"device": "unknown", "flops": {}, "flops_kind": {}, "hbm_bw_bytes_s": None}
     L = _md_head(art, pk)
+    from roofline.report_host import host_section
+
+    L += host_section(art)
     L += _md_measured(art)
     from roofline.report_ranks import md_lines
 

@@ -27,6 +27,7 @@ def read_wall_time(raw) -> dict | None:
         return None
     out = {reg: {k: v[k] for k in _KEYS if k in v} | ({"graph_steps": v["graph_steps"]}
                                                        if _ok(v.get("graph_steps")) else {})
+                | ({"host": _host(v["host"])} if _host(v.get("host")) else {})
            for reg, v in raw.items()
            if reg in ("decode", "prefill") and isinstance(v, dict) and all(_ok(v.get(k)) for k in _KEYS)
            and v["step_wall_ms"] > 0}
@@ -34,6 +35,24 @@ def read_wall_time(raw) -> dict | None:
         return None
     if isinstance(raw.get("source"), str):
         out["source"] = raw["source"]
+    return out
+
+
+_CAUSE_KEYS = ("cause", "ms_per_step", "pct_of_idle")
+
+
+def _host(raw) -> dict | None:
+    """The Top-N's `host` block of a regime (roofline.ingest.hostcause), its causes that carry a
+    name and usable numbers; None when it has no summary."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("summary"), str):
+        return None
+    out = {k: raw[k] for k in ("idle_ms_per_step", "idle_gaps_per_step", "launches_per_step", "thread",
+                               "thread_launch_share_pct", "steps_read") if _ok(raw.get(k))}
+    out["summary"] = raw["summary"]
+    out["causes"] = [c for c in raw.get("causes") or () if isinstance(c, dict) and isinstance(c.get("cause"), str)
+                     and all(_ok(c.get(k)) for k in _CAUSE_KEYS[1:])]
+    out["ops"] = [o for o in raw.get("ops") or () if isinstance(o, dict) and isinstance(o.get("name"), str)
+                  and _ok(o.get("ms_per_step"))]
     return out
 
 

@@ -523,9 +523,12 @@ def test_the_table_says_when_the_host_bounds_the_step(tmp_path):
     w = json.loads(out.read_text())["wall_time"]["decode"]
     assert w["idle_pct"] > 50
     line = [ln for ln in r.output.splitlines() if ln.startswith("decode step:")]
+    c = w["host"]["causes"][0]     # and why (tests/test_hostcause.py counts it from the raw events)
+    assert [x["cause"] for x in w["host"]["causes"] if x["pct_of_idle"] >= 10] == ["per_shape_host_work"]
     assert line == [f"decode step: {w['step_wall_ms']:.3f} ms wall (mean of {w['steps']}): GPU busy "
                     f"{w['gpu_busy_pct']:.1f}%, memcpy/memset {w['memcpy_pct']:.1f}%, idle {w['idle_pct']:.1f}% - the "
-                    "host, not a kernel, bounds this step"]
+                    "host, not a kernel, bounds this step: cuDNN re-planning for each new shape in "
+                    f"aten::_cudnn_attention_forward {c['ms_per_step']:.1f} ms/step ({c['pct_of_idle']:.0f}% of the idle)"]
     assert "wall gain" in r.output.splitlines()[0]
 
 

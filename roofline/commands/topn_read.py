@@ -62,6 +62,7 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
     from roofline.ingest.torch_trace import TraceError, parse_trace
 
     from roofline.ingest import walltime
+    from roofline.ingest.hostcause import add_host_causes as walltime_host
     from roofline.ingest.topn import step_ranges
 
     plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
@@ -102,6 +103,8 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
         if gl:
             for reg, n in walltime.graph_steps(pt, step_ranges(pt, plan)[1], gl.corr).items():
                 wall[reg]["graph_steps"] = n
+        # host-bound steps: what the host did while the GPU idled (a pass over their CPU events)
+        walltime_host(source, pt, step_ranges(pt, plan)[1], wall, notes)
         doc["wall_time"] = wall
     if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
         doc["device_properties"] = pt.device_properties
