@@ -14,7 +14,8 @@
 #   mini    the fp8 "mini" serving shapes (bench_moe_fp8.FP8_SHAPE_SETS) beside torch._scaled_mm (not in the default)
 # STAGES picks stages (default: all but mini); CHECK_TARGETS the builds checked (default: the new ones; a build
 # checked and failing is left out of the benches), FP8_T / MOE_T the timed sets, SQ_REPS the 8192^3 processes.
-# NCU_PLAN the ncu_where.py plan (default --round7). The next call (not made yet) is meant as: NEW_SET=x-round7-next
+# NCU_PLAN the ncu_where.py plan (default --round7). CHECK_RESERVE_S (default 200): the seconds of BUDGET_S the check
+# leaves to the later stages (a BUDGET_S under CHECK_S + it gives the check 1 s: start12_round7/call1). The next call (not made yet) is meant as: NEW_SET=x-round7-next
 # MOE_SET=x-round7-next-moe NCU_PLAN=--round7-next STAGES="check ncu prefill memcheck racecheck" CHECK_S=90.
 # Call 1 (start11_round7/call1) ran the default; call 2 (call2) STAGES="check prefill square mini",
 # CHECK_TARGETS=l15_pp_m128_ssc (call 1's check ended at its cap before it), SQ_REPS=2. -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
@@ -33,7 +34,7 @@ CK=${CHECK_TARGETS:-$NEW}
 has() { [[ " ${STAGES:-check ncu square prefill memcheck racecheck} " == *" $1 "* ]]; }
 drop() { local ok; ok=$(sed -n 's/^check \([^:]*\): OK .*/\1/p' $R/check.log 2>/dev/null); echo "$1" | tr ',' '\n' | grep -vxF -f <(echo "$CK" | tr ',' '\n' | grep -vxF -f <(echo "$ok")) | paste -sd,; }
 if has check; then
-  timeout $(cap ${CHECK_S:-50} 200) $S check-isolated --targets $CK --n-random 5 --limit-s ${CHECK_S:-40} --out $R > $R/check.log 2>&1; echo "check rc=$?"
+  timeout $(cap ${CHECK_S:-50} ${CHECK_RESERVE_S:-200}) $S check-isolated --targets $CK --n-random 5 --limit-s ${CHECK_S:-40} --out $R > $R/check.log 2>&1; echo "check rc=$?"
   grep -E "^check" $R/check.log | cut -c1-160; grep -E "FAIL" $R/check.log | head -5 | cut -c1-200
   if [ -z "${CHECK_TARGETS:-}" ]; then
     timeout $(cap 20 190) $E check-e512 --targets $(echo $NEW | tr ',' '\n' | grep l15 | paste -sd,) --out $R > $R/check_e512.log 2>&1
