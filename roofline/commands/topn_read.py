@@ -61,10 +61,6 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
     from roofline.ingest.topn import StepPlan, aggregate_trace, build_topn
     from roofline.ingest.torch_trace import TraceError, parse_trace
 
-    from roofline.ingest import walltime
-    from roofline.ingest.hostcause import add_host_causes as walltime_host
-    from roofline.ingest.topn import step_ranges
-
     plan = StepPlan(decode_steps, prefill_steps, regime, decode_range, prefill_range)
     try:
         pt = parse_trace(source, range_regex=[decode_range, prefill_range], workers=workers)
@@ -83,29 +79,8 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
         src["cuda_graph"] = {k: v for k, v in graph.items() if k != "replayed_only"}
     doc = build_topn(aggs, steps, notes, sigs=pt.sigs, top=top, min_pct=min_pct,
                      round_no=round_no, source=src)
-    from roofline.ingest.evidence import kv_caches
-
-    caches = kv_caches(pt)
-    if caches:   # what says whether the attention's bytes are necessary (docs/topn.md)
-        doc["trace_evidence"] = {"kv_caches": caches}
-    # what the op classes read from every kernel name of the trace (a fused Mamba2 chunk scan or not)
-    ev = opclasses.kernel_evidence({a.name: a.all_count for a in aggs})
-    if ev:
-        doc.setdefault("trace_evidence", {}).update(ev)
-    from roofline.ingest.score_chains import score_chains
-
-    # eager attention's score matrix, written to HBM and read back op by op (docs/method.md section 12)
-    chains = score_chains(pt, *step_ranges(pt, plan)[:2], {e["name"]: e["op_class"] for e in doc["entries"]})
-    if chains:
-        doc.setdefault("trace_evidence", {})["score_chains"] = chains
-    wall = walltime.wall_time(pt, step_ranges(pt, plan)[1])
-    if wall:   # the steps' wall time: GPU busy / memcpy / idle (docs/topn.md)
-        if gl:
-            for reg, n in walltime.graph_steps(pt, step_ranges(pt, plan)[1], gl.corr).items():
-                wall[reg]["graph_steps"] = n
-        # host-bound steps: what the host did while the GPU idled (a pass over their CPU events)
-        walltime_host(source, pt, step_ranges(pt, plan)[1], wall, notes)
-        doc["wall_time"] = wall
+    _trace_evidence(doc, pt, plan, aggs)
+    _wall_time(doc, source, pt, plan, gl, notes)
     if pt.device_properties:   # SM count, compute capability: level-L1 peaks for an unknown GPU
         doc["device_properties"] = pt.device_properties
     if collectives is not None or any(opclasses.on_interconnect(e.get("op_class")) for e in doc["entries"]):
@@ -117,6 +92,43 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
                 e["cuda_graph_replayed"] = True
     return doc
 
+
+def _trace_evidence(doc: dict, pt, plan, aggs) -> None:
+    """What the op classes read beside the kernels (docs/topn.md `trace_evidence`): the KV caches the
+    trace writes, the fused / reference Mamba kernels, eager attention's score chains."""
+    from roofline.ingest.evidence import kv_caches
+    from roofline.ingest.score_chains import score_chains
+    from roofline.ingest.topn import step_ranges
+
+    caches = kv_caches(pt)
+    if caches:   # what says whether the attention's bytes are necessary (docs/topn.md)
+        doc["trace_evidence"] = {"kv_caches": caches}
+    # what the op classes read from every kernel name of the trace (a fused Mamba2 chunk scan or not)
+    ev = opclasses.kernel_evidence({a.name: a.all_count for a in aggs})
+    if ev:
+        doc.setdefault("trace_evidence", {}).update(ev)
+    # eager attention's score matrix, written to HBM and read back op by op (docs/method.md section 12)
+    chains = score_chains(pt, *step_ranges(pt, plan)[:2], {e["name"]: e["op_class"] for e in doc["entries"]})
+    if chains:
+        doc.setdefault("trace_evidence", {})["score_chains"] = chains
+
+
+def _wall_time(doc: dict, source, pt, plan, gl, notes: list) -> None:
+    """The steps' wall time (GPU busy / memcpy / idle), CUDA-graph steps, and for host-bound steps
+    what the host did while the GPU idled (docs/topn.md `wall_time`)."""
+    from roofline.ingest import walltime
+    from roofline.ingest.hostcause import add_host_causes as walltime_host
+    from roofline.ingest.topn import step_ranges
+
+    gpu_ranges = step_ranges(pt, plan)[1]
+    wall = walltime.wall_time(pt, gpu_ranges)
+    if wall:   # the steps' wall time: GPU busy / memcpy / idle (docs/topn.md)
+        if gl:
+            for reg, n in walltime.graph_steps(pt, gpu_ranges, gl.corr).items():
+                wall[reg]["graph_steps"] = n
+        # host-bound steps: what the host did while the GPU idled (a pass over their CPU events)
+        walltime_host(source, pt, gpu_ranges, wall, notes)
+        doc["wall_time"] = wall
 
 
 def _comm_shapes(source, doc, collectives, world_size) -> None:
