@@ -137,6 +137,7 @@ class Env:
     workload: dict[str, float]      # the keys the file gives (a stage-A fill that needs another degrades)
     gpu_name: str | None = None
     kv_cache_dtype: str | None = None
+    tp: int | None = None           # the run's tensor-parallel degree as the user gives it (None: not given)
     missing: list[str] = field(default_factory=list)   # required fields the file leaves out
     raw: dict = field(default_factory=dict)
 
@@ -208,7 +209,7 @@ def missing_env_fields(data: dict) -> list[str]:
 
 def parse_env(data: Any, file: str = "env_report.json") -> Env:
     """An env report. Every field it reads is file-level: a bad one raises InputError naming it;
-    fields it does not read (framework, tp, ...) are never judged. A left-out field: without `gfx`
+    fields it does not read (framework, ...) are never judged. A left-out field: without `gfx`
     nothing can be analysed (InputError naming every left-out field at once, `.missing` holds
     them); the others are recorded in `Env.missing` and only what needs them degrades (an entry
     without captured dtypes needs model_dtype; a stage-A fill needs the workload)."""
@@ -245,6 +246,11 @@ def parse_env(data: Any, file: str = "env_report.json") -> Env:
         env.kv_cache_dtype = v.str_(data["kv_cache_dtype"], "kv_cache_dtype")
     if data.get("config_path") is not None:
         v.str_(data["config_path"], "config_path")
+    if data.get("tp") is not None:
+        n = v.int_(data["tp"], "tp")
+        if not 1 <= n <= MAX_DIM:
+            v.fail("tp", "an integer >= 1 (the tensor-parallel degree)", data["tp"])
+        env.tp = n
     return env
 
 

@@ -30,16 +30,50 @@ class Assessment:
     flops_dtype: str | None = None                   # the roof the necessary FLOPs run at (None: the kernel's)
 
 
+def tp_degree(raw, env_tp: int | None = None) -> tuple[int | None, str]:
+    """The run's tensor-parallel degree -> (degree or None, where it comes from / why it is not known), for
+    the origin rule's weight shards (docs/method.md section 12), from:
+    1. the env report's `tp` (the user's word);
+    2. the group size of the Top-N's all-reduces (comm shapes, the collective record's `Group size`): a TP
+       layer all-reduces its row-parallel partial sums over the TP group; several sizes: not known;
+    3. the world size of a Top-N of several ranks (`ranks.world_size`, the traces' distributedInfo),
+       taken as one TP group (a data- or pipeline-parallel world is larger: its all-reduces say the TP
+       group, 2., and win).
+    `tp` and an all-reduce group size that disagree: not known (the notes say both)."""
+    raw = raw if isinstance(raw, dict) else {}
+    sizes = sorted({s["group_size"] for e in raw.get("entries") or [] if isinstance(e, dict)
+                    for s in e.get("shapes") or [] if isinstance(s, dict) and s.get("coll") == "all_reduce"
+                    and isinstance(s.get("group_size"), int) and not isinstance(s.get("group_size"), bool)
+                    and s["group_size"] >= 1})
+    unknown = "the run's tensor-parallel degree is not known"
+    if env_tp is not None:
+        if sizes and sizes != [env_tp]:
+            return None, (f"{unknown}: the env report's tp {env_tp} and the group size of the run's all-reduces "
+                          f"({', '.join(map(str, sizes))}) disagree")
+        return env_tp, f"TP {env_tp}: the env report's tp"
+    if len(sizes) == 1:
+        return sizes[0], f"TP {sizes[0]}: the group size of the run's all-reduces (Top-N comm shapes)"
+    if len(sizes) > 1:
+        return None, f"{unknown}: its all-reduces have group sizes {', '.join(map(str, sizes))}"
+    rk = raw.get("ranks") if isinstance(raw.get("ranks"), dict) else {}
+    ws, ranks = rk.get("world_size"), rk.get("ranks")
+    if isinstance(ws, int) and not isinstance(ws, bool) and ws >= 1 and isinstance(ranks, list) and len(ranks) > 1:
+        return ws, f"TP {ws}: world_size {ws} of the Top-N's {len(ranks)} ranks, taken as one TP group"
+    return None, f"{unknown} (no env report tp, a Top-N of one rank, no all-reduce group size)"
+
+
 def context(topn, env, config, regime: str, w, e=None, chosen_i: int = 0) -> NecessaryCtx:
     steps = topn.n_decode_steps if regime == "decode" else topn.n_prefill_steps
     ev = topn.raw.get("trace_evidence") if isinstance(topn.raw, dict) else None
     raw = e.raw if e is not None and isinstance(e.raw, dict) else {}
     ops = raw.get("aten_ops") if isinstance(raw.get("aten_ops"), dict) else {}
     per = [r.candidates[min(chosen_i, len(r.candidates) - 1)].bytes_est for r in w.results]
+    tp, tp_ev = tp_degree(topn.raw, env.tp)
     return NecessaryCtx(config=config, workload=dict(env.workload or {}), regime=regime, shapes=list(w.shapes),
                         launches=list(w.shape_launches) if w.shape_launches else None, steps=steps,
                         trace_evidence=ev if isinstance(ev, dict) else {}, dts=list(w.dts), weights=list(w.weights),
-                        aten_ops=dict(ops), bytes_per_launch=sum(wt * b for wt, b in zip(w.weights, per)) or None)
+                        aten_ops=dict(ops), bytes_per_launch=sum(wt * b for wt, b in zip(w.weights, per)) or None,
+                        tp=tp, tp_evidence=tp_ev)
 
 
 def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:

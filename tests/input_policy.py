@@ -147,8 +147,8 @@ def env_cases() -> list[PCase]:
     for path in numeric_paths(R.BASE_ENV):
         for bad, lit, _ in BAD:
             literal, found = _literal(bad, lit, _get(R.BASE_ENV, path))
-            # the workload is read (file-level: refused, named); tp is recorded, never read
-            outcome = "refuse" if path[0] == "workload" else "ignore"
+            # the workload and tp are read (file-level: refused, named); a null tp is no tp (absent)
+            outcome = "refuse" if path[0] == "workload" or (path[0] == "tp" and bad != "null") else "ignore"
             out.append(PCase("env", _jpath(path), bad, outcome, _with(R.BASE_ENV, path, literal), found))
     return out
 

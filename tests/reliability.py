@@ -300,7 +300,7 @@ def _env_type_expect(path, new) -> str:
     if p in (["gfx"], ["model_dtype"], ["model_arch_class"], ["workload"], ["workload", "isl"],
              ["workload", "osl"], ["workload", "conc"]):
         return "refuse"
-    if p in (["gpu_name"], ["kv_cache_dtype"]):
+    if p in (["gpu_name"], ["kv_cache_dtype"], ["tp"]):
         return "any" if new is None else "refuse"
     return "any"
 
@@ -310,6 +310,8 @@ def _env_value_expect(path, new) -> str:
     if p[:1] == ["workload"] and len(p) == 2 and p[1] in ("isl", "osl", "conc") and not (
             _fin(new) and 0 < new <= 2 ** 48):
         return "refuse"
+    if p == ["tp"] and not (_fin(new) and float(new).is_integer() and 1 <= new <= 2 ** 48):
+        return "refuse"         # the tensor-parallel degree: an integer >= 1
     return "any"
 
 

@@ -195,8 +195,9 @@ def _filled(shape: dict, ctx) -> tuple[float | None, str]:
 
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
     """A decode attention needs the K and V of its KV heads over the filled context only:
-    - KV heads: config.json's num_key_value_heads where the K/V it is given carry more heads (a GQA
-      broadcast materialised before it, repeat_kv): a GQA-aware kernel reads the KV heads in place;
+    - KV heads: config.json's num_key_value_heads (/ tp on one rank of a TP run whose degree is known:
+      ctx.tp) where the K/V it is given carry more heads (a GQA broadcast materialised before it,
+      repeat_kv): a GQA-aware kernel reads the KV heads in place;
     - context: the filled slots (_filled), not a preallocated cache's empty ones.
     Prefill: the model's bytes (Q, K, V, O once) with the KV heads of config.json."""
     from roofline.opclasses.base import Necessary
@@ -204,10 +205,13 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
     hq, hkv, d, b = shape["n_q_heads"], shape["n_kv_heads"], shape["head_dim"], shape["batch"]
     ev, kinds = [], []
     kv_cfg = cfg(ctx.config, "num_key_value_heads", "num_kv_heads")
-    nkv = hkv
+    nkv, said = hkv, f"config.json num_key_value_heads = {kv_cfg}"
+    tp = ctx.tp if isinstance(ctx.tp, int) and ctx.tp > 1 else None
+    if tp and isinstance(kv_cfg, int) and kv_cfg % tp == 0:       # one TP rank holds kv heads / tp
+        kv_cfg, said = kv_cfg // tp, f"{said} / TP {tp} = {kv_cfg // tp} on this rank ({ctx.tp_evidence})"
     if isinstance(kv_cfg, int) and 0 < kv_cfg < hkv and hkv % kv_cfg == 0:
         nkv = kv_cfg
-        ev.append(f"K/V carry {hkv} heads, config.json num_key_value_heads = {kv_cfg}: the KV heads were broadcast "
+        ev.append(f"K/V carry {hkv} heads, {said}: the KV heads were broadcast "
                   f"{hkv // kv_cfg}x before the attention (a GQA-aware kernel reads the {kv_cfg} in place)")
         kinds.append("kv_heads_broadcast")
     if shape.get("regime", ctx.regime) == "prefill" or "seq_len" not in shape:

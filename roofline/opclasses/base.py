@@ -180,7 +180,8 @@ class NecessaryCtx:
     workload, the analysed regime, every shape of the entry in that regime (with its launches: how
     shapes change step by step; its dtypes and launch weights), the regime's step count, the
     trace-level evidence `roofline topn` wrote (Top-N `trace_evidence`: the KV caches and how they
-    are written), the aten ops that launched the kernel, and the model's bytes per launch."""
+    are written), the aten ops that launched the kernel, the model's bytes per launch, and the run's
+    tensor-parallel degree where the Top-N gives evidence of it (roofline.necessary.tp_degree)."""
     config: dict | None
     workload: dict
     regime: str
@@ -192,6 +193,8 @@ class NecessaryCtx:
     weights: list = field(default_factory=list)       # each shape's launch weight (sum 1)
     aten_ops: dict = field(default_factory=dict)      # Top-N aten_ops: launching op -> launches
     bytes_per_launch: float | None = None             # the chosen byte model's bytes per launch (launch-weighted)
+    tp: int | None = None                             # the run's tensor-parallel degree where evidence gives it
+    tp_evidence: str = ""                             # where tp comes from (None: why it is not known)
 
 
 @dataclass

@@ -70,26 +70,36 @@ def expert_dims(config: dict | None) -> tuple[int, int, int] | None:
     return (E, h, mi) if E and h and mi else None
 
 
-def weight_dims(config: dict | None) -> dict[int, str]:
-    """The dims a weight matrix of the model has, from config.json: {dim: what names it}. A projection's
-    rows and columns are each one of these (fused projections: q+k+v, gate+up)."""
-    c = _flat(config)
-    out: dict[int, str] = {}
+# Megatron tensor parallelism splits a column-parallel layer's output dim N (q/k/v, their fusions, gate/up,
+# gate+up, the LM head: "col") and a row-parallel layer's input dim K (o_proj: heads x head_dim; down:
+# intermediate: "any", a dim either side may be cut in); hidden, the router's experts and the MLA low ranks
+# stay whole on each rank (None)
+WHOLE_KEYS = ("hidden_size", "d_model", "num_experts", "num_local_experts", "n_routed_experts", "q_lora_rank",
+              "kv_lora_rank")
+TP_UNKNOWN = "the run's tensor-parallel degree is not known"
+TP_HINT_MAX = 16        # an unknown GEMM whose dims a TP degree up to this would explain: the notes say which
 
-    def put(v, what):
+
+def _dims(config: dict | None) -> list[tuple[int, str, str | None]]:
+    """(dim, what names it, how tensor parallelism cuts it: "any", "col" (an output only) or None) of
+    every weight dim config.json names."""
+    c = _flat(config)
+    out: list[tuple[int, str, str | None]] = []
+
+    def put(v, what, cut="col"):
         if isinstance(v, int) and v > 0:
-            out.setdefault(v, what)
+            out.append((v, what, cut))
     for k in ("hidden_size", "d_model", "intermediate_size", "moe_intermediate_size", "expert_intermediate_size",
               "shared_expert_intermediate_size", "vocab_size", "num_experts", "num_local_experts", "n_routed_experts",
               "q_lora_rank", "kv_lora_rank"):
-        put(c.get(k), k)
+        put(c.get(k), k, None if k in WHOLE_KEYS else "col" if k == "vocab_size" else "any")
     for k in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
         if isinstance(c.get(k), int):
             put(2 * c[k], f"2 x {k} (gate+up)")
     att = attention_dims(config)
     if att:
         hq, hk, d = att
-        put(hq * d, "num_attention_heads x head_dim")
+        put(hq * d, "num_attention_heads x head_dim", "any")
         put(hk * d, "num_key_value_heads x head_dim")
         put((hq + 2 * hk) * d, "(q + k + v heads) x head_dim")
         put(2 * hk * d, "2 x num_key_value_heads x head_dim (k+v)")
@@ -98,12 +108,12 @@ def weight_dims(config: dict | None) -> dict[int, str]:
     nv, dv = _int(c, "linear_num_value_heads"), _int(c, "linear_value_head_dim")
     if nk and dk and nv and dv:     # a linear-attention layer's projections (qkvz, ba, out)
         put(2 * nk * dk + 2 * nv * dv, "linear attention q + k + v + z dims")
-        put(nv * dv, "linear_num_value_heads x linear_value_head_dim")
+        put(nv * dv, "linear_num_value_heads x linear_value_head_dim", "any")
         put(2 * nv, "2 x linear_num_value_heads (b, a)")
     mh, mdh = _int(c, "mamba_n_heads", "mamba_num_heads"), _int(c, "mamba_d_head", "mamba_head_dim")
     mg, ms = _int(c, "mamba_n_groups", "n_groups") or 1, _int(c, "mamba_d_state", "ssm_state_size", "state_size")
     if mh and mdh and ms:          # a Mamba2 layer's in_proj (z, x, B, C, dt) and out_proj
-        put(mh * mdh, "mamba_n_heads x mamba_d_head (d_inner)")
+        put(mh * mdh, "mamba_n_heads x mamba_d_head (d_inner)", "any")
         put(2 * mh * mdh + 2 * mg * ms + mh, "Mamba2 in_proj (2 d_inner + 2 groups x d_state + heads)")
     nope, rope, vh = _int(c, "qk_nope_head_dim"), _int(c, "qk_rope_head_dim"), _int(c, "v_head_dim")
     hq = att[0] if att else None
@@ -112,8 +122,51 @@ def weight_dims(config: dict | None) -> dict[int, str]:
     if hq and nope and vh:
         put(hq * (nope + vh), "num_attention_heads x (qk_nope + v) head dims (MLA kv_b)")
     if rope and isinstance(c.get("kv_lora_rank"), int):
-        put(c["kv_lora_rank"] + rope, "kv_lora_rank + qk_rope_head_dim (MLA kv_a)")
+        put(c["kv_lora_rank"] + rope, "kv_lora_rank + qk_rope_head_dim (MLA kv_a)", None)
     return out
+
+
+def weight_dims(config: dict | None) -> dict[int, str]:
+    """The dims a weight matrix of the model has, from config.json: {dim: what names it}. A projection's
+    rows and columns are each one of these (fused projections: q+k+v, gate+up)."""
+    out: dict[int, str] = {}
+    for v, what, _ in _dims(config):
+        out.setdefault(v, what)
+    return out
+
+
+def shard_dims(config: dict | None, tp: int | None, row: bool = False) -> dict[int, str]:
+    """The dims a weight holds on one rank of a tensor-parallel run of degree `tp`: a column-parallel
+    layer's N (row=False) or a row-parallel layer's K (row=True), from config.json's dims that TP cuts
+    there: {dim / tp: "what / TP tp"} where tp divides it; {} for no TP."""
+    out: dict[int, str] = {}
+    if not tp or tp < 2:
+        return out
+    for v, what, cut in _dims(config):
+        if cut in (("any",) if row else ("any", "col")) and v % tp == 0:
+            out.setdefault(v // tp, f"{what} / TP {tp}")
+    return out
+
+
+def uncut_dims(config: dict | None) -> dict[int, str]:
+    """The weight dims tensor parallelism never cuts (hidden, the MLA low ranks): {dim: what names it}."""
+    out: dict[int, str] = {}
+    for v, what, cut in _dims(config):
+        if cut is None and "experts" not in what:
+            out.setdefault(v, what)
+    return out
+
+
+def _tp_hint(K: int, N: int, config) -> str:
+    """Under which TP degree (the smallest up to TP_HINT_MAX) a Megatron shard would explain K x N, or ""."""
+    full = uncut_dims(config)
+    for t in range(2, TP_HINT_MAX + 1):
+        col, row = shard_dims(config, t), shard_dims(config, t, row=True)
+        if K in full and N in col:
+            return f" (under TP {t}, N = {col[N]})"
+        if K in row and N in full:
+            return f" (under TP {t}, K = {row[K]})"
+    return ""
 
 
 def grows(shape: dict, shapes: list, key: str) -> tuple[int, int] | None:
@@ -140,7 +193,8 @@ def _batched(sh: dict, ctx) -> Origin:
     ex = expert_dims(ctx.config)
     if ex:
         _, h, mi = ex
-        wdims = {(2 * mi, h), (mi, h), (h, mi)}
+        tp = _tp(ctx)      # a TP rank holds each expert's intermediate / tp
+        wdims = {x for m in ({mi, mi // tp} if tp and mi % tp == 0 else {mi}) for x in ((2 * m, h), (m, h), (h, m))}
         fixed = not (grows(sh, ctx.shapes, "M") or grows(sh, ctx.shapes, "N") or grows(sh, ctx.shapes, "K"))
         if (M, K) in wdims and fixed:
             return Origin("parameter", "A", f"{form}: A {_fmt(B, M, K)} is {B} gathered expert weights of "
@@ -155,12 +209,21 @@ def _batched(sh: dict, ctx) -> Origin:
                       "to say what its operands are")
     hq, hk, d = att
     qk, pv = K == d, N == d
-    heads = next((h for h in (hq, hk) if B % h == 0), None)
-    if not (qk or pv) or heads is None:
+    S, tp = (N if qk else K), _tp(ctx)
+    # one rank of a TP run holds hq / tp query and hk / tp KV heads: those first where the TP degree is known
+    cands = [(h // tp, f"{h // tp} heads (config.json's {h} / TP {tp})") for h in (hq, hk) if tp and h % tp == 0]
+    cands = [(h, w) for h, w in cands + [(hq, f"{hq} heads"), (hk, f"{hk} heads")] if B % h == 0]
+    if not (qk or pv) or not cands:
+        why = ""
+        if (qk or pv) and not tp and any(h % t == 0 and B % (h // t) == 0 for h in (hq, hk)
+                                         for t in range(2, TP_HINT_MAX + 1)):
+            why = f" ({TP_UNKNOWN}: config.json's heads / TP are not tried)"
         return Origin("unknown", None, f"{form}: neither an attention over config.json's {hq} heads of head_dim {d} "
-                      "nor a batched MoE over its expert weights")
-    S, b, op = (N if qk else K), B // heads, ("QK^T" if qk else "PV")
-    what = f"{form} is the {op} of an eager attention (batch {B} = {b} x {heads} heads, head_dim {d}: config.json)"
+                      f"nor a batched MoE over its expert weights{why}")
+    heads, label = next(((h, w) for h, w in cands if ctx.regime == "decode" and kvcache.cache_of(ctx, S, B // h)),
+                        cands[0])
+    b, op = B // heads, ("QK^T" if qk else "PV")
+    what = f"{form} is the {op} of an eager attention (batch {B} = {b} x {label}, head_dim {d}: config.json)"
     if ctx.regime != "decode":
         return Origin("activation", None, f"{what}: its B is this step's {'K' if qk else 'V'} (an activation), "
                       "not a cache read")
@@ -191,12 +254,33 @@ def gemm_origin(sh: dict, ctx) -> Origin:
     if not ctx.config:
         return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: no config.json to match it against the "
                       "model's weight dims")
-    dims = weight_dims(ctx.config)
+    dims, tp = weight_dims(ctx.config), _tp(ctx)
+    # a TP rank's Megatron shard first (its cut dim may equal another whole dim of config.json): a column-
+    # parallel layer reads a dim TP never cuts (hidden, an MLA low rank) into its cut N, a row-parallel one
+    # its cut K into such a dim
+    whole_dims = uncut_dims(ctx.config)
+    for cut, whole, how in (("N", "K", "column-parallel"), ("K", "N", "row-parallel")):
+        c, w, sd = sh[cut], sh[whole], shard_dims(ctx.config, tp, row=cut == "K")
+        if c in sd and w in whole_dims:
+            return Origin("parameter", "B", f"B [K, N] = {_fmt(K, N)} of {ops} is a weight, one rank's {how} shard: "
+                          f"{whole} = {whole_dims[w]}, {cut} = {sd[c]} (config.json; {ctx.tp_evidence}), the same in "
+                          "every step")
     if K in dims and N in dims:
         return Origin("parameter", "B", f"B [K, N] = {_fmt(K, N)} of {ops} is a weight: K = {dims[K]}, N = {dims[N]} "
                       "(config.json), the same in every step")
     miss = " and ".join(f"{n} = {v}" for n, v in (("K", K), ("N", N)) if v not in dims)
-    return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: {miss} is no weight dim of config.json")
+    if tp:
+        return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: {miss} is no weight dim of config.json, "
+                      f"nor a TP {tp} shard of one ({ctx.tp_evidence})")
+    hint = _tp_hint(K, N, ctx.config)
+    return Origin("unknown", None, f"B [K, N] = {_fmt(K, N)} of {ops}: {miss} is no weight dim of config.json"
+                  + (f"; a tensor-parallel shard would explain it{hint}, but {ctx.tp_evidence or TP_UNKNOWN}: "
+                     "a config.json dim / TP is accepted only where the TP degree is known" if hint else ""))
+
+
+def _tp(ctx) -> int | None:
+    """The run's tensor-parallel degree the context carries (None: not known)."""
+    return ctx.tp if isinstance(ctx.tp, int) and ctx.tp > 1 else None
 
 
 def operand_bytes(sh: dict, dt: dict, operand: str) -> float:
