@@ -394,6 +394,26 @@ VARIANTS: dict[str, Level] = {
         "l13_sk with the per-warp epilogue of l13_wepi", "-", (128, 256, 128), _WS_THREADS_2, 80, 168, True,
         kind="ws", cluster=2, splitk=-2, contract="gemm-fp8", defines=("L13_SK", "L13_WEPI"),
         dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    # round 7 (notes/l13.md, l15.md): the unit's column scales staged in shared memory once per unit by warp 1 of the
+    # producer warpgroup (ws.cuh SSC = 1, WsBuild stage_scales): the TMA-store staging reads one 8-byte shared load per
+    # column pair instead of two __ldg (the long-scoreboard stall of round 5's ncu); one slot, mbarrier pairs by unit parity
+    "l13_ssc": Level(
+        13, "fp8_staged_scales", "l13_fp8.cu", "gemm_l13",
+        "level 13 with the column scales staged in shared memory once per unit by a producer warp", "-", (128, 256, 128),
+        _WS_THREADS_2, 1120, 168, True, kind="ws", cluster=2, contract="gemm-fp8", defines=("L13_SSC",),
+        grid_balance=True, dyn_smem_bytes=_ws_dyn(4, _STAGE_WIDE, 2)),
+    "l15_pp_m128_ssc": Level(
+        15, "grouped_fp8_prefill_pingpong_128x128_staged_scales", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+        "l15_pp_m128 with the unit's column scales sw[e, n] staged in shared memory once per unit by a producer warp", "-",
+        (128, 128, 128), _WS_THREADS_2, 1696, 168, True, kind="ws", contract="grouped-fp8",
+        defines=("L15_PP_M128", "L15_SSC"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
+    # round 7 (notes/l15.md), NOT yet run on the device: l15_pp_m128 with the tile list walked in pairs of consecutive tiles
+    # per CTA (ws.cuh PAIRS = 1, WsBuild unit_pairs): two m-tiles of one weight block on one SM back to back
+    "l15_pp_m128_pairs": Level(
+        15, "grouped_fp8_prefill_pingpong_128x128_paired_units", "l15_grouped_fp8_prefill.cu", "gemm_l15",
+        "l15_pp_m128 with consecutive tiles in pairs per CTA (two m-tiles of a weight block on one SM, one per consumer)", "-",
+        (128, 128, 128), _WS_THREADS_2, 1152, 168, True, kind="ws", contract="grouped-fp8",
+        defines=("L15_PP_M128", "L15_PAIRS"), dyn_smem_bytes=_ws_dyn(6, _STAGE_128, 2)),
     "l13_nocluster": Level(
         13, "fp8_nocluster", "l13_fp8.cu", "gemm_l13",
         "level 13 without the cluster", "-", (128, 256, 128), _WS_THREADS_2, 64, 168, False, kind="ws",

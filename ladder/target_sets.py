@@ -38,4 +38,13 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     "x-round6-recheck": ("l12_fp8_pingpong", "l15_m128n128"),
     # the 512-expert check (round6_extra.py check-e512): level 15's builds and level 12 (bf16) on the new plan
     "x-round6-e512-check": ("l15_pp_m128", "l15_pp_m128_wepi", "15", "12"),
+    # round 7 (notes/l13.md, l15.md): the builds with the column scales staged in shared memory (new: checked,
+    # sanitized, timed), and what each is timed beside: level 13 / l15_pp_m128 and their round-6 per-warp twins
+    "x-round7-new": ("l13_ssc", "l15_pp_m128_ssc"),
+    "x-round7-fp8": ("13", "l13_wepi", "l13_ssc"),
+    "x-round7-moe": ("l15_pp_m128", "l15_pp_m128_wepi", "l15_pp_m128_ssc"),
+    # what round 7 left for the next device call: the staged-scale grouped build's full check (its 50 s cap ended it)
+    # and the paired-unit tile order (built, never run): checked, sanitized, then timed beside l15_pp_m128
+    "x-round7-next": ("l15_pp_m128_pairs", "l15_pp_m128_ssc"),
+    "x-round7-next-moe": ("l15_pp_m128", "l15_pp_m128_pairs", "l15_pp_m128_ssc"),
 }

@@ -6,7 +6,9 @@ supports it:
 * avoidable bytes (the op class's necessary job: a materialised broadcast, a re-copied cache,
   attention over empty slots or broadcast KV heads): saves avoidable_gain_pct;
 * fusion: only a producer or consumer of the same tensor, launched next to it in the same step
-  (Top-N `dataflow`, roofline.ingest.evidence), never mere adjacency;
+  (Top-N `dataflow`, roofline.ingest.evidence), never mere adjacency; none with a kernel that an
+  avoidable-bytes lever of this kernel removes as well (the other ops of an eager attention's score
+  chain, which a fused attention does not launch: one lever per cause);
 * stop reading unrouted experts: the MoE model's experts_hit below E;
 * padding: issued tensor work (counters) above the useful 2·rows·N·K;
 * lower-precision weights / KV: only where bytes bind (memory-bound), on the operand the class's
@@ -20,7 +22,7 @@ from roofline import opclasses
 MAX_FUSE_LEVERS = 5
 PADDING_MIN = 1.05          # issued / useful above this: padding worth naming
 # the kinds that make the kernel move fewer bytes or do fewer FLOPs (byte_reduction_levers)
-BYTE_KINDS = ("materialised_broadcast", "reference_path", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
+BYTE_KINDS = ("materialised_broadcast", "reference_path", "materialised_scores", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
               "fusion", "stop_reading_experts", "padding", "lower_precision_weights", "lower_precision_kv",
               "fp8_math")
 
@@ -33,13 +35,15 @@ def _share(out: dict) -> float:
     return float(out.get("regime_pct_gpu_time", out.get("pct_gpu_time", 0.0)) or 0.0)
 
 
-def fusion(out: dict, me: dict, all_light: list[dict]) -> list[dict]:
-    """Fusable Top-N kernels that produce a tensor this kernel reads, or consume the one it writes."""
+def fusion(out: dict, me: dict, all_light: list[dict], covered: frozenset = frozenset()) -> list[dict]:
+    """Fusable Top-N kernels that produce a tensor this kernel reads, or consume the one it writes (none
+    that an avoidable-bytes lever of this kernel removes as well: `covered`)."""
     flow = me.get("dataflow") or {}
     partners = {**{n: "producer" for n in flow.get("producers") or {}}, **{n: "consumer" for n in flow.get("consumers") or {}}}
     ex = flow.get("examples") or {}
     cands = sorted((o for o in all_light if o.get("name") in partners and o.get("name") != out.get("name")
-                    and opclasses.of(opclasses.kind_of(o)).fusable), key=lambda o: -o["pct_gpu_time"])
+                    and o.get("name") not in covered and opclasses.of(opclasses.kind_of(o)).fusable),
+                   key=lambda o: -o["pct_gpu_time"])
     lv = []
     for o in cands[:MAX_FUSE_LEVERS]:
         kind = opclasses.kind_of(o)
@@ -109,8 +113,16 @@ def detail(out: dict, op: str, necessary_levers: list, me: dict, all_light: list
     gain = out.get("avoidable_gain_pct")
     # NB: each avoidable-bytes lever saves its kind's share of the avoidable bytes (necessary.assess)
     lv = [_lever(k, t, ev, gain * frac if gain is not None and frac is not None else None)
-          for k, t, ev, frac in necessary_levers]
-    lv += fusion(out, me, all_light)
+          for k, t, ev, frac, *_ in necessary_levers]
+    # NB: one lever per cause: a partner the avoidable-bytes lever removes as well (the other ops of an
+    # eager attention's score chain, which a fused attention does not launch) gets no fusion lever
+    covered = frozenset().union(*(x[4] for x in necessary_levers if len(x) > 4))
+    skipped = {n for n in covered if n in ((me.get("dataflow") or {}).get("producers") or {})
+               or n in ((me.get("dataflow") or {}).get("consumers") or {})}
+    if skipped and notes is not None:
+        notes.append(f"no fusion lever with {len(skipped)} producer(s) / consumer(s) the "
+                     f"{', '.join(x[0] for x in necessary_levers if len(x) > 4 and x[4])} lever removes as well")
+    lv += fusion(out, me, all_light, covered)
     lv += experts(out, op, info) + padding(out) + precision(out, op, dt, ctx, notes)
     return lv
 

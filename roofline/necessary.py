@@ -26,7 +26,8 @@ class Assessment:
     evidence: list = field(default_factory=list)
     missing: str | None = None
     removable: bool = False                          # every launch need not run
-    levers: list = field(default_factory=list)      # (kind, text, evidence, its share of the avoidable bytes)
+    levers: list = field(default_factory=list)      # (kind, text, evidence, its share of the avoidable bytes,
+                                                     #  the kernels it removes as well)
     flops_dtype: str | None = None                   # the roof the necessary FLOPs run at (None: the kernel's)
 
 
@@ -73,7 +74,7 @@ def context(topn, env, config, regime: str, w, e=None, chosen_i: int = 0) -> Nec
                         launches=list(w.shape_launches) if w.shape_launches else None, steps=steps,
                         trace_evidence=ev if isinstance(ev, dict) else {}, dts=list(w.dts), weights=list(w.weights),
                         aten_ops=dict(ops), bytes_per_launch=sum(wt * b for wt, b in zip(w.weights, per)) or None,
-                        tp=tp, tp_evidence=tp_ev)
+                        tp=tp, tp_evidence=tp_ev, kernel=getattr(e, "name", None))
 
 
 def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
@@ -112,7 +113,9 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
             if x not in a.evidence:
                 a.evidence.append(x)
         if n.lever and n.kind not in [lv[0] for lv in a.levers]:
-            a.levers.append((n.kind, n.lever, "; ".join(n.evidence), avoid.get(n.kind, 0.0) / total if total else None))
+            covers = frozenset().union(*(m.covers for m in per if m.kind == n.kind))
+            a.levers.append((n.kind, n.lever, "; ".join(n.evidence), avoid.get(n.kind, 0.0) / total if total else None,
+                             covers))
     return a
 
 

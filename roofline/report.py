@@ -332,7 +332,8 @@ def _md_entry(e: dict) -> list[str]:
                  f"{'link util, of the interconnect roof' if e.get('memory_roof') == 'interconnect' else 'hbm_util'} "
                  f"{_pct(e['hbm_util'], 1)}), "
                  f"{e['achieved_flops'] / 1e12:.2f} TFLOP/s (compute_util {_pct(e['compute_util'], 1)}); "
-                 f"roofline {_pct(e['roofline_pct_raw'], 1)} vs target_eff {e['target_eff']:.2f}")
+                 f"roofline {_pct(e['roofline_pct_raw'], 1)} vs target_eff "
+                 + (f"{e['target_eff']:.2f}" if e.get("target_eff") is not None else "none (no HBM verdict for its class)"))
         if e.get("bytes_measured") is not None and e.get("bytes_model") is not None:
             L.append(f"- stage C: measured {e['bytes_measured'] / 1e6:.3f} MB vs model {e['bytes_model'] / 1e6:.3f} MB"
                      + (f"; issued/useful FLOPs {e['padding_waste_ratio']:.2f}" if e.get("padding_waste_ratio") else ""))

@@ -114,7 +114,7 @@ def test_a_sliding_window_re_copied_every_step_and_an_unsaturated_copy_route(tmp
 
 # every kind of lever and what in the trace supports it (test_every_lever_of_the_corpus_has_its_evidence)
 MEMORY_KINDS = ("lower_precision_weights", "lower_precision_kv")
-NECESSARY_KINDS = ("materialised_broadcast", "reference_path", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
+NECESSARY_KINDS = ("materialised_broadcast", "reference_path", "materialised_scores", "cache_append", "cache_window", "kv_heads_broadcast", "empty_slots",
                    "kv_heads_broadcast+empty_slots")
 CASES = [c for c in sorted(META) if (CORPUS / f"{c}.json.gz").exists()]
 
@@ -177,6 +177,13 @@ def test_every_lever_of_the_corpus_has_its_evidence(case, tmp_path):
                 cfg = json.loads((CORPUS / "configs" / f"{case}.json").read_text())
                 assert f"{cfg['mamba_n_heads']} heads" in d["evidence"], (case, d["evidence"])
                 assert not any(re.search(r"_chunk_scan_fwd|_chunk_state_fwd|causal_conv1d", k) for k in seq), case
+            if d["kind"] == "materialised_scores":
+                # an eager attention's score chain: the trace has its QK^T bmm over b x config.json's heads
+                cfg = json.loads((CORPUS / "configs" / f"{case}.json").read_text())
+                qk = json.loads(d["evidence"].split("written to HBM by the QK^T bmm ")[1].split("]]")[0] + "]]")
+                bmm = [x["args"]["Input Dims"] for x in ops if x["name"] == "aten::bmm"]
+                assert qk in bmm and qk[0][0] % cfg["num_attention_heads"] == 0, (case, qk)
+                assert f"x {cfg['num_attention_heads']} heads" in d["evidence"], (case, d["evidence"])
             if d["kind"] in MEMORY_KINDS:
                 assert e["bound_type"] == "memory", (case, e.get("short_name"), d["kind"])
             if d["kind"] == "fp8_math":

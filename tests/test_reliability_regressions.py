@@ -554,3 +554,24 @@ def test_plot_with_odd_but_schema_valid_values(tmp_path, field, value):
     assert code == 0 and "internal error" not in err, err
     if field not in ("compute_dtype", "pct_gpu_time"):   # (a share over 100: a marker at the largest size)
         assert art["entries"][i]["name"] in out  # named among the points not placed
+
+
+def test_markdown_of_every_entry_incl_those_without_a_target_eff(tmp_path):
+    """A head list wide enough to take a routing-sort kernel (no HBM verdict: target_eff None) writes
+    its markdown (the real gpt-oss trace at --head-threshold 0.5 --head-cap 40 once stopped with a
+    TypeError in that entry's achieved line)."""
+    import trace_mutations as M
+    from roofline import api
+    from roofline.report import to_markdown
+
+    trace = M.CORPUS / "gptoss_eager.json.gz"
+    out = tmp_path / "profile_topN.json"
+    code, _, err = M.R.cli(["topn", str(trace), "-o", str(out), "-q", "--force", *M.topn_args(trace)])
+    assert code == 0, err
+    art = api.analyze(out, head_threshold_pct=0.5, head_cap=40)
+    none = [e for e in art["entries"] if e.get("modeled") and e.get("target_eff") is None]
+    assert none, "the trace no longer has a head entry without a target_eff"
+    md = to_markdown(art)
+    for e in none:
+        assert f"### {e['short_name']} (" in md
+    assert "vs target_eff none (no HBM verdict for its class)" in md

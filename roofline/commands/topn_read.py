@@ -91,6 +91,12 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
     ev = opclasses.kernel_evidence({a.name: a.all_count for a in aggs})
     if ev:
         doc.setdefault("trace_evidence", {}).update(ev)
+    from roofline.ingest.score_chains import score_chains
+
+    # eager attention's score matrix, written to HBM and read back op by op (docs/method.md section 12)
+    chains = score_chains(pt, *step_ranges(pt, plan)[:2], {e["name"]: e["op_class"] for e in doc["entries"]})
+    if chains:
+        doc.setdefault("trace_evidence", {})["score_chains"] = chains
     wall = walltime.wall_time(pt, step_ranges(pt, plan)[1])
     if wall:   # the steps' wall time: GPU busy / memcpy / idle (docs/topn.md)
         if gl:

@@ -19,7 +19,9 @@ the interconnect roof), routing_sort.py, recurrent.py and chunk_scan.py (linear-
 state-space layers: the decode state update and the chunked prefill; linear_cfg.py holds what they
 share), causal_conv.py, scatter_add.py, unmodelled.py (unknown); aten.py and stage_a.py hold what the shape rules
 and the fills share; ssd_reference.py the rule that tells Mamba2's chunk scan run as torch ops (streaming
-ops' necessary bytes, the Top-N's trace_evidence.ssm_kernels). A new op class is one module here (and a row in classify.RULES);
+ops' necessary bytes, the Top-N's trace_evidence.ssm_kernels); eager_attention.py the rule that tells an eager
+attention's materialised score matrix (streaming ops' and batched GEMMs' necessary bytes, the Top-N's
+trace_evidence.score_chains, which roofline/ingest/score_chains.py writes). A new op class is one module here (and a row in classify.RULES);
 tests/test_opclasses.py checks that every class classify.py returns is registered exactly once and
 that nothing else wires these jobs.
 """

@@ -180,8 +180,9 @@ class NecessaryCtx:
     workload, the analysed regime, every shape of the entry in that regime (with its launches: how
     shapes change step by step; its dtypes and launch weights), the regime's step count, the
     trace-level evidence `roofline topn` wrote (Top-N `trace_evidence`: the KV caches and how they
-    are written), the aten ops that launched the kernel, the model's bytes per launch, and the run's
-    tensor-parallel degree where the Top-N gives evidence of it (roofline.necessary.tp_degree)."""
+    are written), the aten ops that launched the kernel, the model's bytes per launch, the run's
+    tensor-parallel degree where the Top-N gives evidence of it (roofline.necessary.tp_degree), and the
+    kernel's name."""
     config: dict | None
     workload: dict
     regime: str
@@ -195,6 +196,7 @@ class NecessaryCtx:
     bytes_per_launch: float | None = None             # the chosen byte model's bytes per launch (launch-weighted)
     tp: int | None = None                             # the run's tensor-parallel degree where evidence gives it
     tp_evidence: str = ""                             # where tp comes from (None: why it is not known)
+    kernel: str | None = None                         # the entry's kernel name (the trace evidence names kernels)
 
 
 @dataclass
@@ -207,6 +209,8 @@ class Necessary:
     evidence:  what the trace / config / counters say, in words (each claim checkable);
     removable: the launch need not run at all (a copy its consumer could read in place);
     lever:     the byte-reduction lever, in words, when some bytes are avoidable;
+    covers:    kernels whose work the same lever removes as well (a fused attention removes every op of an
+               eager attention's score chain): no fusion lever names them (one lever per cause);
     flops_dtype: the necessary FLOPs run at that dtype's roof (a fused kernel's tensor-core matmuls), not
                at the moved work's (None: the same roof)."""
     bytes: float | None
@@ -217,6 +221,7 @@ class Necessary:
     removable: bool = False
     lever: str | None = None
     flops_dtype: str | None = None      # the dtype whose compute roof prices `flops` (None: the kernel's own)
+    covers: frozenset = frozenset()     # kernels the lever removes as well (no fusion lever with them)
 
 
 REGISTRY: dict[str, OpClass] = {}

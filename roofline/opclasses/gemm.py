@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from roofline.models import gemm as _model
-from roofline.opclasses import kvcache, origin
+from roofline.opclasses import eager_attention, kvcache, origin
 from roofline.opclasses.aten import dtype_of
 from roofline.opclasses.base import Necessary, OpClass, Problem, register
 from roofline.opclasses.levers import operand_levers, split_k_levers
@@ -108,6 +108,14 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
 
 
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
+    """A decode batched GEMM over a KV cache (kv_necessary) first; else the QK^T or PV of an eager
+    attention's score chain (eager_attention: its share of a fused attention's bytes). One lever per
+    cause: a decode QK^T / PV the KV-cache rule explains keeps that rule's verdict."""
+    kv = kv_necessary(shape, dt, bytes_est, ctx)
+    return kv if kv is not None else eager_attention.necessary(shape, dt, bytes_est, ctx)
+
+
+def kv_necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     """A decode batched GEMM of an eager attention over a KV cache (docs/method.md section 12):
     QK^T [B, q, d] x [B, d, S] or PV [B, q, S] x [B, S, d], where the trace's cache record
     (trace_evidence.kv_caches) has S slots of head_dim d for b sequences and B = b x hq. Its result

@@ -13,7 +13,7 @@ from math import prod
 from roofline.errors import EntryError
 from roofline.models import elementwise as _model
 from roofline.opclasses.aten import NON_TENSOR, broadcast_dims, dtype_of, reread, tensor_elems, tensor_list, tensors
-from roofline.opclasses import ssd_reference
+from roofline.opclasses import eager_attention, ssd_reference
 from roofline.opclasses.base import Necessary, OpClass, register
 from roofline.opclasses.stage_a import cfg, workload
 from roofline.peaks import DTYPE_BYTES
@@ -359,8 +359,10 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
       step by step (one shape per step: growth_run), or a constant window is copied in every step;
     - a product or reduction of Mamba2's SSD chunk scan run as torch ops (transformers' torch_forward,
       the fused kernels absent): at most the fused chunk scan's bytes (ssd_reference);
+    - a link of an eager attention's score chain (the scale, mask, sink cat, softmax and casts over the
+      [batch, heads, q, kv] scores): its share of a fused attention's bytes (eager_attention);
     - otherwise the model's bytes (each element read and written once)."""
-    ref = ssd_reference.necessary(shape, dt, bytes_est, ctx)
+    ref = ssd_reference.necessary(shape, dt, bytes_est, ctx) or eager_attention.necessary(shape, dt, bytes_est, ctx)
     if ref is not None:
         return ref
     f = shape.get("broadcast")

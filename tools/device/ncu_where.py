@@ -83,6 +83,14 @@ DEFAULT = (["qwen3moe-prefill4096-gate_up:12+l12_m128n128", "qwen3moe-prefill409
 # the third round's plan: the builds the dispatch tables name now, where a target is still missed
 # round 5 (notes/l15.md): the fp8 grouped prefill builds beside torch._scaled_grouped_mm
 ROUND5 = ["qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+15", "qwen3moe-prefill4096-down-fp8:l15_pp_m128+15"]
+# round 7 (notes/l13.md, l15.md): level 13 and l15_pp_m128 beside their per-warp (round 6) and staged-scale (round 7)
+# twins, with the library op first in each case
+ROUND7 = ["fp8-8192x8192x8192:13+l13_wepi+l13_ssc",
+          "qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+l15_pp_m128_wepi+l15_pp_m128_ssc",
+          "qwen3moe-prefill4096-down-fp8:l15_pp_m128+l15_pp_m128_wepi+l15_pp_m128_ssc"]
+# what round 7 left for the next call: the paired-unit tile order beside l15_pp_m128 (DRAM reads, notes/l15.md)
+ROUND7_NEXT = ["qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+l15_pp_m128_pairs",
+               "qwen3moe-prefill4096-down-fp8:l15_pp_m128+l15_pp_m128_pairs"]
 ROUND3 = ["qwen3moe-decode64-down:l12_pingpong", "qwen3moe-decode256-down:l12_pingpong",
           "qwen3moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong",
           "qwen3moe-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong",
@@ -161,6 +169,55 @@ def summarize(path: str, plan_log: str | None = None) -> list[dict]:
     return out
 
 
+def _source_blocks(text: str) -> list[tuple[str, list[tuple[int, str, int]]]]:
+    """`ncu --import R --csv --page source --print-source sass` -> (kernel name, [(address offset, SASS, warp-stall
+    samples)]) per profiled kernel, in launch order; the markers' own blocks included (each kernel's block may be
+    printed twice: kept once per marker)."""
+    out, seen, mark = [], set(), None
+    for blk in text.split('"Kernel Name","')[1:]:
+        name = blk.split('"', 1)[0]
+        rows = list(csv.reader(blk.split("\n", 1)[1].splitlines()))
+        hdr, data = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+        if name.startswith("mark_"):
+            mark = name
+        if (mark, name) in seen or not data:
+            continue
+        seen.add((mark, name))
+        i_s = hdr.index("Warp Stall Sampling (All Samples)")
+        base = int(data[0][0], 16)
+        out.append((name, [(int(r[0], 16) - base, r[1].strip(), int(r[i_s])) for r in data]))
+    return out
+
+
+def regions(ins: list[tuple[int, str, int]]) -> dict:
+    """Warp-stall samples of one ws.cuh kernel by where its warps were (samples are proportional to warp time):
+    - setup: before the consumers' `setmaxnreg.inc` (USETMAXREG.TRY_ALLOC);
+    - the consumer branch [TRY_ALLOC, the producer's USETMAXREG.DEALLOC): its K loop ("main": from the last
+      mbarrier wait (SYNCS.PHASECHK) before the first GMMA to the first `WARPGROUP.DEPBAR.LE gsb0, 0x0`, the
+      full-barrier waits included), what comes before it in a unit ("unit_start": ping-pong's wait for the
+      other consumer's main loop, the tile's coordinates) and after it ("epilogue": scales, staging, stores,
+      releases, up to the next unit);
+    - "producer": the producer warpgroup's branch (the TMA thread, the scale-copy warp of SSC builds, idle warps);
+    - "exit": the cluster barrier every warp waits at before exit (UCGABAR), wherever it lies.
+    epilogue_share = epilogue / (unit_start + main + epilogue): the consumers' warp time outside their K loop
+    that is spent on the output."""
+    names = [t for _, t, _ in ins]
+    alloc = next(i for i, t in enumerate(names) if "USETMAXREG.TRY_ALLOC" in t)
+    dealloc = next(i for i, t in enumerate(names) if "USETMAXREG.DEALLOC" in t)
+    first = next(i for i in range(alloc, dealloc) if "GMMA" in names[i])
+    st = max(i for i in range(alloc, first) if "SYNCS.PHASECHK" in names[i])
+    en = next(i for i in range(first, dealloc) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in names[i])
+    cat = {"setup": 0, "unit_start": 0, "main": 0, "epilogue": 0, "producer": 0, "exit": 0}
+    for i, (_, t, n) in enumerate(ins):
+        k = ("exit" if "UCGABAR" in t else "setup" if i < alloc else "unit_start" if i < st else "main" if i <= en
+             else "epilogue" if i < dealloc else "producer")
+        cat[k] += n
+    cons = cat["unit_start"] + cat["main"] + cat["epilogue"]
+    return {**cat, "total": sum(cat.values()), "epilogue_share": cat["epilogue"] / cons if cons else None,
+            "top_epilogue": sorted(((n, t) for i, (_, t, n) in enumerate(ins) if en < i < dealloc and "UCGABAR" not in t),
+                                   reverse=True)[:3]}
+
+
 def render(out: list[dict]) -> str:
     lines = ["| launch | us | DRAM MB | TB/s | heaviest kernel: DRAM %, SM %, tensor %, grid, regs, waves | top stalls (warps per issue) |",
              "|---|---|---|---|---|---|"]
@@ -185,7 +242,18 @@ if __name__ == "__main__":  # pragma: no cover - a device tool
             open(sys.argv[4], "w").write(json.dumps(res, indent=1))
     elif sys.argv[1:] == ["--round3"]:
         run(ROUND3)
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--regions":   # python3 ncu_where.py --regions where_src.csv.gz
+        import gzip
+        with (gzip.open if sys.argv[2].endswith(".gz") else open)(sys.argv[2], "rt") as fh:
+            for name, ins in _source_blocks(fh.read()):
+                if name.startswith("gemm_"):   # ws.cuh kernels (the library kernels lay their branches out otherwise)
+                    r = regions(ins)
+                    print(name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != "top_epilogue"})
     elif sys.argv[1:] == ["--round5"]:
         run(ROUND5)
+    elif sys.argv[1:] == ["--round7"]:
+        run(ROUND7)
+    elif sys.argv[1:] == ["--round7-next"]:
+        run(ROUND7_NEXT)
     else:
         run(sys.argv[1:] or DEFAULT)

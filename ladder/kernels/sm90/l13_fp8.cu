@@ -28,9 +28,15 @@
 #else
 #define L13_SPLIT 0
 #endif
+#ifdef L13_SSC
+#define L13_STAGE_SCALES 1
+#else
+#define L13_STAGE_SCALES 0
+#endif
 struct L13Base : ladder::WsBuild {
   static constexpr int cluster = L13_CL, group_rows = 16 / L13_CL, fp8 = 1;
   static constexpr int tma_store = L13_EPI, splitk = L13_SPLIT;   // round-6 variants; level 13: 1, 0
+  static constexpr int stage_scales = L13_STAGE_SCALES;          // round-7 variant; level 13: 0
 };
 #if defined(L13_PINGPONG) && defined(L13_PP_WIDE)
 struct L13 : L13Base { static constexpr int pingpong = 1; };                                      // ping-pong 64x256, 4 stages

@@ -15,6 +15,10 @@
 // -DL15_WEPI (with any of them; round 6, notes/l15.md): the per-warp epilogue (ws.cuh EPI = 2): each warp
 // stages and TMA-stores its own 16 rows (16x64 boxes, double-buffered), no named barrier, and only the
 // warp whose 16 rows cross the expert end stores from registers.
+// -DL15_SSC (round 7, notes/l15.md): the unit's column scales sw[e, n0..n0+UN) staged in shared memory by a
+// producer warp (ws.cuh SSC = 1, WsBuild stage_scales) instead of two __ldg per column pair in the staging.
+// -DL15_PAIRS (round 7, NOT yet measured): a CTA takes consecutive tiles of the list in pairs (ws.cuh PAIRS = 1,
+// WsBuild unit_pairs): two m-tiles of one weight block on one SM back to back (ping-pong: one per consumer).
 #include "common.cuh"
 #include "ws.cuh"
 
@@ -24,7 +28,19 @@
 #else
 #define L15_EPI LADDER_EPI
 #endif
-struct L15Base : ladder::WsBuild { static constexpr int grouped = 1, fp8 = 1, tma_store = L15_EPI; };
+#ifdef L15_SSC
+#define L15_STAGE_SCALES 1
+#else
+#define L15_STAGE_SCALES 0
+#endif
+#ifdef L15_PAIRS
+#define L15_UNIT_PAIRS 1
+#else
+#define L15_UNIT_PAIRS 0
+#endif
+struct L15Base : ladder::WsBuild {
+  static constexpr int grouped = 1, fp8 = 1, tma_store = L15_EPI, stage_scales = L15_STAGE_SCALES, unit_pairs = L15_UNIT_PAIRS;
+};
 #if defined(L15_PP_M128)
 struct L15 : L15Base { static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128 units
 #elif defined(L15_M128N128)

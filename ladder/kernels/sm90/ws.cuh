@@ -72,6 +72,20 @@
 //   (UM rows): cooperative NC*64*MR, ping-pong 64*MR (each consumer takes whole units, so a 64-row
 //   ping-pong unit pads an expert's tail by < 64 rows, not < 128); the slab test runs per consumer
 //   on the consumer's own rows (row0 = the unit's first row in ping-pong).
+// Staged column scales (SSC = 1, FP8, no split; round 7, notes/l13.md, l15.md): warp 1 of the producer
+//   warpgroup (idle after it listed the grouped tiles) copies each unit's column scales (UN floats of sb
+//   [N], grouped sw [e, n]; 0 past N) into one shared slot, in unit order; the consumers' TMA-store
+//   staging reads them as one 8-byte shared load per column pair instead of two __ldg. One slot, two
+//   mbarrier pairs by unit parity: sfull[i & 1] (32 lane arrivals) says unit i's scales are in,
+//   sempty[i & 1] (one arrival per consumer warp that reads unit i) says unit i's reader is done;
+//   unit i is written only after unit i-1 was released, so a parity wait is never two phases off.
+//   The copy runs a whole main loop ahead of the epilogue that reads it (one slot suffices while an
+//   epilogue is shorter than a main loop; otherwise the next unit's reader waits for the slot).
+// Paired units (PAIRS = 1, grouped, no split; round 7, NOT yet measured): the tile list is walked in pairs of
+//   consecutive tiles: CTA cid takes pairs P = cid, cid + #CTAs, ..., and units 2j, 2j+1 of its list are tiles
+//   2P, 2P+1 (the list holds m-tiles fastest, so a pair is two m-tiles of one weight block whenever the expert
+//   has two more m-tiles in that column block): the same SM reads the W block twice back to back (ping-pong:
+//   one unit per consumer), instead of two CTAs at whatever distance their drift puts them.
 // Epilogue (EPI = 1, N % 8 == 0): each consumer stages 64x128 chunks of its accumulators in its
 //   own 16 KiB of shared memory and one of its threads issues TMA bulk stores, left in flight
 //   (waited for, for reading, before the buffer is rewritten; named barrier 2 + consumer).
@@ -149,7 +163,8 @@ __device__ __forceinline__ void wgmma_k16<128>(float (&d)[128], u64 da, u64 db, 
   wgmma_m64n256k16_bf16(d, da, db, scale_d);
 }
 
-template <int NC, int PINGPONG, int MR, int BNW, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0>
+template <int NC, int PINGPONG, int MR, int BNW, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0, int SSC = 0,
+          int PAIRS = 0>
 struct WsCfg {
   static constexpr int KE = FP8 ? 128 : 64;                      // K elements per stage: 128 bytes per row either way
   static constexpr int UM = PINGPONG ? 64 * MR : NC * 64 * MR;   // rows of one unit tile
@@ -175,6 +190,9 @@ struct WsCfg {
   static_assert(DYN_SMEM + 8 * (2 * D + 2) + 16 <= 227 * 1024, "fits the 227 KiB per-block limit");
   static_assert(A_BYTES % 1024 == 0 && B_BYTES % (1024 * CL) == 0, "1024-aligned swizzle atoms");
   static_assert(!GROUPED || (CL == 1 && !SPLITK), "grouped: no cluster, no split");
+  static_assert(!SSC || (FP8 && !SPLITK && EPI == 1), "staged column scales: fp8, no split, the per-consumer TMA-store epilogue");
+  static constexpr int SSC_FLOATS = SSC ? UN : 1;                // the column-scale slot (static shared memory)
+  static_assert(!PAIRS || (GROUPED && !SPLITK), "paired units: the grouped tile list, no split");
   static constexpr int CLUSTER = CL;
 };
 
@@ -223,7 +241,7 @@ __device__ __forceinline__ void apply_scales(float (&acc)[NACC], const float* __
 
 // Which units a CTA owns and what each covers (one definition, read by producer and consumers).
 struct WsUnit { int t, kt0, kt1, nseg, own, slot; };
-template <int SPLITK>
+template <int SPLITK, int PAIRS = 0>
 struct WsWork {
   int cid, ncl, tiles, nkt, S, ks;   // split-K: S splits of ks K tiles; stream-K: S tail CTAs, ks = dp tiles
   long long iters;                   // stream-K: K iterations of the tail tiles
@@ -239,6 +257,10 @@ struct WsWork {
   // the tail CTA whose range holds iteration x: the largest p with sk_start(p) <= x
   __device__ __forceinline__ int sk_owner(long long x) const { return static_cast<int>(((x + 1) * S + iters - 1) / iters) - 1; }
   __device__ __forceinline__ int count() const {
+    if (PAIRS) {   // pairs P = cid, cid + ncl, ... < ceil(tiles / 2); the last tile alone if tiles is odd
+      const int pairs = (tiles + 1) / 2, np = cid < pairs ? (pairs - cid + ncl - 1) / ncl : 0;
+      return np ? 2 * np - (2 * (cid + (np - 1) * ncl) + 1 >= tiles ? 1 : 0) : 0;
+    }
     if (SPLITK != 2) {
       const int units = tiles * S;
       return cid < units ? (units - cid + ncl - 1) / ncl : 0;
@@ -252,6 +274,11 @@ struct WsWork {
   }
   __device__ __forceinline__ WsUnit unit(int i) const {
     WsUnit w;
+    if (PAIRS) {
+      w.t = 2 * (cid + (i >> 1) * ncl) + (i & 1);
+      w.own = 0; w.nseg = 1; w.slot = w.t; w.kt0 = 0; w.kt1 = ks < nkt ? ks : nkt;
+      return w;
+    }
     if (SPLITK != 2) {
       const int u = cid + i * ncl;
       w.t = u / S; w.own = u - w.t * S; w.nseg = S; w.slot = u;
@@ -316,7 +343,8 @@ __device__ __forceinline__ void stage_chunk128(const float (&acc)[NACC], unsigne
 // fp8: the same staging with the scales applied pair by pair (s0, s1: the thread's two row
 // scales; sbc: the column scales from the chunk's first column; columns >= N read as 0), so the
 // scale values live only as long as one pair (a whole-slab pass spilled at 168 registers)
-template <int NACC, int CH>
+// SM = 1: sbc points into the shared column-scale slot (zero past N): one 8-byte shared load per pair
+template <int NACC, int CH, int SM = 0>
 __device__ __forceinline__ void stage_chunk128_scaled(const float (&acc)[NACC], unsigned char* buf, int tid_wg,
                                                       float s0, float s1, const float* __restrict__ sbc, int ncols) {
   const int w = tid_wg >> 5, l = tid_wg & 31;
@@ -327,7 +355,13 @@ __device__ __forceinline__ void stage_chunk128_scaled(const float (&acc)[NACC], 
     const int box = j >> 3, ch = j & 7;
     const int cc = 8 * j + 2 * (l & 3);
     const float sr = ((i >> 1) & 1) ? s1 : s0;
-    const float b0 = cc < ncols ? __ldg(sbc + cc) : 0.0f, b1 = cc + 1 < ncols ? __ldg(sbc + cc + 1) : 0.0f;
+    float b0, b1;
+    if constexpr (SM) {
+      const float2 b = *reinterpret_cast<const float2*>(sbc + cc);
+      b0 = b.x; b1 = b.y;
+    } else {
+      b0 = cc < ncols ? __ldg(sbc + cc) : 0.0f; b1 = cc + 1 < ncols ? __ldg(sbc + cc + 1) : 0.0f;
+    }
     *reinterpret_cast<u32*>(buf + box * 8192 + r * 128 + ((ch ^ (r & 7)) << 4) + 4 * (l & 3)) =
         pack_bf16x2(acc[i] * sr * b0, acc[i + 1] * sr * b1);
   }
@@ -390,7 +424,8 @@ __device__ __forceinline__ void store_acc_scaled(const float (&acc)[NACC], bf16_
   }
 }
 
-template <class Cfg, int NC, int PINGPONG, int MR, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0>
+template <class Cfg, int NC, int PINGPONG, int MR, int D, int CL, int SPLITK, int GROUP, int EPI, int FP8 = 0, int GROUPED = 0,
+          int SSC = 0, int PAIRS = 0>
 __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tmB, const TmaMap* tmC,
                                              bf16_t* __restrict__ C, int M, int N, int K, int c_tma,
                                              float* __restrict__ ws, int* __restrict__ cnt, int S, int ks,
@@ -401,6 +436,9 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
   __shared__ __align__(8) u64 mdone[2];   // ping-pong: consumer c finished a main loop (count 4 warps)
   __shared__ int last_flag;
   __shared__ unsigned short gpre[GROUPED ? grp::MAX_E_WS + 1 : 1];   // grouped: m-tiles per expert (prefix); row ends from offs
+  __shared__ __align__(8) u64 sfull[SSC ? 2 : 1];                     // SSC: unit i's column scales are in the slot
+  __shared__ __align__(8) u64 sempty[SSC ? 2 : 1];                    // SSC: unit i's readers are done with it
+  __shared__ __align__(16) float ssc[Cfg::SSC_FLOATS];                // SSC: the unit's column scales (0 past N)
   unsigned char* base = align1024(dsmem);
   const int tid = threadIdx.x, wg = tid >> 7, tid_wg = tid & 127;
   const u32 rank = CL > 1 ? cluster_ctarank() : 0u;
@@ -411,6 +449,10 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
 #pragma unroll
     for (int s = 0; s < D; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], Cfg::EMPTY_COUNT); }
     if (PINGPONG) { mbar_init(&mdone[0], 4); mbar_init(&mdone[1], 4); }
+    if (SSC) {
+#pragma unroll
+      for (int p = 0; p < 2; ++p) { mbar_init(&sfull[p], 32); mbar_init(&sempty[p], 4 * (PINGPONG ? 1 : NC)); }
+    }
     fence_mbar_init();
   }
   const int tiles_m = (M + Cfg::UM - 1) / Cfg::UM;
@@ -440,13 +482,32 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       mend = M;
     }
   };
-  WsWork<SPLITK> work{cid, ncl, ntiles, nkt, SPLITK ? S : 1, SPLITK ? ks : nkt, 0, 0};
+  WsWork<SPLITK, PAIRS> work{cid, ncl, ntiles, nkt, SPLITK ? S : 1, SPLITK ? ks : nkt, 0, 0};
   work.init();
   const int mine = work.count();
 
   if (wg == 0) {
     // ------------------------------------------------------------------ producer warpgroup
     setmaxnreg_dec<40>();
+    if (SSC && tid >= 32 && tid < 64) {
+      // warp 1: each unit's column scales into the slot, in unit order (loads issued before the wait
+      // for the previous unit's release, so only the shared stores wait)
+      const int l = tid - 32;
+      for (int i = 0; i < mine; ++i) {
+        const WsUnit w = work.unit(i);
+        int arow, brow, tn, mend;
+        locate(w.t, arow, brow, tn, mend);
+        const int col0 = tn * Cfg::UN;
+        const float* __restrict__ src = (GROUPED ? x.sb + (brow - col0) : x.sb) + col0;
+        float v[Cfg::UN / 32];
+#pragma unroll
+        for (int j = 0; j < Cfg::UN / 32; ++j) v[j] = col0 + 32 * j + l < N ? __ldg(src + 32 * j + l) : 0.0f;
+        if (i > 0) mbar_wait(&sempty[(i - 1) & 1], ((i - 1) >> 1) & 1);
+#pragma unroll
+        for (int j = 0; j < Cfg::UN / 32; ++j) ssc[32 * j + l] = v[j];
+        mbar_arrive(&sfull[i & 1]);
+      }
+    }
     if (tid == 0) {
       int q = 0;
       for (int i = 0; i < mine; ++i) {
@@ -557,6 +618,7 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
       // fp8 column scales of this unit: dense sb [N]; grouped sw [E, N] at the unit's expert e
       // (brow - col0 = e * N), read in the epilogue whichever way the slab is stored
       const float* __restrict__ sbu = GROUPED ? x.sb + (brow - col0) : x.sb;
+      if constexpr (SSC) mbar_wait(&sfull[i & 1], (i >> 1) & 1);   // this unit's column scales are in the slot
       if (FP8 && !GROUPED && !(EPI && c_tma)) {
 #pragma unroll
         for (int mr = 0; mr < MR; ++mr) apply_scales<Cfg::NACC>(acc[mr], x.sa, x.sb, M, N, row0 + mr * 64, col0, tid_wg);
@@ -623,8 +685,9 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
               const int ra = row0 + mr * 64 + 16 * (tid_wg >> 5) + ((tid_wg & 31) >> 2);
               const float s0 = ra < M ? __ldg(x.sa + ra) : 0.0f, s1 = ra + 8 < M ? __ldg(x.sa + ra + 8) : 0.0f;
               const int c0 = col0 + ch * 128;
-              if (ch == 0) stage_chunk128_scaled<Cfg::NACC, 0>(acc[mr], buf, tid_wg, s0, s1, sbu + c0, N - c0);
-              if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128_scaled<Cfg::NACC, 1>(acc[mr], buf, tid_wg, s0, s1, sbu + c0, N - c0); }
+              const float* sbc = SSC ? ssc + ch * 128 : sbu + c0;
+              if (ch == 0) stage_chunk128_scaled<Cfg::NACC, 0, SSC>(acc[mr], buf, tid_wg, s0, s1, sbc, N - c0);
+              if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128_scaled<Cfg::NACC, 1, SSC>(acc[mr], buf, tid_wg, s0, s1, sbc, N - c0); }
             } else {
               if (ch == 0) stage_chunk128<Cfg::NACC, 0>(acc[mr], buf, tid_wg);
               if constexpr (Cfg::UN > 128) { if (ch == 1) stage_chunk128<Cfg::NACC, 1>(acc[mr], buf, tid_wg); }
@@ -650,6 +713,10 @@ __device__ __forceinline__ void ws_gemm_body(const TmaMap* tmA, const TmaMap* tm
           if constexpr (FP8 && GROUPED) store_acc_scaled<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg, x.sa, sbu);
           else store_acc<Cfg::NACC>(acc[mr], C, mend, N, row0 + mr * 64, col0, tid_wg);
         }
+      }
+      if constexpr (SSC) {   // this warp's last read of the slot is behind it: release it for unit i + 1
+        __syncwarp();
+        if ((tid & 31) == 0) mbar_arrive(&sempty[i & 1]);
       }
     }
     if (EPI == 1 && c_tma && tid_wg == 0) tma_store_wait_all();   // smem stays valid until read
@@ -679,6 +746,8 @@ struct WsBuild {
   static constexpr int tma_store = LADDER_EPI;
   static constexpr int fp8 = 0;          // e4m3 operands, scales in the epilogue
   static constexpr int grouped = 0;      // grouped (MoE) tile list from the offsets
+  static constexpr int stage_scales = 0; // fp8: 1 = the unit's column scales staged in shared memory by a producer warp
+  static constexpr int unit_pairs = 0;   // grouped: 1 = a CTA takes consecutive tiles in pairs (two m-tiles of a weight block)
 };
 }  // namespace ladder
 #define LADDER_WS_LEVEL(NAME, B)                                                                             \
@@ -687,18 +756,18 @@ struct WsBuild {
                    B::group_rows, B::tma_store)
 #define LADDER_WS_LEVEL_X(NAME, B)                                                                            \
   LADDER_WS_KERNEL_X(NAME, B::consumers, B::pingpong, B::m64_slabs, B::tile_n, B::stages, B::cluster, B::splitk, \
-                     B::group_rows, B::tma_store, B::fp8, B::grouped)
+                     B::group_rows, B::tma_store, B::fp8, B::grouped, B::stage_scales, B::unit_pairs)
 
 // Levels 12-15: the same body with the fp8 scales / grouped offsets (WsX) as extra arguments.
-#define LADDER_WS_KERNEL_X(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP)                           \
-  namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP>; }          \
+#define LADDER_WS_KERNEL_X(NAME, NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP, SSC, PR)                  \
+  namespace { using NAME##_cfg = ladder::WsCfg<NC, PP, MR, BNW, D, CL, SK, GROUP, EPI, FP8, GRP, SSC, PR>; } \
   static_assert(ladder::ws_matches_registry<NAME##_cfg>(), "registry tile_mnk / cluster != the build's unit tile"); \
   extern "C" __global__ void __launch_bounds__(NAME##_cfg::THREADS, 1) __cluster_dims__(CL, 1, 1)         \
   NAME(const __grid_constant__ ladder::TmaMap tmA, const __grid_constant__ ladder::TmaMap tmB,            \
        const __grid_constant__ ladder::TmaMap tmC, bf16_t* __restrict__ C, int M, int N, int K, int c_tma, \
        float* __restrict__ ws, int* __restrict__ cnt, int S, int ks, const float* __restrict__ sa,        \
        const float* __restrict__ sb, const int* __restrict__ offs, int E) {                               \
-    ladder::ws_gemm_body<NAME##_cfg, NC, PP, MR, D, CL, SK, GROUP, EPI, FP8, GRP>(                         \
+    ladder::ws_gemm_body<NAME##_cfg, NC, PP, MR, D, CL, SK, GROUP, EPI, FP8, GRP, SSC, PR>(                \
         &tmA, &tmB, &tmC, C, M, N, K, c_tma, ws, cnt, S, ks, ladder::WsX{sa, sb, offs, E});               \
   }
 
