@@ -185,11 +185,24 @@ def classify_row(r: dict) -> str:
     r["err"] = err
     if abs(err) <= BAND:
         return "within"
-    cause = next((c for c in CAUSES if c in r["notes"]), None)
+    cause = next((c for c in CAUSES if c in r["notes"] and _holds(c, r)), None)
     if cause:
         r["cause"] = cause
         return "explained"
     return "unexplained"
+
+
+# the bound a write-back note states: the kernel's reads alone (roofline/opclasses/stream.py writeback_note)
+_READS_ALONE = re.compile(r"as low as its reads alone \(([0-9.e+-]+) MB per launch\)")
+
+
+def _holds(cause: str, r: dict) -> bool:
+    """A cause whose note states a bound explains only a measurement inside it: deferred write-back
+    lowers a kernel's DRAM bytes from the model's down to its reads alone, no further and never above."""
+    if cause != "write-back":
+        return True
+    m = _READS_ALONE.search(r["notes"])
+    return bool(m) and float(m.group(1)) * 1e6 * (1 - BAND) <= r["measured_bytes"] <= r["model_bytes"]
 
 
 def _line(r: dict) -> str:

@@ -347,8 +347,8 @@ def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: fl
                      f"no verdict; the model's bytes may not exceed {peak_bw * t_s:.4g} (peak_bw x t); "
                      "stage-C counter measurement candidate")
     if l2_resident and "bytes_measured" not in out:
-        # the L2 serves it: the HBM ratio is no evidence about the kernel (cache_residency)
-        bound = "latency"
+        # the L2 serves it: the HBM ratio is no evidence about the kernel (cache_residency); the bound
+        # type stays the utilizations' (the contract defines it by them)
         verdict = False
     if oc is not None and oc.no_verdict:
         # the class says the roof cannot judge it (opclasses/, no_verdict); the bound type stays the

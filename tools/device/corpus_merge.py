@@ -29,7 +29,7 @@ def merge_meta(src: Path) -> list[str]:
     new = json.loads((src / "corpus_meta.json").read_text())
     path = CORPUS / "corpus_meta.json"
     old = json.loads(path.read_text())
-    for k in ("device", "torch", "transformers"):
+    for k in ("device", "torch", "transformers", "liger_kernel"):
         if new.get(k) != old.get(k):
             old.setdefault("round2", {})[k] = new.get(k)
     old["cases"].update(new["cases"])

@@ -138,6 +138,22 @@ def cfg_bamba():
                        max_position_embeddings=8192)
 
 
+def cfg_granite_hybrid():
+    """Granite-4.0-H-Tiny-shaped hybrid MoE (GraniteMoeHybrid): three Mamba2 layers and one attention
+    layer (index 2, no positional embedding: "nope", as the released model), every layer an MoE (64
+    experts top-6, expert width 512) beside a shared SwiGLU MLP (1024)."""
+    from transformers import GraniteMoeHybridConfig
+    return GraniteMoeHybridConfig(hidden_size=1536, intermediate_size=512, shared_intermediate_size=1024,
+                                  num_local_experts=64, num_experts_per_tok=6, num_attention_heads=12,
+                                  num_key_value_heads=4, num_hidden_layers=4,
+                                  layer_types=["mamba", "mamba", "attention", "mamba"],
+                                  position_embedding_type="nope", mamba_n_heads=48, mamba_d_head=64,
+                                  mamba_n_groups=1, mamba_d_state=128, mamba_d_conv=4, mamba_expand=2,
+                                  mamba_chunk_size=256, vocab_size=100352, max_position_embeddings=8192,
+                                  embedding_multiplier=12.0, logits_scaling=6.0, residual_multiplier=0.22,
+                                  attention_multiplier=0.0078125)
+
+
 def shrink(cfg):
     """--tiny: the same model class at toy sizes (CPU smoke test)."""
     for k, v in dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
@@ -245,6 +261,32 @@ def to_fp8_moe(model):
     for layer in model.model.layers:
         layer.mlp.experts = FP8GroupedExperts(layer.mlp.experts)
     return model
+
+
+# ----------------------------------------------------------------------------- Liger-Kernel
+# undo callables of the module patches a case made (run when the case ends: the patches are
+# module-global, and the next case of the same process must get transformers' own code back)
+UNDO: list = []
+
+
+def liger_llama():
+    """Liger-Kernel's Llama patch (liger_kernel.transformers.apply_liger_kernel_to_llama), applied
+    BEFORE the model is built, as its docs say: its Triton RMSNorm (LigerRMSNorm), SwiGLU MLP
+    (LigerSwiGLUMLP: two plain linears, then its fused silu(gate) * up kernel, then down) and rotary
+    (liger_rotary_pos_emb: q and k rotated in place) replace transformers' eager ones. No loss runs in
+    serving, so its fused linear cross-entropy (a training forward over labels) is left off. The
+    patch is module-global: undone when the case ends."""
+    from liger_kernel.transformers import apply_liger_kernel_to_llama
+    from transformers.models.llama import modeling_llama as ml
+    saved = {k: getattr(ml, k) for k in ("apply_rotary_pos_emb", "LlamaRMSNorm", "LlamaMLP")}
+    apply_liger_kernel_to_llama(rope=True, rms_norm=True, swiglu=True, cross_entropy=False,
+                                fused_linear_cross_entropy=False)
+    UNDO.append(lambda: [setattr(ml, k, v) for k, v in saved.items()])
+
+
+def undo_patches():
+    while UNDO:
+        UNDO.pop()()
 
 
 # ----------------------------------------------------------------------------- steps
@@ -358,11 +400,20 @@ CASES = {
     # at 32 x 1024 tokens: its G = C x B intermediate is [b, chunks, chunk, chunk, heads, d_state]
     # fp32 (32 x 4 x 256 x 256 x 128 x 128 x 4 B); at 4 sequences of 128 tokens (one chunk) 16 GiB
     "bamba_mamba2": (cfg_bamba, None, 4, 128, 1, 4, {"decode_b": 4}),
+    # round 3: code we did not write. liger: Liger-Kernel's Triton RMSNorm / SwiGLU / RoPE patched
+    # into transformers' Llama (same shapes as llama_prefill_decode). granitemoehybrid: Mamba2 (torch
+    # reference path, no mamba_ssm) + nope attention + grouped_mm MoE with a shared MLP; its chunk
+    # scan's G = C x B broadcast is [b, chunks, 256, 256, 48 heads, 128] fp32: 12.9 GB at 4 x 512
+    # tokens, 51.5 GB for the decode batch's own prefill at 16 x 512
+    "llama_liger": (cfg_llama, None, 4, 1024, 1, 8, {"decode_b": 64, "liger": True}),
+    "granitemoehybrid_mamba2_moe": (cfg_granite_hybrid, "grouped_mm", 4, 512, 1, 4, {"decode_b": 16}),
 }
 
 
 def prepare(name, device):
     cfgf, experts, b, isl, n_pre, n_dec, opt = CASES[name]
+    if opt.get("liger") and not TINY:     # Triton: no CPU smoke test of the patched model
+        liger_llama()
     model = build(cfgf(), experts, device, opt.get("attn", "sdpa"))
     if opt.get("fp8"):
         model = to_fp8(model)
@@ -551,6 +602,11 @@ def main(argv=None):
         meta["transformers"] = transformers.__version__
     except ImportError:
         pass
+    try:
+        from importlib.metadata import version
+        meta["liger_kernel"] = version("liger-kernel")
+    except Exception:  # not installed: no Liger case can run
+        pass
     for name in names:
         t0 = time.time()
         try:
@@ -563,6 +619,8 @@ def main(argv=None):
             meta["errors"][name] = f"{type(e).__name__}: {e}"
             print(f"case {name}: FAILED {type(e).__name__}: {e}", flush=True)
             traceback.print_exc()
+        finally:
+            undo_patches()
         if not a.ncu:
             with open(meta_path, "w") as f:
                 json.dump(meta, f, indent=1, default=str)
