@@ -263,7 +263,8 @@ def main(argv=None) -> int:
     ok = by["within"] + by["explained"]
     meas = tot - by["unmeasured"] - by["degraded"]
     summary = [f"heads (kernel x regime rows): {len(rows)}; head GPU time {tot:.1f}% summed over the cases",
-               *(f"  {k}: {v:.1f}% of head GPU time ({v / tot:.1%})" for k, v in sorted(by.items())),
+               *(f"  {k}: {v / tot:.1%} of head GPU time ({v:.1f} % GPU summed over the cases)"
+                 for k, v in sorted(by.items())),
                f"within +-{BAND:.0%} or explained: {ok / meas:.1%} of the measured head GPU time "
                f"({ok / tot:.1%} of all head GPU time)" if meas else "nothing measured"]
     summary += ["", "per case (share of the case's head GPU time; measured: within +-15% or explained):"]
