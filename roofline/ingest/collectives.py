@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from roofline.classify import classify
 from roofline.opclasses.aten import dtype_of
 from roofline.opclasses import on_interconnect
+from roofline.ingest.trace_tables import ITEM_START
 
 _NAME_RX = re.compile(rb'"name"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
-_ITEM_START = b"\n  {"
 _ITEM_END = b"\n  }"
-_BLOCK = 8 << 20
 # a block holds a collective only if one of these occurs in it (a C-speed pre-check)
 _HINTS = (b"Collective name", b"gloo:", b"record_param_comms", b"nccl", b"all_reduce", b"allreduce", b"reduce_",
           b"all_gather", b"allgather", b"cross_device", b"custom_ar", b"one_shot", b"two_shot", b"multimem",
@@ -198,7 +197,7 @@ def _items(data: bytes, lim: int):
         if not (nm.startswith(b"gloo:") or nm == b"record_param_comms" or on_interconnect(
                 classify(nm.decode("utf-8", "replace")))):
             continue
-        a = data.rfind(_ITEM_START, 0, m.start())
+        a = data.rfind(ITEM_START, 0, m.start())
         b = data.find(_ITEM_END, m.end())
         if a < 0 or b < 0:
             raise ValueError("not Kineto's layout")
@@ -214,35 +213,22 @@ def scan_collectives(path: str, world_size: int | None = None) -> list[CollEvent
     decoded); any other layout is read with ijson. ``world_size`` fills a missing group size (the
     default process group). Raises OSError/EOFError on an unreadable stream, ValueError on a
     malformed one."""
-    from roofline.ingest.trace_tables import open_trace
+    from contextlib import closing
+
+    from roofline.ingest.trace_tables import whole_item_blocks
 
     pcomms: dict[int, dict] = {}
     evs: list[CollEvent] = []
-    stream, raw = open_trace(path)
     try:
-        carry = b""
-        while True:
-            chunk = stream.read(_BLOCK)
-            data = carry + chunk
-            if not data:
-                break
-            last = not chunk
-            cut = len(data) if last else data.rfind(_ITEM_START)
-            if cut < 0:
-                cut = 0
-            if any(h in data for h in _HINTS):
-                for e in _items(data, cut):
-                    ev = _event_of(e, pcomms)
-                    if ev is not None:
-                        evs.append(ev)
-            if last:
-                break
-            carry = data[cut:]
+        with closing(whole_item_blocks(path)) as blocks:
+            for data, cut in blocks:
+                if any(h in data for h in _HINTS):
+                    for e in _items(data, cut):
+                        ev = _event_of(e, pcomms)
+                        if ev is not None:
+                            evs.append(ev)
     except ValueError:
         evs, pcomms = _scan_ijson(path)
-    finally:
-        stream.close()
-        raw.close()
     _link_pcomms(evs, pcomms)
     for ev in evs:
         if ev.group_size is None and world_size:

@@ -17,12 +17,10 @@ import re
 from array import array
 from dataclasses import dataclass, field
 
-from roofline.ingest.trace_tables import Unsupported
+from roofline.ingest.trace_tables import ITEM_START, Unsupported
 
 CATS = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation", "python_function", "gpu_memcpy")
 DIMS_MIN_US = 1000.0     # a cpu_op this long keeps its Input Dims (the per-shape evidence)
-_BLOCK = 8 << 20
-_ITEM_START = b"\n  {"
 _ALT = b"|".join(c.encode() for c in CATS)
 _N = rb"(-?[0-9][0-9.eE+-]*)"
 # Kineto's layout: '"cat": "X", "name": "...", "pid": N, "tid": N,\n    "ts": F, "dur": F' in one go;
@@ -53,11 +51,14 @@ class HostEvents:
     def __len__(self) -> int:
         return len(self.ts)
 
-    def add(self, cat: int, name: str, tid: int, ts: float, dur: float) -> int:
+    def _name_index(self, name: str) -> int:
         i = self._idx.get(name)
         if i is None:
             i = self._idx[name] = len(self.names)
             self.names.append(name)
+        return i
+
+    def _append(self, cat: int, i: int, tid: int, ts: float, dur: float) -> int:
         self.cat.append(cat)
         self.name.append(i)
         self.tid.append(tid)
@@ -65,20 +66,15 @@ class HostEvents:
         self.dur.append(dur)
         return len(self.ts) - 1
 
+    def add(self, cat: int, name: str, tid: int, ts: float, dur: float) -> int:
+        return self._append(cat, self._name_index(name), tid, ts, dur)
+
     def add_b(self, cat: int, nm: bytes, tid: int, ts: float, dur: float) -> int:
         """add() with the name as the trace's raw bytes (decoded once per distinct name)."""
         i = self._idx_b.get(nm)
         if i is None:
-            name = _decode(nm)
-            i = self._idx_b[nm] = self._idx.setdefault(name, len(self.names))
-            if i == len(self.names):
-                self.names.append(name)
-        self.cat.append(cat)
-        self.name.append(i)
-        self.tid.append(tid)
-        self.ts.append(ts)
-        self.dur.append(dur)
-        return len(self.ts) - 1
+            i = self._idx_b[nm] = self._name_index(_decode(nm))
+        return self._append(cat, i, tid, ts, dur)
 
 
 def scan_host_events(path: str, lo_us: float, hi_us: float) -> HostEvents:
@@ -91,27 +87,14 @@ def scan_host_events(path: str, lo_us: float, hi_us: float) -> HostEvents:
 
 
 def _scan_kineto(path: str, lo: float, hi: float) -> HostEvents:
-    from roofline.ingest.trace_tables import open_trace
+    from contextlib import closing
+
+    from roofline.ingest.trace_tables import whole_item_blocks
 
     out = HostEvents(engine="in place (Kineto's layout)")
-    stream, raw = open_trace(path)
-    try:
-        carry = b""
-        while True:
-            chunk = stream.read(_BLOCK)
-            data = carry + chunk
-            if not data:
-                break
-            last = not chunk
-            cut = len(data) if last else data.rfind(_ITEM_START)
-            cut = max(cut, 0)
+    with closing(whole_item_blocks(path)) as blocks:
+        for data, cut in blocks:
             _scan_block(data, cut, lo, hi, out)
-            if last:
-                break
-            carry = data[cut:]
-    finally:
-        stream.close()
-        raw.close()
     return out
 
 
@@ -129,7 +112,7 @@ def _scan_block(data: bytes, cut: int, lo: float, hi: float, out: HostEvents) ->
             continue
         k = _CAT_B[c]
         if k == 5 or (k in (1, 2) and b"emcpy" in nm):      # gpu_memcpy, or a memcpy runtime call
-            end = data.find(_ITEM_START, m.end(), cut)
+            end = data.find(ITEM_START, m.end(), cut)
             cm = _CORR_RX.search(data, m.end(), cut if end < 0 else end)
             if k == 5:
                 if cm is not None:
@@ -141,7 +124,7 @@ def _scan_block(data: bytes, cut: int, lo: float, hi: float, out: HostEvents) ->
             continue
         row = add(k, nm, int(tid), ts, dur)
         if k == 0 and dur >= DIMS_MIN_US:
-            end = data.find(_ITEM_START, m.end(), cut)
+            end = data.find(ITEM_START, m.end(), cut)
             dm = _DIMS_RX.search(data, m.end(), cut if end < 0 else end)
             if dm is not None:
                 out.dims[row] = json.loads(dm.group(1))

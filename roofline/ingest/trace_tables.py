@@ -122,6 +122,34 @@ class ParsedTrace:
         return dict(zip(self.l_corr, self.l_ts))
 
 
+ITEM_START = b"\n  {"   # an item of Kineto's pretty-printed traceEvents list starts on its own line
+BLOCK = 8 << 20
+
+
+def whole_item_blocks(path: str):
+    """Yield (data, cut) over the trace at ``path`` (plain or gzip) in BLOCK-sized reads: data[:cut]
+    holds whole items of Kineto's pretty-printed layout (an item starts at ITEM_START), the rest is
+    carried into the next block. Use it under contextlib.closing so the file is closed however the
+    reader stops; raises OSError/EOFError on an unreadable stream."""
+    stream, raw = open_trace(path)
+    try:
+        carry = b""
+        while True:
+            chunk = stream.read(BLOCK)
+            data = carry + chunk
+            if not data:
+                return
+            last = not chunk
+            cut = len(data) if last else max(data.rfind(ITEM_START), 0)
+            yield data, cut
+            if last:
+                return
+            carry = data[cut:]
+    finally:
+        stream.close()
+        raw.close()
+
+
 def open_trace(path: str):
     """Binary stream over the (possibly gzipped) file, and a counter of raw bytes read. Regular
     files only; gzip is decompressed within roofline.safeio's size and ratio limits (a bomb stops

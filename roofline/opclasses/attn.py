@@ -8,7 +8,7 @@ from __future__ import annotations
 from roofline.models import attention as _model
 from roofline.opclasses import kvcache
 from roofline.opclasses.aten import distinct_elems, dtype_of
-from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.base import OpClass, l2_resident, register
 from roofline.opclasses.levers import narrower
 from roofline.opclasses.stage_a import cfg, fill, require, workload
 
@@ -187,11 +187,8 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     why = ("a prefill attention: the projections before it just wrote q, K and V" if prefill else
            f"its K length grows one position per step ({lens[0]} -> {lens[-1]}): the cache is re-copied whole "
            "by a cat each step, just before it")
-    out["l2_resident"] = True
-    notes.append(f"L2-resident: the attention moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                 f"({l2 / 1e6:.0f} MB), and {why}: it reads them from the L2, so the HBM roof does not bind it: no "
-                 "verdict; the lever is fusion with its producer or consumer")
-    return True
+    return l2_resident(out, notes, "the attention", chosen["bytes_est"], l2, f", and {why}: it reads them from the L2",
+                       "fusion with its producer or consumer")
 
 
 def precision_levers(entry: dict, dtypes: dict, ctx, notes: list[str]) -> list[tuple]:

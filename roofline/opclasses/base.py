@@ -236,3 +236,14 @@ def register(oc: OpClass) -> OpClass:
         raise ValueError(f"op class {oc.name!r} is registered twice")
     REGISTRY[oc.name] = oc
     return oc
+
+
+def l2_resident(out: dict, notes: list[str], what: str, bytes_est: float, l2: float, why: str, lever: str) -> bool:
+    """The one L2-resident verdict of a class's `residency` rule: the op moves under half the L2 (and
+    `why`, the class's own reason, in words), so its bytes come from the L2 and the HBM roof does not
+    bind it: `l2_resident` set, no verdict, the note naming `lever`. Returns True (no verdict)."""
+    out["l2_resident"] = True
+    notes.append(f"L2-resident: {what} moves {bytes_est / 1e6:.3g} MB, under half the L2 ({l2 / 1e6:.0f} MB){why}, "
+                 f"so the HBM roof does not bind it: no verdict; the lever is {lever}")
+    return True
+

@@ -18,7 +18,7 @@ from __future__ import annotations
 from roofline.errors import EntryError
 from roofline.models import conv as _model
 from roofline.opclasses.aten import dtype_of, tensors
-from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.base import OpClass, l2_resident, register
 from roofline.opclasses.stage_a import cfg, fill, workload
 
 CONV_OPS = ("aten::_conv_depthwise2d", "aten::convolution", "aten::_convolution", "aten::conv1d",
@@ -102,12 +102,9 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     ncu on the corpus: Bamba's prefill conv (4 x 128 tokens, 17.6 MB model) read and wrote 2.2 MB of DRAM;
     Qwen3-Next's (2 x 1024 tokens, 67 MB, above half the L2) 64 MB."""
     if chosen["bytes_est"] <= l2 / 2:
-        out["l2_resident"] = True
-        notes.append(f"L2-resident: the conv moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                     f"({l2 / 1e6:.0f} MB): it reads what the kernel before it just wrote and writes what the next "
-                     "kernel reads, served from L2, so the HBM roof does not bind it: no verdict; the lever is fusion "
-                     "(causal-conv1d fuses the conv with its activation)")
-        return True
+        return l2_resident(out, notes, "the conv", chosen["bytes_est"], l2,
+                           ": it reads what the kernel before it just wrote and writes what the next kernel reads, "
+                           "served from L2", "fusion (causal-conv1d fuses the conv with its activation)")
     return False
 
 

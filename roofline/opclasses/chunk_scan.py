@@ -19,7 +19,7 @@ import re
 from roofline.errors import EntryError
 from roofline.models import linear_attn as _model
 from roofline.opclasses import ssd_reference
-from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.base import OpClass, l2_resident, register
 from roofline.opclasses.linear_cfg import fill_dims, function_shape, variant
 from roofline.opclasses.stage_a import fill, workload
 
@@ -79,11 +79,9 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     that part may come from L2, so DRAM bytes under the model's are expected (said; False)."""
     info = w.res.info or {}
     if chosen["bytes_est"] <= l2 / 2:
-        out["l2_resident"] = True
-        notes.append(f"L2-resident: the chunk kernel moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                     f"({l2 / 1e6:.0f} MB), between kernels of one chain that wrote and read the same tensors: served "
-                     "from L2, so the HBM roof does not bind it: no verdict; the lever is fusing the chain")
-        return True
+        return l2_resident(out, notes, "the chunk kernel", chosen["bytes_est"], l2,
+                           ", between kernels of one chain that wrote and read the same tensors: served from L2",
+                           "fusing the chain")
     back = info.get("chain_in_bytes") or 0.0
     if 0 < back <= l2 / 2:
         notes.append(f"it reads back {back / 1e6:.3g} MB that the kernel before it in the chain just wrote, which fits "

@@ -22,7 +22,7 @@ from math import prod
 
 from roofline.models import scatter as _model
 from roofline.opclasses.aten import dtype_of
-from roofline.opclasses.base import OpClass, register
+from roofline.opclasses.base import OpClass, l2_resident, register
 
 # op -> (index of self, index of the index, index of the source)
 SCATTER_ADD_OPS = {"aten::index_add_": (0, 2, 3), "aten::index_add": (0, 2, 3), "aten::index_reduce_": (0, 2, 3),
@@ -57,11 +57,8 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     from L2 (ncu: 0.01 MB of DRAM for a 2 MB decode index_add_ on the fp8 MoE corpus case); the HBM
     roof does not bind it: no verdict (True)."""
     if chosen["bytes_est"] <= l2 / 2:
-        out["l2_resident"] = True
-        notes.append(f"L2-resident: the scatter-add moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                     f"({l2 / 1e6:.0f} MB): served from L2 in a serving step, so the HBM roof does not bind it: no "
-                     "verdict; the lever is fusion with its producer (the down projection's epilogue)")
-        return True
+        return l2_resident(out, notes, "the scatter-add", chosen["bytes_est"], l2, ": served from L2 in a serving step",
+                           "fusion with its producer (the down projection's epilogue)")
     return False
 
 

@@ -14,7 +14,7 @@ from roofline.errors import EntryError
 from roofline.models import elementwise as _model
 from roofline.opclasses.aten import NON_TENSOR, broadcast_dims, dtype_of, reread, tensor_elems, tensor_list, tensors
 from roofline.opclasses import eager_attention, ssd_reference
-from roofline.opclasses.base import Necessary, OpClass, register
+from roofline.opclasses.base import Necessary, OpClass, l2_resident, register
 from roofline.opclasses.stage_a import cfg, workload
 from roofline.peaks import DTYPE_BYTES
 
@@ -283,12 +283,9 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     verdict (True)."""
     if chosen["bytes_est"] <= l2 / 2:
         reread_note(w, l2, notes)
-        out["l2_resident"] = True
-        notes.append(f"L2-resident: the op moves {chosen['bytes_est'] / 1e6:.3g} MB, under half the L2 "
-                     f"({l2 / 1e6:.0f} MB): in a serving step it is served from L2 (ncu DRAM bytes of such ops "
-                     "are a few % of the model's), so the HBM roof does not bind it: no verdict; the lever is "
-                     "fusion with its producer or consumer")
-        return True
+        return l2_resident(out, notes, "the op", chosen["bytes_est"], l2,
+                           ": in a serving step it is served from L2 (ncu DRAM bytes of such ops are a few % of the "
+                           "model's)", "fusion with its producer or consumer")
     reread_note(w, l2, notes)
     writeback_note(w, l2, notes)
     return False
