@@ -50,9 +50,9 @@ def make_topn(n: int) -> dict:
 def _warm(topn: Path, entries: int, runs: int) -> list[float]:
     """The CLI's work without the process start: analyse, validate, render (json), in one process."""
     sys.path.insert(0, str(ROOT))
-    from roofline import report
+    from roofline.report import artifact as report
     from roofline.api import analyze
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     times = []
     for _ in range(runs + 1):   # the first one imports and loads the tables: not warm

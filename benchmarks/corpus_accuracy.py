@@ -192,7 +192,7 @@ def classify_row(r: dict) -> str:
     return "unexplained"
 
 
-# the bound a write-back note states: the kernel's reads alone (roofline/opclasses/stream.py writeback_note)
+# the bound a write-back note states: the kernel's reads alone (roofline/core/opclasses/stream.py writeback_note)
 _READS_ALONE = re.compile(r"as low as its reads alone \(([0-9.e+-]+) MB per launch\)")
 
 

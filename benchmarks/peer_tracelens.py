@@ -200,7 +200,7 @@ WHY = {
                   "(the README's Top-N section). roofline takes the plain mean of the shapes; the peer reports per shape.",
     "attn_prefill": "4*b*hq*s*s*d/2 (causal); Q, K, V read once (K, V at hkv heads), O written once.",
     "attn_decode": "FLOPs agree. roofline counts K and V only (documented approximation, "
-                   "roofline/models/attention.py): short by the Q read and O write, 0.4%. Peer = count.",
+                   "roofline/core/models/attention.py): short by the Q read and O write, 0.4%. Peer = count.",
     "elementwise": "one FLOP per output element; inputs read once, output written once at their dtypes.",
     "binary": "bytes agree. FLOPs: roofline counts one per input element (both operands, 2x for a same-shape "
               "binary op); one op per output element is the count, as the peer has it.",

@@ -94,8 +94,8 @@ def main(argv=None) -> int:
     assert run(workdir / "profile" / "round_1", analysis_skill="none") is None
     print("\nanalysis_skill=none: hook returned None, wrote nothing (L0)")
     if a.plot:
-        from roofline import report
-        from roofline.plot import plot_artifact
+        from roofline.report import artifact as report
+        from roofline.report.plot import plot_artifact
 
         pj = Path(summaries[-1]["json"])
         art = json.loads(pj.read_text(encoding="utf-8"))

@@ -191,7 +191,7 @@ def table_peaks(gpu_name: str) -> dict | None:
     """The project's peak table for this device (roofline.peaks; the only copy of those numbers);
     None when the device has none (PeaksError: an absent table, not a failure of the bench)."""
     from roofline import peaks as _peaks
-    from roofline.errors import PeaksError
+    from roofline.io.errors import PeaksError
 
     try:
         p = _peaks.resolve(gpu_name=gpu_name, gfx=None)

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 
 from .registry import ARCH, KERNEL_DIR, Level
 

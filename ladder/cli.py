@@ -110,7 +110,7 @@ def bench_cmd(shapes, shape_set, level_ids, out):
 
 def _bench_result(path: Path, cmd: str) -> dict:
     """The bench result JSON at `path`, or one line on stderr and exit 2 (wrong kind, not JSON)."""
-    from roofline.filekinds import kind_of_doc, sniff, wrong_kind
+    from roofline.io.filekinds import kind_of_doc, sniff, wrong_kind
 
     try:
         res = json.loads(path.read_text(encoding="utf-8"))
@@ -205,7 +205,7 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
     library / roof, resource budget), minimal validation with a falsifiable experiment, risks,
     fallback and the stopping rule (within the 3.4 % isolated band of the practical roof, or no
     stable gain from the next level: stop). Evidence: the project's recorded ladder benches."""
-    from roofline.errors import RooflineError
+    from roofline.io.errors import RooflineError
 
     from . import evidence as ev, standing as stn
     from .advise import advise

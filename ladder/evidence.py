@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 
 from . import registry
 from .dispatch import NOISE_BAND_ISOLATED as BAND

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 from roofline.peaks.gemm import gemm_fewest_bytes, roofline_bound_s
 
 from .evidence import AdviseError, Obs, library_ms

@@ -88,7 +88,7 @@ def roof_ceiling(row: dict, lib: dict, device: str = "NVIDIA H200") -> dict | No
     floor max(useful FLOPs / fp8 peak, fewest bytes / HBM peak) (the peaks table's measured fp8
     envelope and datasheet bandwidth). Also the row's useful FLOP rate as % of the fp8 peak."""
     from roofline import peaks
-    from roofline.errors import PeaksError
+    from roofline.io.errors import PeaksError
 
     try:
         p = peaks.resolve(gpu_name=device, gfx=None)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import PeaksError  # noqa: F401  (re-exported)
+from roofline.io.errors import PeaksError  # noqa: F401  (re-exported)
 
 
 
@@ -35,7 +35,7 @@ class TableFileError(PeaksError):
 
 BF16_FP16_TOLERANCE = 0.05  # docs/method.md section 8: equal rates; >5% apart = mis-calibrated microbench
 # THE dtype table: every spelling a Top-N, a trace (torch / aten type strings are mapped to these
-# names in roofline/opclasses/aten.py), a peaks table or a flag uses, to one short name; then the
+# names in roofline/core/opclasses/aten.py), a peaks table or a flag uses, to one short name; then the
 # bytes of one element of each. Integer and bool tensors are bytes too (sort keys, indices, masks).
 DTYPE_ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
@@ -180,7 +180,7 @@ def _identity(path: str) -> dict:
     is not written on one line)."""
     import yaml
 
-    from roofline import safeio
+    from roofline.io import safeio
 
     try:
         text = safeio.read_bytes(path).decode("utf-8-sig")
@@ -313,7 +313,7 @@ def _load_yaml(path) -> Any:
     """A peak table file: a regular file within the size limit, YAML without custom tags."""
     import yaml
 
-    from roofline import safeio
+    from roofline.io import safeio
 
     try:
         raw = safeio.read_bytes(path)

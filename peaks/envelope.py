@@ -27,7 +27,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-from roofline.errors import PeaksError
+from roofline.io.errors import PeaksError
 from roofline.peaks import bf16_fp16_gap
 from roofline.peaks.gemm import gemm_flops
 

@@ -16,7 +16,7 @@ import math
 import re
 from pathlib import Path
 
-from roofline.errors import PeaksError
+from roofline.io.errors import PeaksError
 from roofline.peaks import Peaks, from_table, norm_dtype
 
 SOURCE = "pipeline peaks.md"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.peaks.gemm import gemm_flops
-from roofline.errors import PeaksError, RooflineError
+from roofline.io.errors import PeaksError, RooflineError
 from roofline.peaks import envelope as pe, find_table
 from roofline.peaks.envelope import build_envelope, quantiles
 from roofline.peaks.render import checks, envelope_lines, envelope_text

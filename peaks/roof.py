@@ -1,6 +1,6 @@
 """The roofline arithmetic, defined once (docs/method.md section 3): a piece of work (`nbytes` over
 HBM, `flops` on the compute pipe) that took `t_s` on a device with roofs `peak_bw` and
-`peak_flops`. Every side counts with `roofline` (the analysis through roofline.roofmath, stage C's
+`peak_flops`. Every side counts with `roofline` (the analysis through roofline.core.roofmath, stage C's
 re-run write-back, the ladder's benches and standing, the peaks measurement); it lives beside the
 peak tables because every side may import those (the ladder imports nothing from the analysis).
 tests/test_single_source.py fails on a second copy of the formula.

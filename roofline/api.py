@@ -4,9 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from roofline import inputs as _in
-from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
-from roofline.errors import InputError
+from roofline.core import inputs as _in
+from roofline.core.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+from roofline.io.errors import InputError
 
 STAGES = ("A", "B", "C")
 
@@ -60,7 +60,7 @@ def load_all(topn, env=None, config=None):
         meta["config"] = str(config)
     else:
         meta["config"] = None
-    from roofline.config_check import mismatch
+    from roofline.io.config_check import mismatch
 
     cm = mismatch(cfg, t)
     if cm:
@@ -79,12 +79,12 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     counters: a path to an .ncu-rep / ncu raw CSV / rocprofv3 CSV, or a list of KernelCounters;
     without it, the counters a Top-N built from an Nsight Compute report carries in its entries.
     peaks_file: the pipeline's peaks.md (markdown) or a YAML peak table; without it a peaks.md
-    beside the env report is used, then the built-in tables, then level L1 (roofline.devices).
-    workload: {isl, osl, conc} to project the gains onto (roofline.workload); default: the env
+    beside the env report is used, then the built-in tables, then level L1 (roofline.core.devices).
+    workload: {isl, osl, conc} to project the gains onto (roofline.core.workload); default: the env
     report's workload, if it gives all three.
     Raises InputError on a malformed file; everything inside one entry degrades instead.
     """
-    from roofline import analysis
+    from roofline.core import analysis
 
     if stage is not None and stage not in STAGES:
         raise InputError("--stage", "", f"expected one of A, B, C, got {stage!r}")
@@ -105,9 +105,9 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
         kcs = from_topn_entries(t) or None
         if kcs:
             meta["counters"] = "embedded in the Top-N (its entries' counters)"
-    # peaks: explicit file / the pipeline's peaks.md / our tables / L1 (roofline.devices); a device
+    # peaks: explicit file / the pipeline's peaks.md / our tables / L1 (roofline.core.devices); a device
     # problem never stops the run: it lowers confidence or degrades the entries
-    from roofline import devices
+    from roofline.core import devices
 
     pk, peak_problems = devices.resolve_run_peaks(
         e.gpu_name, e.gfx, peaks_file=peaks_file, env_path=e.path, raws=(e.raw, t.raw),
@@ -115,7 +115,7 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
                            head_cap=head_cap, inputs_meta=meta)
     art["skill_errors"].extend({"where": "peaks", "error": p} for p in peak_problems)
-    from roofline import workload as _wl
+    from roofline.core import workload as _wl
 
     _wl.project(art, t, workload or e.workload, "given" if workload else f"the env report's workload")
     if as_dataframe:

@@ -20,12 +20,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, empty_artifact
+from roofline.core.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, empty_artifact
 
 
 def _resolve(round_dir: Path, p, name: str) -> Path | None:
     if p is None:
-        from roofline.inputs import find_upwards
+        from roofline.core.inputs import find_upwards
 
         return find_upwards(round_dir, name)
     if isinstance(p, dict):
@@ -34,7 +34,7 @@ def _resolve(round_dir: Path, p, name: str) -> Path | None:
     if p.is_absolute() or p.exists():
         return p
     # relative names are looked up beside the Top-N first, then in each parent (the run root)
-    from roofline.inputs import find_upwards
+    from roofline.core.inputs import find_upwards
 
     return find_upwards(round_dir, str(p)) or p
 
@@ -118,8 +118,10 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
     if analysis_skill is None or (isinstance(analysis_skill, str) and analysis_skill == "none"):
         return None  # L0
     try:
-        from roofline import analysis as _a, api, peaks as _p, report  # noqa: F401
-        from roofline.schema import validate_artifact  # noqa: F401  (probed: a missing piece is L0)
+        from roofline import api, peaks as _p  # noqa: F401
+        from roofline.core import analysis as _a
+        from roofline.report import artifact as report
+        from roofline.io.schema import validate_artifact  # noqa: F401  (probed: a missing piece is L0)
     except Exception:  # the package is missing pieces: L0, behave as before the feature existed
         return None
     errors: list[dict[str, Any]] = []
@@ -155,7 +157,7 @@ def _analyze_safely(topn_path: Path, env, config, peaks, stage, counters, head_t
                     errors: list[dict]) -> dict:
     """The artifact (schema-checked), or the empty one with the failure in `errors` (L5)."""
     from roofline import api
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     art = None
     try:
@@ -181,7 +183,7 @@ def _analyze_safely(topn_path: Path, env, config, peaks, stage, counters, head_t
 def _write(art: dict, errors: list[dict], dest: Path) -> dict:
     """Write the artifact pair into dest (recovering a crashed earlier write first; a failed
     analysis keeps the previous artifact). Returns the hook's summary."""
-    from roofline import report
+    from roofline.report import artifact as report
 
     summary = _summary(art, errors)
     try:

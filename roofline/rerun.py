@@ -21,14 +21,14 @@ import json
 import sys
 from pathlib import Path
 
-from roofline.errors import RerunError
+from roofline.io.errors import RerunError
 
 from roofline.ladder.dispatch import (  # noqa: F401
     DECODE_SKINNY_MAX_M, NOISE_BAND_ISOLATED, PREFILL_ALIGN, build_dispatch_table, choose_level,
     default_dispatch_table, dispatch_order, merge_benches, shape_class)
-from roofline.opclasses import Problem, gemm_problems  # noqa: F401
+from roofline.core.opclasses import Problem, gemm_problems  # noqa: F401
 from roofline.stagec.measurement import counters_record  # noqa: F401
-from roofline.stagec.writeback import write_back  # noqa: F401
+from roofline.core.writeback import write_back  # noqa: F401
 
 COUNTERS_FILE = "rerun_counters.json"
 
@@ -57,7 +57,7 @@ def write_counters(path: Path, records: list) -> Path:
     re-run measured and this one did not (a head's record is its latest re-run's)."""
     from roofline import counters as _counters
     from roofline.counters.records import records_text
-    from roofline.report import atomic_write
+    from roofline.report.artifact import atomic_write
 
     now = {r.name for r in records}
     earlier = []
@@ -73,7 +73,7 @@ def write_counters(path: Path, records: list) -> Path:
 def merged(art: dict, artifact: Path, path: Path, records: list) -> dict:
     """The stage-C artifact: `analyze --counters path` of the artifact's Top-N when a counter was
     read, else (timings only, or the Top-N gone: L4) the timings written onto `art` as it stands."""
-    from roofline.stagec.writeback import merge_reruns
+    from roofline.core.writeback import merge_reruns
 
     note = None
     if any(not r.read_nothing for r in records):
@@ -89,7 +89,7 @@ def analyze_with(art: dict, artifact: Path, counters_path: Path) -> dict:
     """`analyze --counters counters_path` of the Top-N behind the artifact, with its own inputs and
     head settings. Raises RerunError when the Top-N cannot be found."""
     from roofline import api
-    from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+    from roofline.core.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
 
     inp = art.get("inputs") or {}
     here = Path(artifact).parent
@@ -107,7 +107,7 @@ def analyze_with(art: dict, artifact: Path, counters_path: Path) -> dict:
 def _write(art: dict, artifact: Path, names: list[str], playbook_dir):
     """The artifact pair rewritten; one playbook record per re-run head. Returns the playbook's
     path (None when nothing was written there)."""
-    from roofline import report
+    from roofline.report import artifact as report
     from roofline.stagec import playbook
 
     report.write_artifact(art, artifact.parent)

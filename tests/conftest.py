@@ -89,8 +89,8 @@ def pytest_configure(config):
 def _contract_problems(art, topn_raw):
     import seed_reader
 
-    from roofline import report
-    from roofline.schema import validate_artifact
+    from roofline.report import artifact as report
+    from roofline.io.schema import validate_artifact
 
     written = json.loads(report.to_json(art))
     probs = seed_reader.check(written, topn_raw)
@@ -103,7 +103,7 @@ def _contract_problems(art, topn_raw):
 
 @pytest.fixture(autouse=True)
 def _artifact_contract(request, monkeypatch):
-    from roofline import analysis
+    from roofline.core import analysis
 
     if request.node.get_closest_marker("broken_artifact"):
         yield
@@ -120,7 +120,7 @@ def _artifact_contract(request, monkeypatch):
         return art
 
     monkeypatch.setattr(analysis, "analyze", analyze_and_keep)
-    from roofline import report as _report
+    from roofline.report import artifact as _report
 
     orig_write = _report.write_artifact
 

@@ -172,7 +172,7 @@ CONFIG_ZERO = {"hidden_size": (0, "hidden"), "num_experts": (0, "E"), "num_exper
 
 
 def config_cases() -> list[PCase]:
-    from roofline.inputs import CONFIG_INT_KEYS
+    from roofline.core.inputs import CONFIG_INT_KEYS
 
     out = []
     for path in numeric_paths(R.BASE_CONFIG):
@@ -497,7 +497,7 @@ _PRIOR: dict = {}
 
 def _seed_prior(rd: Path, case: PCase, base: dict) -> tuple[bytes, bytes]:
     """A good previous artifact pair in the round directory (the baseline's, rendered once)."""
-    from roofline import report
+    from roofline.report import artifact as report
 
     if case.kind not in _PRIOR:
         _PRIOR[case.kind] = (report.to_json(base).encode(), report.to_markdown(base).encode())
@@ -534,7 +534,7 @@ def _outcome(case, p, code, err, art, s, base, prior) -> list[str]:
         return _refused(case, p, code, err, s, prior)
     if code != 0 or art is None:
         return [f"wrong refuse: {what}: exit {code}: {err.strip()[:200]}"]
-    from roofline import report
+    from roofline.report import artifact as report
 
     v = []
     if not (p["out"] / report.ARTIFACT_JSON).exists():
@@ -548,7 +548,7 @@ def _outcome(case, p, code, err, art, s, base, prior) -> list[str]:
 
 
 def _refused(case, p, code, err, s, prior) -> list[str]:
-    from roofline import report
+    from roofline.report import artifact as report
 
     what, v = repr(case), []
     path = case.field

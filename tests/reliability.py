@@ -16,7 +16,7 @@ then the entry points that read that file run, and every invariant is checked:
 * data loss: the hook's artifact pair is not schema-valid, not a pair (the markdown is not the
   rendering of the JSON beside it), a temporary file stayed behind, or a good previous artifact
   was replaced by a refused run.
-Memory is bounded by the limits in roofline/safeio.py; the long run reports the peak RSS.
+Memory is bounded by the limits in roofline/io/safeio.py; the long run reports the peak RSS.
 
 Generation is hypothesis strategies (one per input kind); `run_case` returns the violations (an
 empty list when every invariant holds) so that the long run can count them instead of stopping.
@@ -786,10 +786,10 @@ SUSPECT_LOW = None
 def artifact_violations(art: dict, what: str) -> list[str]:
     """Schema validity and the never-saturate-an-infeasible-ratio rule."""
     global SUSPECT_LOW
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     if SUSPECT_LOW is None:
-        from roofline.analysis import SUSPECT_LOW as s
+        from roofline.core.analysis import SUSPECT_LOW as s
 
         SUSPECT_LOW = s
     v = []
@@ -825,7 +825,7 @@ def _leftovers(d: Path) -> list[str]:
 
 
 def _pair_violations(rd: Path, what: str, prior: tuple | None, refused: bool) -> list[str]:
-    from roofline import report
+    from roofline.report import artifact as report
 
     v = []
     pj, pm = rd / report.ARTIFACT_JSON, rd / report.ARTIFACT_MD
@@ -869,7 +869,8 @@ def _round(work: Path, case: Case) -> tuple[Path, dict]:
 
 def _seed_prior(rd: Path) -> tuple[bytes, bytes]:
     """A good artifact pair in `rd` from the baseline inputs (computed once, copied)."""
-    from roofline import hook, report
+    from roofline import hook
+    from roofline.report import artifact as report
 
     if "pair" not in _PRIOR:
         with tempfile.TemporaryDirectory() as t:
@@ -974,7 +975,7 @@ def _run(case: Case, work: Path, hook) -> list[str]:
         code, out, err = cli(["topn", str(src), "-o", str(o), "-q"])
         v += _cli_violations(code, out, err, f"topn {what}")
         if code == 0:
-            from roofline.inputs import load_topn
+            from roofline.core.inputs import load_topn
 
             if case.expect == "refuse":
                 v.append(f"wrong accept: topn {what}: accepted (exit 0)")
@@ -1031,7 +1032,7 @@ def _run(case: Case, work: Path, hook) -> list[str]:
 
 
 def _hook_entries(rd: Path, prior) -> bool:
-    from roofline import report
+    from roofline.report import artifact as report
 
     pj = rd / report.ARTIFACT_JSON
     if not pj.exists():

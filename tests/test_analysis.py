@@ -3,9 +3,10 @@ routing rows and levers. H200 peaks: 4.8e12 B/s pin rate, bf16 roof = the measur
 peaks/h200.yaml (read from the table: one source of truth)."""
 import pytest
 
-from roofline import analysis, api, routing
+from roofline import api
+from roofline.core import analysis, routing
 from roofline.peaks import resolve
-from roofline.schema import validate_artifact
+from roofline.io.schema import validate_artifact
 
 from conftest import entry, h200_env, topn
 
@@ -132,7 +133,7 @@ def test_impossible_values_degrade():
 def test_l5_a_model_that_raises_degrades_its_entry_and_lands_in_skill_errors(monkeypatch):
     import dataclasses
 
-    from roofline import opclasses
+    from roofline.core import opclasses
 
     def boom(shape, dt):
         raise ZeroDivisionError("bad model")

@@ -1,6 +1,6 @@
 """`roofline calc` against hand-computed values: the expected numbers are computed here from the
 formula of seed 001 and the figures read straight from the YAML tables (not through
-roofline.peaks or roofline.calc), for two devices x three dtypes; then the seed's own figures,
+roofline.peaks or roofline.core.calc), for two devices x three dtypes; then the seed's own figures,
 the H200's measured roofs, and inputs that must be rejected."""
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from roofline.calc_html import SLIDER_MIN, slider_value
+from roofline.report.calc_html import SLIDER_MIN, slider_value
 from roofline.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from roofline.classify import OP_CLASSES, RULES, classify, is_library_kernel, short_name
+from roofline.core.classify import OP_CLASSES, RULES, classify, is_library_kernel, short_name
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "traces")
 

@@ -3,7 +3,7 @@ import json
 from click.testing import CliRunner
 
 from roofline.cli import main
-from roofline.schema import validate_artifact
+from roofline.io.schema import validate_artifact
 
 
 def test_default_runs_the_bundled_example_and_writes_nothing():

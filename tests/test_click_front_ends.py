@@ -50,6 +50,6 @@ def test_every_sub_command_lives_in_a_front_end():
 
 
 def test_the_scan_catches_click_in_a_library_module():
-    got = click_importers([("roofline/plot.py", "import click\n"), ("peaks/x.py", "def f():\n    from click import echo\n"),
+    got = click_importers([("roofline/report/plot.py", "import click\n"), ("peaks/x.py", "def f():\n    from click import echo\n"),
                            ("roofline/a.py", "import clickhouse\n")])
-    assert got == {"roofline/plot.py", "peaks/x.py"}
+    assert got == {"roofline/report/plot.py", "peaks/x.py"}

@@ -41,7 +41,7 @@ def _meta(r):
                                          ("broadcast", lambda n: 1.0), ("send", lambda n: 1.0)])
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_bytes_one_rank_sends_per_collective(coll, factor, n):
-    from roofline.models.collective import model
+    from roofline.core.models.collective import model
 
     nelems = 64 * 4096
     r = model({"coll": coll, "nelems": nelems, "group_size": n}, {"act_bytes": 2})
@@ -188,7 +188,7 @@ def test_the_transfer_per_launch_is_what_is_left_after_waiting_for_the_last_rank
 
 
 def test_the_multi_rank_artifact_keeps_the_contract_and_the_ranks(run):
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     doc, art, md, out, _ = run
     validate_artifact(art)
@@ -208,7 +208,7 @@ def test_the_multi_rank_artifact_keeps_the_contract_and_the_ranks(run):
 
 
 def test_the_picture_draws_each_ranks_rate_and_the_link_roof(run, tmp_path):
-    from roofline.plot import plot_artifact
+    from roofline.report.plot import plot_artifact
 
     _, art, _, _, _ = run
     info = plot_artifact(art, tmp_path / "r.png")
@@ -226,9 +226,9 @@ def test_the_picture_draws_each_ranks_rate_and_the_link_roof(run, tmp_path):
 def test_hand_edited_rank_fields_of_the_wrong_type_never_break_the_artifact(tmp_path):
     """Extra fields are no input error; ones of the wrong type are dropped or read as null, and the
     report and the picture render them as '-'."""
-    from roofline import report
-    from roofline.plot import plot_artifact
-    from roofline.schema import validate_artifact
+    from roofline.report import artifact as report
+    from roofline.report.plot import plot_artifact
+    from roofline.io.schema import validate_artifact
 
     e = entry("nvjet_x", 30, 0.04, shapes=[{"M": 64, "N": 4096, "K": 4096}],
               ranks={"total_ms": ["a", 1e308, None], "spread_rel": "x", "slowest_rank": True,

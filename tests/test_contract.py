@@ -10,7 +10,8 @@ import json
 import pytest
 
 import seed_reader
-from roofline import api, hook, report
+from roofline import api, hook
+from roofline.report import artifact as report
 from roofline.peaks import resolve
 
 from conftest import EXAMPLE, FIXTURES, entry, h200_env, topn
@@ -89,7 +90,7 @@ def test_the_conftest_hook_checks_written_files(tmp_path, monkeypatch):
 def test_the_project_schema_rejects_the_same_broken_promises(example):
     import jsonschema
 
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     good = json.loads(report.to_json(example))
     validate_artifact(good)

@@ -202,7 +202,7 @@ def test_beside_the_peer_on_the_corpus(tmp_path):
 def test_a_grouped_head_reruns_its_launch_weighted_mix():
     """The Qwen3-MoE grouped-GEMM head runs gate_up and down under one kernel name: the stage-C
     re-run times both, weighted by their launches as the analysis weighs them (not the first only)."""
-    from roofline.opclasses import gemm_problems
+    from roofline.core.opclasses import gemm_problems
 
     R = ROOT / "fixtures" / "rerun_corpus" / "qwen3moe_grouped_mm" / "profile" / "round_1"
     art = json.loads((R / "stage_b_roofline.json").read_text())

@@ -2,7 +2,7 @@
 Triton RMSNorm / SwiGLU / RoPE patched into transformers' Llama, and GraniteMoeHybrid (Mamba2 torch reference
 path + attention + grouped_mm MoE). The shapes the tool reads from the Liger autograd Functions' Input Dims,
 the byte models against the DRAM bytes Nsight Compute measured for the same launches, and the write-back
-note (roofline/opclasses/stream.py). Every expected figure is computed here from the fixtures (the trace,
+note (roofline/core/opclasses/stream.py). Every expected figure is computed here from the fixtures (the trace,
 ncu_rows.json.gz), never typed in."""
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from hybrid_corpus import CORPUS, topn_path
-from roofline import api, opclasses
-from roofline.classify import classify
+from roofline import api
+from roofline.core import opclasses
+from roofline.core.classify import classify
 from roofline.ingest.trace_tables import OpSig, freeze
 from roofline.peaks import resolve
 

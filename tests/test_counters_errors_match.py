@@ -52,7 +52,7 @@ def test_bad_files_raise_one_line_typed_error(tmp_path):
 def test_a_rocprof_value_that_is_no_number_is_a_bad_reading_of_its_record(tmp_path):
     # one row is one reading: a Counter_Value that is no number makes that kernel's record L4 where
     # the analysis would read it (docs/input_policy.md, Counters), never the whole file unreadable
-    from roofline.stagec.plausible import bad_readings
+    from roofline.core.plausible import bad_readings
 
     p = tmp_path / "r.csv"
     p.write_bytes(b'"Dispatch_Id","Kernel_Name","Counter_Name","Counter_Value"\n1,"k","FETCH_SIZE",lots\n'

@@ -1,4 +1,4 @@
-"""Stage C's plausibility rules (roofline/stagec/plausible.py, docs/input_policy.md "Counters"),
+"""Stage C's plausibility rules (roofline/core/plausible.py, docs/input_policy.md "Counters"),
 each on the H200 peak table's own figures: a record at a limit is believed, one past it is L4."""
 import math
 
@@ -7,8 +7,8 @@ import yaml
 
 from roofline import peaks as P
 from roofline.counters import KernelCounters
-from roofline.stagec.merge import counters_block
-from roofline.stagec.plausible import bad_readings, implausible
+from roofline.core.merge import counters_block
+from roofline.core.plausible import bad_readings, implausible
 
 H200 = P.resolve(gpu_name="NVIDIA H200")
 TABLE = yaml.safe_load((P.peaks_dir() / "h200.yaml").read_text())

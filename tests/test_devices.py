@@ -8,7 +8,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from roofline import api, devices, hook
+from roofline import api, hook
+from roofline.core import devices
 from roofline.peaks import md as peaks_md
 from roofline.cli import main
 from roofline.peaks.validate import validate_table

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline import api, inputs
-from roofline.schema import validate_artifact
+from roofline import api
+from roofline.core import inputs
+from roofline.io.schema import validate_artifact
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -37,8 +38,8 @@ def test_env_example_loads():
 
 
 def test_config_example_loads_and_fills_an_attention_shape():
-    from roofline.inputs import Entry, Regime
-    from roofline.shapes import resolve_shapes
+    from roofline.core.inputs import Entry, Regime
+    from roofline.core.shapes import resolve_shapes
 
     (ex,) = _json_blocks("config.md")
     cfg = inputs.parse_config(ex, "docs/config.md")
@@ -69,7 +70,7 @@ def test_artifact_example_validates_and_matches_a_real_analysis():
 
 
 def test_method_page_names_its_sources_and_every_route():
-    from roofline.routing import ROUTES, TARGET_EFF
+    from roofline.core.routing import ROUTES, TARGET_EFF
 
     text = (DOCS / "method.md").read_text(encoding="utf-8")
     assert "## Sources" in text and "Williams" in text and "Amdahl" in text
@@ -146,7 +147,9 @@ def test_the_artifact_page_quotes_todays_figures():
 
 def test_the_method_page_quotes_the_code_and_the_tables():
     """Each constant docs/method.md states is the one the code uses, each peak figure the table's."""
-    from roofline import analysis, report, routing
+    from roofline.core import analysis
+    from roofline.report import artifact as report
+    from roofline.core import routing
     from roofline.peaks import resolve
     from roofline.feedback import NoiseBands
 
@@ -161,6 +164,6 @@ def test_the_method_page_quotes_the_code_and_the_tables():
     m = re.search(r"H200 bf16: (\d+) runs x (\d+) shapes", text)
     src = pk.to_artifact()["sources"]["flops.bf16"]
     assert m and f"over {m.group(1)} run(s) x {m.group(2)} shape(s)" in src, (m and m.groups(), src)
-    from roofline.defaults import HEAD_THRESHOLD_PCT
+    from roofline.core.defaults import HEAD_THRESHOLD_PCT
 
     assert routing.HIGH_PCT_GPU_TIME == HEAD_THRESHOLD_PCT   # "equals the default head threshold"

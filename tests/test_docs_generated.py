@@ -1,4 +1,4 @@
-"""The field references of docs/ are generated from roofline/schema/fields.json (tools/docs_fields.py):
+"""The field references of docs/ are generated from roofline/io/schema/fields.json (tools/docs_fields.py):
 a page edited by hand, a field added to the reference without regenerating, or a property of the
 artifact's JSON Schema that the reference lacks, fails here (issue 35 item 7)."""
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_no_field_is_listed_twice_on_a_page():
 
 
 def test_every_property_of_the_artifact_schema_is_in_the_reference():
-    schema = json.loads((ROOT / "roofline" / "schema" / "profile_roofline.schema.json").read_text())
+    schema = json.loads((ROOT / "roofline" / "io" / "schema" / "profile_roofline.schema.json").read_text())
     assert set(schema["properties"]) <= set(DOC["artifact"]["top"])
     assert set(schema["$defs"]["entry"]["properties"]) <= set(DOC["artifact"]["entry"])
     for part in ("top", "entry"):

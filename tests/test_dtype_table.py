@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline.opclasses.aten import DTYPES as ATEN_DTYPES
+from roofline.core.opclasses.aten import DTYPES as ATEN_DTYPES
 from roofline.peaks import DTYPE_BYTES, norm_dtype
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +83,8 @@ def test_an_int64_sort_head_gets_bytes_not_a_dtype_error(tmp_path):
 
 
 def test_an_unset_out_dtype_of_an_integer_op_is_its_own(tmp_path):
-    from roofline.inputs import Entry, Env, Regime
-    from roofline.procedure import resolve_dtypes
+    from roofline.core.inputs import Entry, Env, Regime
+    from roofline.core.procedure import resolve_dtypes
 
     env = Env(path=None, gfx="sm_90", model_dtype="bf16", model_arch_class="dense", workload={})
     for act, out in (("uint8", "uint8"), ("bool", "bool"), ("int32", "int32"), ("fp8", "bf16")):

@@ -1,4 +1,4 @@
-"""Eager attention's materialised score matrix (roofline/opclasses/eager_attention.py, the Top-N's
+"""Eager attention's materialised score matrix (roofline/core/opclasses/eager_attention.py, the Top-N's
 trace_evidence.score_chains: roofline/ingest/score_chains.py; docs/method.md section 12) on the real-model
 corpus (fixtures/corpus: transformers 5.17 on the H200). Every expected figure is computed here from the
 trace (parsed with json), config.json and the corpus' own record of the run (corpus_meta.json), never
@@ -16,7 +16,7 @@ import pytest
 
 from hybrid_corpus import CORPUS, meta, topn_path
 from roofline import api
-from roofline.opclasses import eager_attention
+from roofline.core.opclasses import eager_attention
 
 KIND = eager_attention.KIND
 CASE = "gptoss_eager"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from roofline.cli import main
-from roofline.inputs import ENV_REQUIRED
+from roofline.core.inputs import ENV_REQUIRED
 
 from conftest import FIXTURES
 

@@ -1,4 +1,4 @@
-"""Issue 15, knot 4: one error tree (house rule 5, roofline/errors.py).
+"""Issue 15, knot 4: one error tree (house rule 5, roofline/io/errors.py).
 
 - every exception class defined in roofline/, ladder/ and peaks/ derives from RooflineError (found
   with ast, checked on the imported class: a second builtin base such as ValueError is allowed); a
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"roofline": ROOT / "roofline", "roofline.ladder": ROOT / "ladder", "roofline.peaks": ROOT / "peaks"}
@@ -78,9 +78,9 @@ def test_every_error_is_in_the_one_tree(mod, name, cls, caught):
 def test_builtin_second_bases_are_kept_where_callers_catch_them():
     from roofline.counters import CounterReadError
     from roofline.counters.units import UnitError
-    from roofline.errors import RerunError
+    from roofline.io.errors import RerunError
     from roofline.ladder.build import BuildError
-    from roofline.safeio import UnsafeInput
+    from roofline.io.safeio import UnsafeInput
 
     assert issubclass(CounterReadError, ValueError) and issubclass(UnitError, ValueError)
     assert issubclass(BuildError, RuntimeError) and issubclass(RerunError, RuntimeError)

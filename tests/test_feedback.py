@@ -177,7 +177,7 @@ def test_playbook_proposes_target_eff_per_class_with_the_evidence_count(run):
     assert "proposed target_eff[moe]" not in r.stdout
     assert "no proposal for target_eff[moe]: 1 record(s) with a real gain, 3 needed (records #4)" in r.stdout
     assert "proposals only" in r.stdout
-    from roofline import routing
+    from roofline.core import routing
 
     assert routing.TARGET_EFF["attn_decode"] == 0.50        # never applied silently
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from roofline import api, report
+from roofline import api
+from roofline.report import artifact as report
 from roofline.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -282,7 +283,7 @@ def test_counters_matching_nothing_are_said(made, tmp_path):
     # add, which is also in this decode trace (a 3.8% entry, below the head: matched, not applied)
     import csv
 
-    from roofline.classify import short_name
+    from roofline.core.classify import short_name
 
     rows = list(csv.DictReader(open(FIX / "ncu" / "known_raw.csv", newline="")))[1:]
     names = [n for n in dict.fromkeys(r["Kernel Name"] for r in rows)]
@@ -320,7 +321,7 @@ def test_markdown_legend_small_percentages_folded_names_and_regime_wording(tmp_p
     art = api.analyze(out)
     md = report.to_markdown(art)
     assert "**Legend.**" in md and "`attainable`" in md and "`e2e gain (%GPU)`" in md and "`conf`" in md
-    from roofline.routing import ROUTES
+    from roofline.core.routing import ROUTES
     for r in {e["route"] for e in art["entries"]}:
         assert f"`{r}`: {ROUTES[r]}" in md
     # a roofline fraction under 1% is not shown as 0%

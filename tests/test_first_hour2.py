@@ -269,7 +269,8 @@ def test_env_of_another_kind_is_blamed_for_what_it_is(tmp_path):
 @pytest.mark.parametrize("suffix,magic", [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF"),
                                           (".jpg", b"\xff\xd8\xff")])
 def test_plot_writes_every_format_its_help_names(tmp_path, suffix, magic):
-    from roofline import api, report
+    from roofline import api
+    from roofline.report import artifact as report
 
     report.write_artifact(api.analyze(ROOT / "roofline" / "data" / "example" / "profile" / "round_1" /
                                       "profile_topN.json"), tmp_path)
@@ -280,7 +281,8 @@ def test_plot_writes_every_format_its_help_names(tmp_path, suffix, magic):
 
 
 def test_plot_refuses_another_format_in_one_line(tmp_path):
-    from roofline import api, report
+    from roofline import api
+    from roofline.report import artifact as report
 
     report.write_artifact(api.analyze(ROOT / "roofline" / "data" / "example" / "profile" / "round_1" /
                                       "profile_topN.json"), tmp_path)
@@ -294,7 +296,7 @@ def test_plot_refuses_another_format_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("trace,env", [(TRACES / "decode.json.gz", None), (REAL / "prefill_llama.json.gz", "env_prefill.json")])
 def test_shape_rows_use_the_head_rows_bound_rule_and_say_per_launch(tmp_path, trace, env):
-    from roofline.procedure import DISPATCH_FLOOR_MS, LATENCY_UTIL
+    from roofline.core.procedure import DISPATCH_FLOOR_MS, LATENCY_UTIL
 
     out = tmp_path / "profile_topN.json"
     _topn(trace, out, "--isl", 128, "--osl", 8, "--conc", 8)
@@ -351,7 +353,7 @@ def test_compare_uses_short_names_says_faster_or_slower_and_warns_on_workloads(t
     assert "% slower" not in r.stdout or delta > -100
     table = r.stdout.split("\ne2e:")[0].splitlines()[1:]
     assert table and not any(ln.startswith("void ") for ln in table)
-    from roofline.classify import short_name
+    from roofline.core.classify import short_name
 
     names = {short_name(e["name"])[:47] for e in ta["entries"] + tb["entries"]}
     assert all(any(ln.startswith(n) for n in names) for ln in table)
@@ -436,7 +438,7 @@ def test_a_graph_only_trace_without_model_dtype_degrades_and_plots_on_sensible_a
     assert not any("model_dtype" in d["reason"] for d in art["degraded"])
     assert not any("not given: model_dtype" in ln for ln in r.stderr.splitlines())
     assert all("eager step" in d["reason"] or "shapes" in d["reason"] for d in art["degraded"])
-    from roofline.plot import plot_artifact
+    from roofline.report.plot import plot_artifact
 
     info = plot_artifact(art, tmp_path / "g.png")
     x_lo, x_hi, y_lo, y_hi = info["limits"]
@@ -550,7 +552,7 @@ def test_slow_tests_are_marked_ci_runs_them_and_the_readme_says_the_cost():
 def test_points_right_of_the_ridge_keep_the_ridge_in_view(tmp_path):
     """A compute-bound prefill (every head right of the ridge): the picture still shows the ridge and
     the memory roof below it, not a flat line alone."""
-    from roofline.plot import plot_artifact
+    from roofline.report.plot import plot_artifact
 
     rd = tmp_path / "profile" / "round_1"
     _topn(REAL / "prefill_llama.json.gz", rd / "profile_topN.json", "--isl", 4096, "--osl", 1, "--conc", 4)

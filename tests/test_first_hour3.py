@@ -194,7 +194,7 @@ def test_rows_of_one_kernel_name_are_told_apart_by_regime_and_aten_op(tmp_path):
     assert "regime / aten op" in r.stdout.splitlines()[0]
     md = (out / "profile_roofline.md").read_text()
     assert md.count("- launched by: `aten::_grouped_mm`") >= 2
-    from roofline.plot import plot_points
+    from roofline.report.plot import plot_points
 
     pts = plot_points(art)
     key = {p["op"] for p in pts["points"] + pts["skipped"] if p["label"] == "device_kernel"}
@@ -318,7 +318,7 @@ def test_compare_says_how_many_times_slower_not_a_percentage_over_100(tmp_path):
     r = _ok(_run(["compare", a.parent, b.parent, "--e2e-delta-pct", delta]))
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("e2e:"))
     assert f"{1 - delta / 100:.2f}x slower" in line and "% slower" not in line
-    from roofline.stagec.judge import change_words
+    from roofline.core.judge import change_words
     assert change_words(-339.08) == "4.39x slower" and change_words(60.0) == "2.50x faster"
     assert change_words(-20.0) == "20.00% slower"
 
@@ -354,7 +354,7 @@ def test_the_lean_jsonschema_import_leaves_no_blocked_module_behind():
     import subprocess
     import sys
 
-    code = ("import sys, roofline.schema as s; s.LEAN_JSONSCHEMA = True; s._jsonschema(); "
+    code = ("import sys, roofline.io.schema as s; s.LEAN_JSONSCHEMA = True; s._jsonschema(); "
             "print([m for m in s._FORMAT_MODULES if m in sys.modules and sys.modules[m] is None])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
@@ -370,7 +370,7 @@ def test_the_split_k_pairings_agree_on_a_shuffled_and_altered_real_trace():
 
     import numpy as np
 
-    from roofline.classify import is_splitk_reduce
+    from roofline.core.classify import is_splitk_reduce
     from roofline.ingest.topn import _pair_splitk, _pair_splitk_py
     from roofline.ingest.torch_trace import parse_trace
 
@@ -384,7 +384,7 @@ def test_the_split_k_pairings_agree_on_a_shuffled_and_altered_real_trace():
         names[j] = red
     ts = [pt.k_ts[i] for i in perm]
     order = sorted(range(pt.n_kernels), key=ts.__getitem__)
-    from roofline.classify import classify
+    from roofline.core.classify import classify
 
     gemm = {k for k, nm in enumerate(pt.kernel_names) if classify(nm) == "gemm" and k != red}
     at = next(p for p in range(1, len(order) - 1) if names[order[p]] == red and names[order[p - 1]] in gemm)

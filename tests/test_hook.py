@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline import hook, pairwrite, report
-from roofline import opclasses
+from roofline import hook
+from roofline.io import pairwrite
+from roofline.report import artifact as report
+from roofline.core import opclasses
 
 from conftest import EXAMPLE, ROOT
 

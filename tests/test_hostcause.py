@@ -232,7 +232,7 @@ def test_the_report_says_why_the_host_bounds_the_step(tmp_path):
 
 
 def test_a_hand_edited_host_block_is_checked():
-    from roofline.wall import read_wall_time
+    from roofline.core.wall import read_wall_time
 
     base = {"steps": 2, "wall_ms": 4.0, "step_wall_ms": 2.0, "gpu_busy_pct": 10.0, "memcpy_pct": 0.0, "idle_pct": 90.0}
     good = {"summary": "s", "causes": [{"cause": "sync_wait", "ms_per_step": 1.0, "pct_of_idle": 50.0},

@@ -50,7 +50,7 @@ def _imports(mod: str, module_level_only: bool) -> set[str]:
 
 def test_the_graph_is_read():
     g = {m: _imports(m, False) for m in MODS}
-    assert "roofline.schema" in g["roofline.report"] and "roofline.stagec.merge" in g["roofline.procedure"]
+    assert "roofline.io.schema" in g["roofline.report.artifact"] and "roofline.core.merge" in g["roofline.core.procedure"]
     assert len(MODS) > 100
 
 
@@ -77,8 +77,8 @@ def test_no_module_level_import_circle():
 
 
 def test_the_schema_imports_nothing_of_the_package():
-    assert _imports("roofline.schema", False) == set()
-    assert "roofline.report" not in {d for m in MODS if m.startswith("roofline.schema") for d in _imports(m, False)}
+    assert _imports("roofline.io.schema", False) == set()
+    assert "roofline.report.artifact" not in {d for m in MODS if m.startswith("roofline.io.schema") for d in _imports(m, False)}
 
 
 def circles(g: dict[str, set[str]]) -> list[list[str]]:
@@ -137,12 +137,12 @@ def test_no_import_circle_counting_lazy_and_type_only_imports():
 
 def test_the_circle_scan_catches_a_lazy_one_and_a_type_only_one():
     g = {m: _imports(m, False) for m in MODS}
-    assert "roofline.pairwrite" in g["roofline.report"]
-    lazy = dict(g, **{"roofline.pairwrite": g["roofline.pairwrite"] | {"roofline.report"}})   # a lazy import back
-    assert any({"roofline.pairwrite", "roofline.report"} <= set(c) for c in circles(lazy))
-    src = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from roofline.report import to_json\n"
+    assert "roofline.io.pairwrite" in g["roofline.report.artifact"]
+    lazy = dict(g, **{"roofline.io.pairwrite": g["roofline.io.pairwrite"] | {"roofline.report.artifact"}})   # a lazy import back
+    assert any({"roofline.io.pairwrite", "roofline.report.artifact"} <= set(c) for c in circles(lazy))
+    src = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from roofline.report.artifact import to_json\n"
     tree = ast.parse(src)
-    assert any(isinstance(n, ast.ImportFrom) and n.module == "roofline.report" for n in ast.walk(tree))
+    assert any(isinstance(n, ast.ImportFrom) and n.module == "roofline.report.artifact" for n in ast.walk(tree))
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"p": {"p.x"}, "p.x": {"p"}}) == []        # a package and its own submodule
 
@@ -162,5 +162,5 @@ def test_no_arrow_runs_up_between_the_folders():
     for m, ds in ((m, _imports(m, False)) for m in MODS if m != "roofline"):
         rooms.setdefault(_room(m), set()).update(_room(d) for d in ds if d != "roofline" and _room(d) != _room(m))
     assert circles(rooms) == []
-    assert {"roofline.stagec", "roofline.counters", "roofline.peaks"} <= set(rooms["roofline.analysis"]) | \
-        set(rooms["roofline.procedure"])
+    assert {"roofline.stagec", "roofline.counters", "roofline.peaks"} <= set(rooms["roofline.core.analysis"]) | \
+        set(rooms["roofline.core.procedure"])

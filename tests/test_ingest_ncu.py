@@ -8,7 +8,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from roofline.classify import short_name
+from roofline.core.classify import short_name
 from roofline.commands.topn import topn
 from roofline.ingest.ncu import read_ncu
 

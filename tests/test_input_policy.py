@@ -47,7 +47,8 @@ import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import reliability as R  # noqa: E402
-from roofline import hook, report  # noqa: E402
+from roofline import hook  # noqa: E402
+from roofline.report import artifact as report
 
 ART, MD = report.ARTIFACT_JSON, report.ARTIFACT_MD
 

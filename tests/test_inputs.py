@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from roofline.cli import main
-from roofline.errors import InputError
-from roofline.inputs import parse_env, parse_topn, read_json
+from roofline.io.errors import InputError
+from roofline.core.inputs import parse_env, parse_topn, read_json
 
 from conftest import entry, h200_env, topn
 
@@ -182,7 +182,7 @@ def test_cli_empty_entries_succeeds_with_empty_table(tmp_path):
 def test_env_and_config_are_found_up_to_the_run_root_and_never_above(tmp_path):
     """The pipeline's layout <run>/profile/round_<R>/: the run folder is the last one searched; a
     stray env_report.json in a folder that holds many runs (a shared /tmp) belongs to none of them."""
-    from roofline.inputs import UNLAID_LEVELS, find_upwards
+    from roofline.core.inputs import UNLAID_LEVELS, find_upwards
 
     rnd = tmp_path / "runs" / "run1" / "profile" / "round_3"
     rnd.mkdir(parents=True)

@@ -152,7 +152,7 @@ def test_rerun_plan_dispatches_moe_and_fp8_heads():
 
 
 def test_l2_mode_counts_all_expert_weights():
-    from roofline.opclasses import Problem
+    from roofline.core.opclasses import Problem
     from roofline.stagec.timing import l2_mode_for
 
     small = Problem("grouped", 64, 1536, 2048, "bf16", 1.0, E=1)
@@ -351,7 +351,7 @@ def test_grouped_fp8_launchers_pair_the_fp8_build_with_torch_scaled_grouped_mm(m
     counter run launches): e4m3 operands on the drawn routing, unit scales of [rows] and [E, N],
     the ladder build and torch._scaled_grouped_mm on the same memory."""
     from roofline.ladder import check, gpu, gpu_moe_fp8
-    from roofline.opclasses import Problem
+    from roofline.core.opclasses import Problem
     from roofline.stagec import timing
 
     class _CP:

@@ -33,7 +33,7 @@ def test_fp8_level_passes(level_id):
 
 
 def test_rerun_measures_a_grouped_head_beside_torch():
-    from roofline.opclasses import Problem
+    from roofline.core.opclasses import Problem
     from roofline.stagec.timing import measure_grouped
 
     m = measure_grouped([Problem("grouped", 512, 1536, 2048, "bf16", 1.0, E=128)], level_id="l12_pingpong")
@@ -46,7 +46,7 @@ def test_rerun_measures_an_fp8_prefill_head_beside_torch_scaled_grouped_mm():
     """An fp8 MoE prefill head (4096 tokens, E 128, top-8) runs what the grouped-fp8 table names for
     the prefill class (level 15's ping-pong build) beside torch._scaled_grouped_mm."""
     from roofline.ladder import dispatch
-    from roofline.opclasses import Problem
+    from roofline.core.opclasses import Problem
     from roofline.stagec.timing import measure_grouped
 
     lvl, why = dispatch.choose_grouped_level(dispatch.default_dispatch_table("grouped-fp8"), 32768, 128, 1536, 2048,

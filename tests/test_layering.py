@@ -3,8 +3,8 @@
 - the ladder (roofline.ladder, folder ladder/) imports nothing from the analysis side: only itself,
   the peak tables (roofline.peaks: data), the typed errors, the counter readers and the file-kind
   sniffer; ceilings reach it through roofline.peaks or as arguments;
-- the peak tables import only themselves, the errors and the safe reader (roofline.safeio, a leaf);
-- roofline.analysis and the pipeline entry roofline.hook never reach the CLI layer
+- the peak tables import only themselves, the errors and the safe reader (roofline.io.safeio, a leaf);
+- roofline.core.analysis and the pipeline entry roofline.hook never reach the CLI layer
   (roofline.commands, roofline.cli), directly or through what they import.
 """
 from __future__ import annotations
@@ -18,15 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"roofline": ROOT / "roofline", "roofline.ladder": ROOT / "ladder", "roofline.peaks": ROOT / "peaks"}
 CLI_LAYER = ("roofline.commands", "roofline.cli")
 # the analysis side: what the ladder must not import (an allow-list below makes this exhaustive)
-ANALYSIS_SIDE = ("roofline.analysis", "roofline.report", "roofline.routing", "roofline.shapes", "roofline.models",
-                 "roofline.opclasses",
-                 "roofline.inputs", "roofline.commands", "roofline.cli", "roofline.rerun", "roofline.stagec",
-                 "roofline.api", "roofline.hook", "roofline.contract", "roofline.devices",
-                 "roofline.feedback", "roofline.ingest", "roofline.calc", "roofline.plot", "roofline.defaults")
-# roofline.classify (kernel name -> op class) is neither: the counter readers match names with it
-LADDER_MAY_IMPORT = ("roofline.ladder", "roofline.peaks", "roofline.errors", "roofline.counters", "roofline.filekinds",
-                     "roofline.safeio")   # safeio: bounded, non-blocking reads (a leaf utility)
-PEAKS_MAY_IMPORT = ("roofline.peaks", "roofline.errors", "roofline.safeio")
+ANALYSIS_SIDE = ("roofline.core.analysis", "roofline.report.artifact", "roofline.core.routing", "roofline.core.shapes", "roofline.core.models",
+                 "roofline.core.opclasses",
+                 "roofline.core.inputs", "roofline.commands", "roofline.cli", "roofline.rerun", "roofline.stagec",
+                 "roofline.api", "roofline.hook", "roofline.core.contract", "roofline.core.devices",
+                 "roofline.feedback", "roofline.ingest", "roofline.core.calc", "roofline.report.plot", "roofline.core.defaults")
+# roofline.core.classify (kernel name -> op class) is neither: the counter readers match names with it
+LADDER_MAY_IMPORT = ("roofline.ladder", "roofline.peaks", "roofline.io.errors", "roofline.counters", "roofline.io.filekinds",
+                     "roofline.io.safeio")   # safeio: bounded, non-blocking reads (a leaf utility)
+PEAKS_MAY_IMPORT = ("roofline.peaks", "roofline.io.errors", "roofline.io.safeio")
 
 
 def _under(name: str, prefixes) -> bool:
@@ -97,7 +97,7 @@ G = graph()
 
 def test_the_scan_sees_the_tree():
     assert {"roofline.ladder.dispatch", "roofline.ladder.advise", "roofline.peaks", "roofline.peaks.md",
-            "roofline.hook", "roofline.analysis", "roofline.commands.rerun", "roofline.stagec.rerun"} <= set(G)
+            "roofline.hook", "roofline.core.analysis", "roofline.commands.rerun", "roofline.stagec.rerun"} <= set(G)
     assert "roofline.ladder.dispatch" in G["roofline.rerun"] and "roofline.rerun" in G["roofline.commands.rerun"]
 
 
@@ -113,8 +113,8 @@ def test_the_peak_tables_import_only_themselves_and_the_errors(mod):
     assert not bad, f"{mod} imports {bad}"
 
 
-@pytest.mark.parametrize("start", ["roofline.hook", "roofline.analysis", "roofline.api", "roofline.stagec.rerun",
-                                   "roofline.procedure", "roofline.calc"])
+@pytest.mark.parametrize("start", ["roofline.hook", "roofline.core.analysis", "roofline.api", "roofline.stagec.rerun",
+                                   "roofline.core.procedure", "roofline.core.calc"])
 def test_the_pipeline_side_never_reaches_the_cli_layer(start):
     chains = {m: c for m, c in reach(G, start).items() if _under(m, CLI_LAYER)}
     assert not chains, " ; ".join(" -> ".join(c) for c in chains.values())
@@ -123,9 +123,9 @@ def test_the_pipeline_side_never_reaches_the_cli_layer(start):
 def test_the_scan_catches_a_function_level_import_and_a_relative_one():
     src = "def f():\n    from roofline.commands.rerun import rerun_artifact\n"
     assert "roofline.commands.rerun" in imports_of(src, "roofline.hook", False)
-    src = "from ..rerun import shape_class\nimport roofline.report as r\n"
+    src = "from ..rerun import shape_class\nimport roofline.report.artifact as r\n"
     got = imports_of(src, "roofline.ladder.advise", False)
-    assert {"roofline.rerun", "roofline.report"} <= got
+    assert {"roofline.rerun", "roofline.report.artifact"} <= got
     # and the rule rejects them
     assert _under("roofline.rerun", ANALYSIS_SIDE) and not _may("roofline.rerun", LADDER_MAY_IMPORT)
     g = dict(G, **{"roofline.hook": G["roofline.hook"] | {"roofline.commands.rerun"}})

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from roofline import api
-from roofline.opclasses import origin
-from roofline.opclasses.base import NecessaryCtx
+from roofline.core.opclasses import origin
+from roofline.core.opclasses.base import NecessaryCtx
 from test_corpus import CORPUS, META
 
 BF16 = 2
@@ -222,7 +222,7 @@ def test_grouped_moe_keeps_the_weights_lever_on_the_experts_it_streams(tmp_path_
     """qwen3moe_grouped_mm decode: aten::_grouped_mm's W [E, K, N] = config.json's 128 (num_local_experts)
     experts of hidden x 2 x moe_intermediate (gate_up) and moe_intermediate x hidden (down): the expert weights; the lever saves
     half of the weight bytes the model streams (the experts the rows hit, per launch)."""
-    from roofline.models.moe import experts_hit
+    from roofline.core.models.moe import experts_hit
 
     case = "qwen3moe_grouped_mm"
     art, cfg = _wide(case, tmp_path_factory), _cfg(case)

@@ -2,7 +2,7 @@
 TP run holds a shard of each weight: q/k/v and gate/up column-parallel (N / tp), o_proj and down row-parallel
 (K / tp), heads / tp. Such a shard matches no config.json dim; the origin rule accepts config dim / tp only
 where the run's TP degree is known (the env report's `tp`, the all-reduce group size, the world size of a
-Top-N of several ranks: roofline.necessary.tp_degree), and says so where it is not.
+Top-N of several ranks: roofline.core.necessary.tp_degree), and says so where it is not.
 
 On the real per-rank traces of fixtures/traces_tp (a hand-split Llama-3-8B-shaped layer, TP 2 and TP 4, one
 H200; tools/device/make_tp_traces.py). The model's dims (config.json) and each rank's split come from the
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from roofline import api
-from roofline.necessary import tp_degree
-from roofline.opclasses import origin
-from roofline.opclasses.base import NecessaryCtx
+from roofline.core.necessary import tp_degree
+from roofline.core.opclasses import origin
+from roofline.core.opclasses.base import NecessaryCtx
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "traces_tp"
 RUNS = {"tp2": 2, "tp4": 4}

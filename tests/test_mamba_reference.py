@@ -1,6 +1,6 @@
 """Bamba (Mamba2 hybrid) on transformers' torch reference path (fixtures/corpus/bamba_mamba2): the byte
 models of its broadcasting muls and its reductions against the DRAM bytes Nsight Compute measured for
-the same launches, and the reference-path rule (roofline/opclasses/ssd_reference.py; docs/method.md
+the same launches, and the reference-path rule (roofline/core/opclasses/ssd_reference.py; docs/method.md
 section 12). Every expected figure is computed here from the fixtures (the trace, ncu_rows.json.gz,
 config.json), never typed in."""
 from __future__ import annotations
@@ -16,11 +16,12 @@ from collections import Counter, defaultdict
 import pytest
 
 from hybrid_corpus import CORPUS, topn_path
-from roofline import api, opclasses
+from roofline import api
+from roofline.core import opclasses
 from roofline.ingest.trace_tables import OpSig, freeze
-from roofline.kernelnames import short_name
-from roofline.models import elementwise
-from roofline.opclasses import ssd_reference
+from roofline.io.kernelnames import short_name
+from roofline.core.models import elementwise
+from roofline.core.opclasses import ssd_reference
 from roofline.peaks import DTYPE_BYTES, resolve
 
 CASE = "bamba_mamba2"

@@ -1,11 +1,11 @@
 """Every op-class model against counts worked out by hand."""
 import pytest
 
-from roofline import opclasses
-from roofline.models import wider
-from roofline.models.attention import decode_counts, prefill_counts
-from roofline.models.gemm import gemm_counts
-from roofline.models.moe import expert_weight_elems, experts_hit
+from roofline.core import opclasses
+from roofline.core.models import wider
+from roofline.core.models.attention import decode_counts, prefill_counts
+from roofline.core.models.gemm import gemm_counts
+from roofline.core.models.moe import expert_weight_elems, experts_hit
 
 BF16 = {"act": "bf16", "weight": "bf16", "out": "bf16", "kv": "bf16", "act_bytes": 2, "weight_bytes": 2,
         "out_bytes": 2, "kv_bytes": 2}

@@ -101,7 +101,7 @@ def test_groups_split_at_the_band_and_keep_every_launch():
 
 
 def test_counters_of_other_launches_do_not_stand_in():
-    from roofline.stagec.merge import measured_result
+    from roofline.core.merge import measured_result
 
     ks = [KernelCounters("k", 1, "t", t_ms=t, dram_bytes=b) for b, t in ((100.0, 1.0), (200.0, 2.0))]
     from roofline.counters.aggregate import average

@@ -157,7 +157,7 @@ NOT_IN_TRACE = {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", "splitKreduce_
 
 @pytest.mark.parametrize("counters", [COUNTS, COUNTS_CSV], ids=["rep", "csv"])
 def test_counters_of_a_report_match_the_trace_built_topn(tmp_path, counters):
-    from roofline.classify import short_name
+    from roofline.core.classify import short_name
 
     kernels = csv_kernels(COUNTS_CSV)
     by_short = {short_name(n): k for n, k in kernels.items()}

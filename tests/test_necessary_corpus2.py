@@ -227,7 +227,7 @@ def test_a_window_and_a_growing_cache_in_one_kernel_are_told_apart():
     """stream.growth_run on the kept lengths of every cache cat of the Gemma-3 trace (the sliding layers'
     constant 1023 and the global layer's 1792, 1793, ... as if one kernel launched both): the growth
     is the global layer's run, the window is no part of it."""
-    from roofline.opclasses.stream import growth_run
+    from roofline.core.opclasses.stream import growth_run
 
     m = META["gemma3_swa_eager"]["decode"]
     kept = sorted({a["Input Dims"][0][0][2] for a in _ops("gemma3_swa_eager", "aten::cat") if a["Concrete Inputs"][1] == "-2"

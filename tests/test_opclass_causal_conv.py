@@ -1,4 +1,4 @@
-"""Op class "causal_conv" (roofline/opclasses/causal_conv.py) on the real Qwen3-Next corpus case
+"""Op class "causal_conv" (roofline/core/opclasses/causal_conv.py) on the real Qwen3-Next corpus case
 (transformers without the causal-conv1d package, H200): the reference path, nn.Conv1d depthwise
 (aten::_conv_depthwise2d, `conv_depthwise2d_forward_kernel_generic`), its bytes against ncu's DRAM
 bytes, and the lever naming the missing fast path with its evidence."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import hybrid_corpus as hc
-from roofline import classify
-from roofline.models import conv
+from roofline.core import classify
+from roofline.core.models import conv
 
 CASE, KERNEL = "qwen3next_fla", "conv_depthwise2d_forward_kernel_generic"
 
@@ -35,7 +35,7 @@ def test_the_reference_path_lever_names_the_package_with_its_evidence():
     assert lv.startswith("reference path:") and "causal-conv1d" in lv
     assert "aten::_conv_depthwise2d" in lv and "qwen3_next" in lv and KERNEL in lv
     # the package kernel itself gets no such lever
-    from roofline.opclasses.causal_conv import reference_lever
+    from roofline.core.opclasses.causal_conv import reference_lever
 
     assert reference_lever({"name": "causal_conv1d_fwd_kernel", "shape": {"model_type": "qwen3_next"}}, []) is None
     assert reference_lever({"name": KERNEL, "shape": {"model_type": "llama"}}, []) is None

@@ -1,4 +1,4 @@
-"""Op class "chunk_scan" (roofline/opclasses/chunk_scan.py) on the real Qwen3-Next corpus case
+"""Op class "chunk_scan" (roofline/core/opclasses/chunk_scan.py) on the real Qwen3-Next corpus case
 (flash-linear-attention 0.6.0, prefill of 2 x 1024 tokens, H200): the chain of Triton kernels of a
 chunked gated delta rule, all launched inside one autograd Function call, each kernel's bytes by its
 role, against ncu's DRAM bytes of the same step."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import hybrid_corpus as hc
-from roofline.models import linear_attn
-from roofline.opclasses.chunk_scan import role_of
+from roofline.core.models import linear_attn
+from roofline.core.opclasses.chunk_scan import role_of
 
 CASE = "qwen3next_fla"
 OUT, STATE = "chunk_fwd_kernel_o", "chunk_gated_delta_rule_fwd_kernel_h_blockdim64"

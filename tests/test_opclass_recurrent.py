@@ -1,4 +1,4 @@
-"""Op class "recurrent" (roofline/opclasses/recurrent.py) on the real Qwen3-Next corpus case
+"""Op class "recurrent" (roofline/core/opclasses/recurrent.py) on the real Qwen3-Next corpus case
 (flash-linear-attention 0.6.0, decode batch 40, H200): flash-linear-attention's fused recurrent
 gated-delta-rule kernel, a Triton kernel with no aten op, shaped from the autograd Function the
 profiler recorded around it, and its bytes against ncu's DRAM bytes of the same step."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 import hybrid_corpus as hc
-from roofline import classify
-from roofline.opclasses import recurrent
-from roofline.models import linear_attn
+from roofline.core import classify
+from roofline.core.opclasses import recurrent
+from roofline.core.models import linear_attn
 
 CASE, KERNEL = "qwen3next_fla", "fused_recurrent_gated_delta_rule_fwd_kernel"
 

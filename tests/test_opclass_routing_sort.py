@@ -1,4 +1,4 @@
-"""Op class routing_sort (roofline/opclasses/routing_sort.py): the MoE routing's sort / top-k /
+"""Op class routing_sort (roofline/core/opclasses/routing_sort.py): the MoE routing's sort / top-k /
 histogram kernels, recognised by name and by op, latency-bound, no HBM verdict, and the fuse
 lever only where the launch stream shows routing steps side by side. Real kernel names from the
 corpus's Qwen3-MoE trace (fixtures/corpus/corpus_meta.json)."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from roofline import opclasses
-from roofline.classify import classify
+from roofline.core import opclasses
+from roofline.core.classify import classify
 
 ROOT = Path(__file__).resolve().parents[1]
 META = json.loads((ROOT / "fixtures" / "corpus" / "corpus_meta.json").read_text())
@@ -45,7 +45,7 @@ def test_the_routing_kernels_of_a_real_moe_trace_are_routing_sort():
 
 def test_a_routing_sort_head_gets_no_verdict_and_the_fuse_lever_only_with_evidence():
     from roofline import api
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     from conftest import entry, h200_env, topn
 

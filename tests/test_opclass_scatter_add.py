@@ -1,4 +1,4 @@
-"""Op class "scatter_add" (roofline/opclasses/scatter_add.py) on the real fp8 MoE corpus case
+"""Op class "scatter_add" (roofline/core/opclasses/scatter_add.py) on the real fp8 MoE corpus case
 (torch._scaled_grouped_mm experts, the rows scattered back with index_add_, H200): PyTorch's
 indexFuncLargeIndex, its bytes against ncu's DRAM bytes (issue 32: the streaming model counted an
 output the size of the source, +57%)."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import hybrid_corpus as hc
-from roofline import classify
-from roofline.models import scatter
+from roofline.core import classify
+from roofline.core.models import scatter
 
 CASE, KERNEL = "qwen3moe_fp8_grouped", "indexFuncLargeIndex"
 

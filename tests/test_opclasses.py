@@ -1,11 +1,11 @@
-"""One registration per op class (roofline/opclasses/), read from the source with ast:
+"""One registration per op class (roofline/core/opclasses/), read from the source with ast:
 
 - every op class classify.py can return is registered exactly once (one `register(OpClass("name",
-  ...))` call in roofline/opclasses/, and a second registration is refused);
+  ...))` call in roofline/core/opclasses/, and a second registration is refused);
 - the registry is the only place the per-class jobs are wired (model, stage-A fill, aten-op shape
   rule, GEMM problems for the re-run): no other module holds a table of functions keyed by op
   class, calls a `register...("<class>")`, imports a registered function or a class module, or,
-  where those jobs are done (roofline/shapes.py, roofline/models/, the Top-N's shape step,
+  where those jobs are done (roofline/core/shapes.py, roofline/core/models/, the Top-N's shape step,
   the procedure's model steps, the re-run's problems), compares an op class to a
   class name.
 """
@@ -18,21 +18,21 @@ from pathlib import Path
 
 import pytest
 
-from roofline import classify, opclasses
+from roofline.core import classify, opclasses
 from roofline.ingest.trace_tables import OpSig
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "roofline"
 REG_DIR = PKG / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
-# the modules of roofline/opclasses/ that register classes (the rest are shared helpers)
+# the modules of roofline/core/opclasses/ that register classes (the rest are shared helpers)
 CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled", "recurrent", "chunk_scan",
                  "causal_conv", "scatter_add")
 # where the four jobs are done outside the registry: path -> the functions that do them (None: all)
-JOB_SITES = {"roofline/shapes.py": None, "roofline/models/__init__.py": None,
-             "roofline/models/gemm.py": None, "roofline/models/moe.py": None, "roofline/models/attention.py": None,
-             "roofline/models/elementwise.py": None, "roofline/ingest/topn.py": {"_shapes_of"},
-             "roofline/procedure.py": {"check_modelable", "model_work"}, "roofline/stagec/rerun.py": {"gemm_problems"}}
+JOB_SITES = {"roofline/core/shapes.py": None, "roofline/core/models/__init__.py": None,
+             "roofline/core/models/gemm.py": None, "roofline/core/models/moe.py": None, "roofline/core/models/attention.py": None,
+             "roofline/core/models/elementwise.py": None, "roofline/ingest/topn.py": {"_shapes_of"},
+             "roofline/core/procedure.py": {"check_modelable", "model_work"}, "roofline/stagec/rerun.py": {"gemm_problems"}}
 
 
 def _sources_outside_the_registry():
@@ -83,13 +83,13 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
         elif isinstance(n, ast.ImportFrom) and n.module:
             names = {a.name for a in n.names}
             mod_parts = n.module.split(".")
-            if n.module == "roofline.opclasses" and names & set(CLASS_MODULES) or \
+            if n.module == "roofline.core.opclasses" and names & set(CLASS_MODULES) or \
                     mod_parts[:2] == ["roofline", "opclasses"] and len(mod_parts) > 2 and mod_parts[2] in CLASS_MODULES:
                 out.append(f"{rel}:{n.lineno} imports an op-class module ({n.module})")
             out += [f"{rel}:{n.lineno} imports the registered {n.module}.{a}" for a in sorted(names)
                     if (n.module, a) in registered]
-            if n.module == "roofline.models" and names - {"Candidate", "ModelResult", "wider"}:
-                out.append(f"{rel}:{n.lineno} imports a model module from roofline.models")
+            if n.module == "roofline.core.models" and names - {"Candidate", "ModelResult", "wider"}:
+                out.append(f"{rel}:{n.lineno} imports a model module from roofline.core.models")
         elif isinstance(n, ast.Import):
             out += [f"{rel}:{n.lineno} imports {a.name}" for a in n.names
                     if re.match(r"roofline\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
@@ -103,7 +103,7 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
 
 
 def _register_calls():
-    """op-class name -> how many register(OpClass("name", ...)) calls roofline/opclasses/ makes,
+    """op-class name -> how many register(OpClass("name", ...)) calls roofline/core/opclasses/ makes,
     and the calls whose name is not a literal (they would make the count unsound)."""
     counts, opaque = {}, []
     for p in sorted(REG_DIR.glob("*.py")):
@@ -192,27 +192,27 @@ def test_the_scan_catches_each_way_of_wiring_a_job_elsewhere():
     cases = {
         "_FILLERS = {'gemm': _fill_gemm, 'moe': _fill_moe}\n": "table of functions",
         "@register('attn')\ndef model(shape, dt):\n    pass\n": "register() of an op class",
-        "from roofline.models.gemm import model\n": "imports the registered roofline.models.gemm.model",
-        "from roofline.opclasses.moe import fill_stage_a\n": "imports an op-class module",
-        "from roofline.opclasses import stream\n": "imports an op-class module",
-        "import roofline.models.attention\n": "imports roofline.models.attention",
+        "from roofline.core.models.gemm import model\n": "imports the registered roofline.core.models.gemm.model",
+        "from roofline.core.opclasses.moe import fill_stage_a\n": "imports an op-class module",
+        "from roofline.core.opclasses import stream\n": "imports an op-class module",
+        "import roofline.core.models.attention\n": "imports roofline.core.models.attention",
         "def resolve(op_class):\n    if op_class in ('elementwise', 'norm'):\n        pass\n": "compares an op class",
     }
     for src, what in cases.items():
-        got = wiring_violations("roofline/shapes.py", src, registered)
+        got = wiring_violations("roofline/core/shapes.py", src, registered)
         assert any(what in g for g in got), (src, got)
     # what is not wiring: a table of numbers keyed by class, a compare outside the job sites, the
     # registry's own lookups, a model's pure helper
     clean = ("PRIORS = {'gemm': 0.9, 'moe': 0.9}\nif op == 'attn':\n    pass\n"
-             "from roofline.opclasses import trace_shape, Problem\nfrom roofline.models.gemm import gemm_counts\n")
-    assert wiring_violations("roofline/routing.py", clean, registered) == []
+             "from roofline.core.opclasses import trace_shape, Problem\nfrom roofline.core.models.gemm import gemm_counts\n")
+    assert wiring_violations("roofline/core/routing.py", clean, registered) == []
     # a compare inside a job-site function is caught, the same compare in another function is not
     topn = "def _shapes_of(cls):\n    return cls == 'gemm'\n\ndef _pair(nm):\n    return nm == 'gemm'\n"
     assert len(wiring_violations("roofline/ingest/topn.py", topn, registered)) == 1
 
 
 def test_dimension_keys_come_from_the_registrations():
-    from roofline import inputs, opclasses
+    from roofline.core import inputs, opclasses
 
     for name, oc in opclasses.REGISTRY.items():
         assert oc.dim_keys <= oc.shape_keys, name        # a dimension is a shape key the class reads
@@ -253,7 +253,7 @@ def class_literals(rel: str, src: str, classes=None) -> list[str]:
 def test_nothing_outside_the_registry_names_an_op_class():
     # every module of the package, found by walking it (no list to forget a module in)
     scanned = list(_sources_outside_the_registry())
-    assert len(scanned) >= 80 and any(rel == "roofline/routing.py" for rel, _ in scanned)
+    assert len(scanned) >= 80 and any(rel == "roofline/core/routing.py" for rel, _ in scanned)
     bad = [v for rel, src in scanned for v in class_literals(rel, src)]
     assert not bad, bad
 
@@ -272,9 +272,9 @@ def test_the_literal_scan_catches_each_way_of_naming_a_class():
 def test_the_schema_enums_are_the_registry():
     """The artifact's op_class enum is the contract's closed set, and exactly the classes' seed_class
     values; its op_kind enum is every registered class (regenerate: python3 tools/schema_enums.py)."""
-    from roofline import contract
-    from roofline.opclasses.base import SEED_CLASSES
-    from roofline.schema import artifact_schema
+    from roofline.core import contract
+    from roofline.core.opclasses.base import SEED_CLASSES
+    from roofline.io.schema import artifact_schema
 
     props = artifact_schema()["$defs"]["entry"]["properties"]
     assert props["op_class"]["enum"] == list(SEED_CLASSES) == list(contract.OP_CLASSES)

@@ -1,6 +1,6 @@
 import pytest
 
-from roofline.errors import PeaksError
+from roofline.io.errors import PeaksError
 from roofline.peaks import load_tables, resolve
 
 REQUIRED = {"NVIDIA H100 SXM", "NVIDIA H200", "NVIDIA B200", "NVIDIA A100 SXM", "AMD Instinct MI300X",

@@ -17,7 +17,7 @@ PACKAGE = ("roofline", "ladder", "peaks")
 LOOKUP = "peaks/__init__.py::_by_name"
 # the datasheet catalogue (GPUs WITHOUT a peak table, level L1) is another data set with its own
 # looser match (vendor prefixes dropped): not a lookup of the peak tables
-OTHER_NAME_MATCHES = {"roofline/devices.py::catalogue_lookup"}
+OTHER_NAME_MATCHES = {"roofline/core/devices.py::catalogue_lookup"}
 RULE_GAP = "peaks/__init__.py::bf16_fp16_gap"
 RULE = "peaks/__init__.py::bf16_fp16_agree"
 COPY_BENCHMARK = "peaks/measure.py::copy_benchmark"

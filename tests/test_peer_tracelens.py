@@ -480,7 +480,7 @@ def test_roofline_split_k_reduce_is_not_a_suspect_row_of_its_own(artifacts, trac
 @pytest.mark.parametrize("trace", TRACES)
 def test_roofline_attention_work(artifacts, trace):
     """FLOPs equal the count. Bytes: prefill equals the count; decode counts K and V only (a
-    documented approximation in roofline/models/attention.py), short of the count by exactly the
+    documented approximation in roofline/core/models/attention.py), short of the count by exactly the
     Q read and the O write (0.4%)."""
     m, hq, hkv, d = META["traces"][trace], MODEL["n_q"], MODEL["n_kv"], MODEL["hd"]
     e = rl(artifacts[trace], "cudnn_generated_fort_native_sdpa")

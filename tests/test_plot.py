@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from roofline import api
 from roofline.cli import main
-from roofline.plot import plot_artifact, plot_points
+from roofline.report.plot import plot_artifact, plot_points
 
 from conftest import EXAMPLE, FIXTURES
 
@@ -45,7 +45,7 @@ def test_png_from_the_worked_example_points_where_the_artifact_says(art, tmp_pat
 
 
 def test_svg_by_suffix_and_cli_link_rewrites_the_markdown(art, tmp_path):
-    from roofline import report
+    from roofline.report import artifact as report
 
     report.write_artifact(art, tmp_path)
     r = CliRunner().invoke(main, ["plot", str(tmp_path / "profile_roofline.json"), "-o",
@@ -59,7 +59,7 @@ def test_svg_by_suffix_and_cli_link_rewrites_the_markdown(art, tmp_path):
 
 
 def test_cli_default_output_beside_the_artifact(art, tmp_path):
-    from roofline import report
+    from roofline.report import artifact as report
 
     report.write_artifact(art, tmp_path)
     r = CliRunner().invoke(main, ["plot", str(tmp_path / "profile_roofline.json")])
@@ -77,7 +77,7 @@ def test_cli_default_output_beside_the_artifact(art, tmp_path):
 ])
 @pytest.mark.broken_artifact("writes malformed profile_roofline.json files that the CLI must reject")
 def test_cli_rejects_bad_input_with_one_line(art, tmp_path, content, suffix, expect):
-    from roofline import report
+    from roofline.report import artifact as report
 
     p = tmp_path / "profile_roofline.json"
     if content == "GOOD":
@@ -134,7 +134,7 @@ def _real_eight_heads(tmp_path):
 def test_eight_real_heads_numbered_keyed_and_inside_the_axes(tmp_path):
     import math
 
-    from roofline.plot import _clip
+    from roofline.report.plot import _clip
 
     art = _real_eight_heads(tmp_path)
     assert len(art["entries"]) == 8
@@ -179,7 +179,7 @@ def test_key_text_names_every_number(tmp_path):
     finally:
         plt.Figure.savefig = real_savefig
     texts = captured["texts"]
-    from roofline.plot import _clip
+    from roofline.report.plot import _clip
     for p in info["points"]:
         assert str(p["number"]) in texts                       # the marker's number
         assert any(_clip(p["label"], 30) in t and _clip(p["op"], 24) in t for t in texts)   # its row in the key, with its regime / aten op

@@ -1,12 +1,12 @@
-"""The named steps of one head entry (roofline.procedure), one by one, on a real H200 decode
+"""The named steps of one head entry (roofline.core.procedure), one by one, on a real H200 decode
 Top-N (fixtures/rerun_real/decode: Llama-3-8B-shaped decode at batch 64, traced on an H200)."""
 from pathlib import Path
 
 import pytest
 
-from roofline import procedure as P
-from roofline.errors import EntryError
-from roofline.inputs import load_config, load_env, load_topn
+from roofline.core import procedure as P
+from roofline.io.errors import EntryError
+from roofline.core.inputs import load_config, load_env, load_topn
 from roofline.peaks import resolve
 
 D = Path(__file__).resolve().parent.parent / "fixtures" / "rerun_real" / "decode"

@@ -152,7 +152,7 @@ def test_the_section_is_read_as_intended():
             "ladder/kernels/sm90/", "peaks/measure.py", "tests/"} <= listed
     assert "roofline/analyze.py" not in listed and "analyze.py" not in listed
     files = tree_files(ROOT)
-    assert {"roofline", "roofline/ingest", "roofline/commands", "roofline/counters", "roofline/models", "ladder",
+    assert {"roofline", "roofline/ingest", "roofline/commands", "roofline/counters", "roofline/core/models", "ladder",
             "peaks"} <= set(deep_packages(files))
     assert "roofline/hook.py" in files and not any("__pycache__" in f or f.startswith(".git/") for f in files)
 

@@ -49,7 +49,7 @@ def test_gemm_work_equals_the_scripts_shapes(runs, trace):
     """Per-launch FLOPs x launches, summed over every GEMM kernel of the Top-N, equals 2MNK summed
     over the linears the script called: multi-shape kernels are launch-weighted, not averaged."""
     topn, _ = runs[trace]
-    from roofline import opclasses
+    from roofline.core import opclasses
     total = 0.0
     for e in topn["entries"]:
         if e.get("op_class") != "gemm":
@@ -141,8 +141,8 @@ def test_every_head_has_a_verdict_or_a_stated_degradation(runs):
 
 
 def test_dispatch_floor_cap_is_continuous():
-    from roofline import analysis
-    from roofline.inputs import parse_topn, parse_env
+    from roofline.core import analysis
+    from roofline.core.inputs import parse_topn, parse_env
 
     env = parse_env({"gfx": "sm_90", "gpu_name": "NVIDIA H200", "model_arch_class": "dense", "model_dtype": "bf16",
                      "workload": {"isl": 1024, "osl": 16, "conc": 64}}, "env.json")
@@ -162,8 +162,8 @@ def test_dispatch_floor_cap_is_continuous():
 
 
 def test_standalone_split_k_reduce_entry_degrades():
-    from roofline import analysis
-    from roofline.inputs import parse_topn, parse_env
+    from roofline.core import analysis
+    from roofline.core.inputs import parse_topn, parse_env
     from roofline.peaks import resolve
 
     env = parse_env({"gfx": "sm_90", "gpu_name": "NVIDIA H200", "model_arch_class": "dense", "model_dtype": "bf16",
@@ -251,8 +251,8 @@ def test_library_gemms_at_the_wall_are_saturated_not_suspect(runs):
 
 
 def test_a_compute_ratio_beyond_the_roof_spread_stays_suspect():
-    from roofline import analysis
-    from roofline.inputs import parse_topn, parse_env
+    from roofline.core import analysis
+    from roofline.core.inputs import parse_topn, parse_env
     from roofline.peaks import resolve
 
     pk = resolve("NVIDIA H200", "sm_90")
@@ -271,7 +271,7 @@ def test_a_compute_ratio_beyond_the_roof_spread_stays_suspect():
 
 
 def test_table_and_markdown_show_one_row_per_shape(runs):
-    from roofline import report
+    from roofline.report import artifact as report
 
     _, art = runs["prefill_llama"]
     e = art["entries"][0]

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline import hook, pairwrite, report
+from roofline import hook
+from roofline.io import pairwrite
+from roofline.report import artifact as report
 from roofline.counters import CounterReadError, load as load_counters
 
 import reliability as R
@@ -254,7 +256,7 @@ def test_cupy_missing(tmp_path, monkeypatch):
 
 
 def test_counters_file_removed_mid_read(tmp_path, monkeypatch):
-    from roofline import safeio
+    from roofline.io import safeio
 
     src = tmp_path / "known_raw.csv"
     src.write_bytes(R.BASE_NCU_COUNTERS_CSV)

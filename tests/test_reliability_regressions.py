@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from roofline import hook, inputs, pairwrite, peaks, report, safeio
+from roofline import hook, peaks
+from roofline.core import inputs
+from roofline.io import pairwrite
+from roofline.report import artifact as report
+from roofline.io import safeio
 from roofline.counters import CounterReadError, load as load_counters
-from roofline.errors import InputError, PeaksError
+from roofline.io.errors import InputError, PeaksError
 from roofline.ingest.torch_trace import TraceError, parse_trace
 
 import reliability as R
@@ -76,7 +80,7 @@ def test_hook_given_a_file_instead_of_a_directory(rd):
 
 def test_hook_writes_only_schema_valid_artifacts(rd, monkeypatch):
     from roofline import api
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     real = api.analyze
 
@@ -462,7 +466,7 @@ def test_an_impossible_latency_degrades_the_entry(rd, lat, needle):
     code, out, err = R.cli(["analyze", str(rd / "profile_topN.json"), "--format", "json", "--no-write"])
     assert code == 0, err
     art = json.loads(out)
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     validate_artifact(art)
     reasons = {d["name"]: d["reason"] for d in art["degraded"]}
@@ -562,7 +566,7 @@ def test_markdown_of_every_entry_incl_those_without_a_target_eff(tmp_path):
     TypeError in that entry's achieved line)."""
     import trace_mutations as M
     from roofline import api
-    from roofline.report import to_markdown
+    from roofline.report.artifact import to_markdown
 
     trace = M.CORPUS / "gptoss_eager.json.gz"
     out = tmp_path / "profile_topN.json"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from roofline import hook, rerun
 from roofline.stagec import playbook, profiler as rerun_counters
 from roofline.cli import main
-from roofline.report import to_markdown
+from roofline.report.artifact import to_markdown
 
 from conftest import FIXTURES, ROOT, _gpu_available
 
@@ -111,7 +111,7 @@ def test_dispatch_order_keeps_the_simpler_level_inside_the_band():
     (1.31, 1.3, "real gain, within the prediction", False),   # within the band of the prediction
 ])
 def test_guards(speedup, predicted, verdict, contra):
-    from roofline.stagec.judge import judge_isolated
+    from roofline.core.judge import judge_isolated
 
     j = judge_isolated(speedup, predicted, words="rerun")
     assert (j["verdict"], j["model_contradicted"]) == (verdict, contra)

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline import api, report, rerun as rerun_top
+from roofline import api, rerun as rerun_top
+from roofline.report import artifact as report
 from roofline.ladder import bench, check, gpu, gpu_moe_fp8
 from roofline.stagec import profiler, timing
 
@@ -323,8 +324,8 @@ def test_fp8_rerun_counters_read_the_fp8_tensor_ops(tmp_path, monkeypatch):
 
 
 def test_a_grouped_counter_run_needs_the_timings_routing():
-    from roofline.errors import CounterCollectError
-    from roofline.opclasses import Problem
+    from roofline.io.errors import CounterCollectError
+    from roofline.core.opclasses import Problem
 
     p = Problem("grouped", 512, 1536, 2048, "bf16", 1.0, E=128)
     with pytest.raises(CounterCollectError, match="routing"):
@@ -334,7 +335,7 @@ def test_a_grouped_counter_run_needs_the_timings_routing():
 def test_each_grouped_problem_runs_on_its_own_routing(monkeypatch):
     """Two grouped problems with different rows: each counter run gets its own rows per expert, and
     the mix is the count-weighted sum of the two runs' readings."""
-    from roofline.opclasses import Problem
+    from roofline.core.opclasses import Problem
     from roofline.ladder.routing import uniform_counts
 
     dev = Device({})

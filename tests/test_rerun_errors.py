@@ -12,8 +12,8 @@ import pytest
 
 from roofline.stagec import profiler as rerun_counters, timing as rerun_measure
 from roofline import rerun as rerun_top
-from roofline.errors import CounterCollectError, RerunError, RooflineError
-from roofline.opclasses import Problem
+from roofline.io.errors import CounterCollectError, RerunError, RooflineError
+from roofline.core.opclasses import Problem
 
 from conftest import FIXTURES
 

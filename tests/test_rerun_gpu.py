@@ -58,9 +58,10 @@ def test_rerun_of_an_moe_head_runs_its_expert_gemms(tmp_path):
     times both (count = experts hit) and writes stage C."""
     import json
 
-    from roofline import api, report
+    from roofline import api
+    from roofline.report import artifact as report
     from roofline.rerun import rerun_artifact
-    from roofline.models.moe import experts_hit
+    from roofline.core.models.moe import experts_hit
 
     topn = {"serving": {"n_decode_steps": 100, "n_prefill_steps": 1}, "entries": [{
         "name": "fused_moe_kernel", "pct_gpu_time": 30.0, "classification": "moe",

@@ -16,8 +16,9 @@ import jsonschema
 import pytest
 import yaml
 
-from roofline import peaks, safeio
-from roofline.schema import artifact_schema, check_schema, validate_artifact
+from roofline import peaks
+from roofline.io import safeio
+from roofline.io.schema import artifact_schema, check_schema, validate_artifact
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,7 +85,7 @@ def test_resolving_a_device_parses_only_its_table(monkeypatch):
 
 
 def test_a_malformed_table_is_still_an_error_not_an_unknown_device(tmp_path, monkeypatch):
-    from roofline import devices
+    from roofline.core import devices
 
     (tmp_path / "h200.yaml").write_text((ROOT / "peaks" / "h200.yaml").read_text() + "\nflops: [unclosed\n")
     monkeypatch.setenv("ROOFLINE_PEAKS_DIR", str(tmp_path))

@@ -1,7 +1,7 @@
 """Every number the issue names is defined once (house rule 1), read from the source with ast:
 
 - the run defaults (head threshold 5 %, head cap 8, skill name and version) and the empty-artifact
-  skeleton live in roofline/defaults.py; the hook, the CLI, the API, the analysis and the stage-C
+  skeleton live in roofline/core/defaults.py; the hook, the CLI, the API, the analysis and the stage-C
   re-analysis refer to them by name;
 - the ladder's level list lives in ladder/registry.py; the device scripts ask the registry
   (`device_suite levels`) instead of listing levels, variants or kernel files.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = [p for d in ("roofline", "ladder", "peaks") for p in (ROOT / d).rglob("*.py")]
-DEFAULTS = ROOT / "roofline" / "defaults.py"
+DEFAULTS = ROOT / "roofline" / "core" / "defaults.py"
 DEFAULT_NAMES = {"HEAD_THRESHOLD_PCT", "HEAD_CAP", "SKILL", "SKILL_VERSION"}
 DEFAULT_PARAMS = {"head_threshold_pct", "head_threshold", "head_cap"}
 SEED = next((ROOT.parent / "shared" / "seeds").glob("002_*.txt"), None) if (ROOT.parent / "shared").is_dir() else None
@@ -27,7 +27,7 @@ def _const(n) -> bool:
 
 
 def default_violations(path: Path, text: str) -> list[str]:
-    """Places in `text` that write a run default as a literal instead of naming roofline.defaults."""
+    """Places in `text` that write a run default as a literal instead of naming roofline.core.defaults."""
     out = []
     rel = path.name
     for node in ast.walk(ast.parse(text)):
@@ -59,7 +59,8 @@ def default_violations(path: Path, text: str) -> list[str]:
 def test_the_run_defaults_are_written_once():
     bad = [v for p in SRC for v in default_violations(p, p.read_text(encoding="utf-8"))]
     assert not bad, bad
-    from roofline import api, defaults, hook  # (tests/conftest.py wraps analysis.analyze; the scan covers it)
+    from roofline import api, hook  # (tests/conftest.py wraps analysis.analyze; the scan covers it)
+    from roofline.core import defaults
 
     import inspect
 
@@ -70,7 +71,7 @@ def test_the_run_defaults_are_written_once():
 
 
 def test_the_defaults_are_the_seeds():
-    from roofline import defaults
+    from roofline.core import defaults
 
     if SEED is None:  # the seeds are outside the repository; the values are still pinned
         assert (defaults.HEAD_THRESHOLD_PCT, defaults.HEAD_CAP) == (5.0, 8)
@@ -84,7 +85,7 @@ def test_the_defaults_are_the_seeds():
 def test_the_cli_shows_the_defaults_from_the_one_module():
     from click.testing import CliRunner
 
-    from roofline import defaults
+    from roofline.core import defaults
     from roofline.cli import main
 
     out = CliRunner().invoke(main, ["analyze", "--help"]).output
@@ -104,7 +105,7 @@ def test_the_empty_artifact_has_the_seeds_top_fields():
     sys.path.insert(0, str(ROOT / "tests"))
     import seed_reader
 
-    from roofline.defaults import SKILL_VERSION, empty_artifact
+    from roofline.core.defaults import SKILL_VERSION, empty_artifact
     art = empty_artifact(None, [{"where": "analyze", "error": "x"}])
     assert tuple(art)[: len(seed_reader.TOP)] == seed_reader.TOP and art["skill_version"] == SKILL_VERSION
     assert art["stage"] == "A" and art["peaks"]["hbm_bw_bytes_s"] is None
@@ -212,12 +213,12 @@ def test_the_roofline_arithmetic_is_defined_once():
     assert not bad, bad
     # and every side calls it: the analysis, stage C's write-back, the ladder's bench and standing,
     # the calculator
-    from roofline import roofmath
+    from roofline.core import roofmath
     from roofline.peaks import gemm, roof
     from roofline.ladder import bench
 
     assert roofmath._metrics is roof.roofline and gemm.roofline_bound_s is roof.roofline_bound_s
-    for mod in ("roofline/stagec/writeback.py", "ladder/bench.py", "ladder/standing.py", "roofline/calc.py"):
+    for mod in ("roofline/core/writeback.py", "ladder/bench.py", "ladder/standing.py", "roofline/core/calc.py"):
         assert re.search(r"\broofline(_bound_s)?\(", (ROOT / mod).read_text()), mod
     assert bench.roofline_bound_ms(8192, 8192, 8192, 1e15, 1e12) == 1e3 * 2 * 8192 ** 3 / 1e15
 

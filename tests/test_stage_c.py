@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from roofline import api
 from roofline.cli import main
 from roofline.counters import load
-from roofline.schema import validate_artifact
+from roofline.io.schema import validate_artifact
 
 from conftest import FIXTURES, entry, h200_env, topn
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline import api, report, rerun as rerun_top
+from roofline import api, rerun as rerun_top
+from roofline.report import artifact as report
 from roofline.stagec import playbook, profiler, timing
 
 from conftest import FIXTURES
@@ -190,7 +191,7 @@ def test_analyze_counters_against_the_csv(tmp_path, n_l):
     for t in topn["entries"]:
         t["launches_per_logical_op"] = n_l
     art = api.analyze(topn, FIXTURES / "hook" / "env_report.json", None, counters=csv_path)
-    from roofline.classify import short_name   # only to pair a CSV kernel with its entry (the names are spelt apart)
+    from roofline.core.classify import short_name   # only to pair a CSV kernel with its entry (the names are spelt apart)
 
     kc = {short_name(n): v for n, v in _csv_per_launch(csv_path).items()}
     bw = art["peaks"]["hbm_bw_bytes_s"]

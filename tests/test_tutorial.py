@@ -53,14 +53,14 @@ def test_the_tutorial_prints_what_the_readme_shows(tmp_path, monkeypatch):
 
     assert image.imread(shown).shape == image.imread(png).shape
     # and it shows today's figures: roofs, ridges and every point (the PNG's text chunk, written by
-    # roofline.plot): a picture drawn before a roof, a ridge or a verdict changed fails here
+    # roofline.report.plot): a picture drawn before a roof, a ridge or a verdict changed fails here
     _same_figures(_figures(shown), _figures(png))
 
 
 def _figures(png) -> dict:
     from PIL import Image
 
-    from roofline.plot import FIGURES_KEY
+    from roofline.report.plot import FIGURES_KEY
 
     with Image.open(png) as im:
         text = getattr(im, "text", {}) or im.info

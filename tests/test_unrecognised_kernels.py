@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import hybrid_corpus as hc
-from roofline import api, classify
+from roofline import api
+from roofline.core import classify
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "fixtures" / "ncu_roofline" / "gptoss_decode_roofline_raw.csv.gz"

@@ -1,9 +1,10 @@
 """Seed 002 section 9 must reproduce from the models (nothing typed into the output)."""
 import pytest
 
-from roofline import api, routing
-from roofline.models.moe import experts_hit
-from roofline.schema import validate_artifact
+from roofline import api
+from roofline.core import routing
+from roofline.core.models.moe import experts_hit
+from roofline.io.schema import validate_artifact
 
 from conftest import EXAMPLE
 

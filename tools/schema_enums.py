@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write the op_class / op_kind enums of roofline/schema/profile_roofline.schema.json from the op-class
-registry (roofline/opclasses/): op_class = the contract's closed set, op_kind = every registered class.
+"""Write the op_class / op_kind enums of roofline/io/schema/profile_roofline.schema.json from the op-class
+registry (roofline/core/opclasses/): op_class = the contract's closed set, op_kind = every registered class.
 tests/test_opclasses.py::test_the_schema_enums_are_the_registry fails until this is run after a
 class is added."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from roofline import opclasses  # noqa: E402
-from roofline.opclasses.base import SEED_CLASSES  # noqa: E402
+from roofline.core import opclasses  # noqa: E402
+from roofline.core.opclasses.base import SEED_CLASSES  # noqa: E402
 
-PATH = ROOT / "roofline" / "schema" / "profile_roofline.schema.json"
+PATH = ROOT / "roofline" / "io" / "schema" / "profile_roofline.schema.json"
 
 
 def _enum(values) -> str:

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import click
 
-from roofline.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
-from roofline.errors import InputError, RooflineError
+from roofline.core.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+from roofline.io.errors import InputError, RooflineError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
 
 
 def _warn_ignored(topn: Path, counters, art: dict) -> None:
-    """One line on stderr per thing the analysis ignored (roofline.lint), and for a counter report
+    """One line on stderr per thing the analysis ignored (roofline.core.lint), and for a counter report
     that matched no head entry."""
-    from roofline import inputs, lint
+    from roofline.core import inputs, lint
 
     try:
         t = inputs.load_topn(topn)
@@ -34,7 +34,7 @@ def _warn_ignored(topn: Path, counters, art: dict) -> None:
         return
     um = art.get("unmatched_counters") or []
     if um:
-        from roofline.classify import short_name
+        from roofline.core.classify import short_name
 
         from roofline.counters.match import folded_into
 
@@ -143,9 +143,9 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     """
     if analysis_skill == "none":
         return  # L0: emit nothing; the caller behaves as before this feature existed
-    import roofline.schema
+    import roofline.io.schema
 
-    roofline.schema.LEAN_JSONSCHEMA = True     # a command: jsonschema without its format plug-ins (start-up)
+    roofline.io.schema.LEAN_JSONSCHEMA = True     # a command: jsonschema without its format plug-ins (start-up)
     _check_kinds(env, config)
     wl = _workload_flags(isl, osl, conc)
     topn, no_write = _topn_or_example(topn, out_dir, no_write, dict(env=env, config=config, isl=isl, osl=osl,
@@ -185,7 +185,7 @@ def _topn_or_example(topn, out_dir, no_write, opts):
                    f"{EXAMPLE.relative_to(EXAMPLE.parents[5]).as_posix()})", err=True)
         return EXAMPLE, True
     from roofline.commands.paths import in_round
-    from roofline.filekinds import check
+    from roofline.io.filekinds import check
 
     topn = in_round(topn, "profile_topN.json", "analyze", "a Top-N (profile_topN.json)")
     from roofline.commands.analyze_trace import is_trace, topn_of_trace
@@ -201,7 +201,7 @@ def _topn_or_example(topn, out_dir, no_write, opts):
 
 def _check_kinds(env, config) -> None:
     """--env / --config given a file of another kind (a Top-N, a trace, ...): say which, exit 2."""
-    from roofline.filekinds import check
+    from roofline.io.filekinds import check
 
     for opt, path, kind, wanted in (("--env", env, "env_report", "an env report (env_report.json)"),
                                     ("--config", config, "config", "a model config.json")):
@@ -227,7 +227,7 @@ def _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks
 
 
 def _check_schema(art: dict) -> None:
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     try:
         validate_artifact(art)  # what is printed or written is a schema-valid artifact, or nothing
@@ -241,7 +241,7 @@ def _check_schema(art: dict) -> None:
 def _write_and_print(art: dict, dest, fmt: str, quiet: bool = False) -> None:
     """Write the artifact pair into dest (None: nowhere), then print it in fmt on stdout (nothing
     with quiet)."""
-    from roofline import report
+    from roofline.report import artifact as report
 
     if dest is not None:
         try:

@@ -10,7 +10,7 @@ import click
 
 def is_trace(path: Path) -> bool:
     """A PyTorch profiler trace (.json or .json.gz, by its content)."""
-    from roofline.filekinds import sniff
+    from roofline.io.filekinds import sniff
 
     try:
         return path.is_file() and sniff(path) == "torch_trace"

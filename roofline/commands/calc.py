@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from roofline import calc as _calc
-from roofline.errors import PeaksError
+from roofline.core import calc as _calc
+from roofline.io.errors import PeaksError
 
 
 def _fail(msg: str):
@@ -92,7 +92,7 @@ def calc(device, dtype, out_dtype, roof, size, mnk, sweep, sizes, fmt, out, html
     intensity against the ridge (peak / bandwidth), and the square crossover size N* where the
     two bars are equal. Roofs come from peaks/*.yaml (`roofline peaks list`)."""
     if html_out is not None:
-        from roofline.calc_html import render_page
+        from roofline.report.calc_html import render_page
 
         try:
             stem = Path(_calc._find_table(device)[0]).stem

@@ -22,7 +22,7 @@ def _bands_opts(f):
 
 
 def _bands(isolated_band, e2e_band):
-    from roofline.stagec.judge import NoiseBands
+    from roofline.core.judge import NoiseBands
 
     kw = {}
     if isolated_band is not None:
@@ -54,7 +54,7 @@ def feedback(artifact, kernel, isolated_speedup, e2e_delta_pct, source, playbook
     model_contradicted when it beats the predicted attainable_speedup (the measurement is then
     preferred), written into the artifact, and appended to knowledge/backend_playbook.md as
     predicted vs actual. Exit 0 on success, 2 on unusable input."""
-    from roofline.errors import FeedbackError
+    from roofline.io.errors import FeedbackError
     from roofline.stagec.feedback import record_feedback
 
     try:
@@ -93,7 +93,7 @@ def compare(round_a, round_b, e2e_delta_pct, kernels, playbook_dir, no_playbook,
     time change per step and what it gave end to end, against the prediction round A made; the
     run's e2e delta against the serving band. Records kernels whose time changed in the playbook
     with measured_e2e_delta_pct filled (and fills it in round A's earlier records)."""
-    from roofline.errors import FeedbackError
+    from roofline.io.errors import FeedbackError
     from roofline.stagec.compare import compare as _compare
 
     try:

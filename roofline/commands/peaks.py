@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from roofline.errors import PeaksError
+from roofline.io.errors import PeaksError
 from roofline.peaks import _pick, find_table, load_tables, peaks_dir
 from roofline.peaks import measure as pm
 from roofline.peaks.validate import read_tables, validate_table

@@ -19,9 +19,9 @@ def playbook(path, isolated_band):
     median e2e error (measured - predicted, % points) and a proposed target_eff: the median of
     roofline_pct x measured speedup, what the measurements show reachable. Proposals are printed,
     never applied."""
-    from roofline.errors import FeedbackError
+    from roofline.io.errors import FeedbackError
     from roofline.stagec import playbook as pb
-    from roofline.stagec.judge import NoiseBands
+    from roofline.core.judge import NoiseBands
 
     if path.is_dir() and not (path / "backend_playbook.jsonl").is_file():
         path = pb.knowledge_dir(path)

@@ -1,5 +1,5 @@
 """`roofline plot ARTIFACT -o roofline.png|.svg|.pdf|.jpg`: read and check the artifact (and --previous
-rounds), draw it with roofline.plot.plot_artifact, optionally link the picture from the artifact."""
+rounds), draw it with roofline.report.plot.plot_artifact, optionally link the picture from the artifact."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from roofline.plot import plot_artifact
+from roofline.report.plot import plot_artifact
 
 
 def _no_json_constant(name: str):
@@ -22,7 +22,7 @@ MAX_PLOT_ENTRIES = 64  # points one picture can show legibly (the head is 8 by d
 def _read_artifact(ap: Path) -> dict:
     """The artifact to draw: a regular, bounded JSON file that is a schema-valid artifact with a
     roof to draw; anything else is one line on stderr and exit 2."""
-    from roofline import safeio
+    from roofline.io import safeio
 
     try:  # a regular file within the size limit (never blocks on a FIFO)
         raw = safeio.read_bytes(ap)
@@ -35,7 +35,7 @@ def _read_artifact(ap: Path) -> dict:
     except OSError as exc:
         click.echo(f"roofline plot: {ap}: cannot be read ({exc.__class__.__name__}: {exc})", err=True)
         sys.exit(2)
-    from roofline.filekinds import check
+    from roofline.io.filekinds import check
 
     # the file is regular and bounded: now say what kind it is if it is no artifact
     wrong = check(ap, ("artifact",), "an analysis artifact (profile_roofline.json, written by `roofline analyze`)")
@@ -57,7 +57,7 @@ def _read_artifact(ap: Path) -> dict:
     if not (art.get("peaks") or {}).get("hbm_bw_bytes_s") and not (art.get("peaks") or {}).get("flops"):
         click.echo(f"roofline plot: {ap}: $.peaks: no memory or compute roof to draw", err=True)
         sys.exit(2)
-    from roofline.schema import validate_artifact
+    from roofline.io.schema import validate_artifact
 
     try:  # what plot reads is the artifact's contract: refuse what breaks it, in one line
         validate_artifact(art)
@@ -71,7 +71,7 @@ def _read_artifact(ap: Path) -> dict:
 
 def _read_previous(previous) -> list[dict]:
     """The earlier artifacts given with --previous (oldest first), each checked to be one."""
-    from roofline.filekinds import check
+    from roofline.io.filekinds import check
 
     history = []
     for pp in previous:
@@ -129,7 +129,7 @@ def plot_cmd(artifact, out, link, title, previous):
                + (f"; not placed: {', '.join(s['label'] or s['name'] for s in info['skipped'])}" if info["skipped"] else "")
                + ")")
     if link:
-        from roofline import report
+        from roofline.report import artifact as report
 
         art["plot"] = os.path.relpath(dest.resolve(), ap.parent.resolve())
         pj, pm = report.write_artifact(art, ap.parent)

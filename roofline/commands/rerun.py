@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 from roofline.rerun import rerun_artifact  # the work; this module is only the command
 
 
@@ -30,7 +30,7 @@ def rerun(artifact, entries, counters, dispatch, level, playbook_dir, l2):
     from tqdm import tqdm
 
     from roofline.commands.paths import in_round
-    from roofline.filekinds import check
+    from roofline.io.filekinds import check
 
     artifact = in_round(artifact, "profile_roofline.json", "rerun", "an analysis artifact (profile_roofline.json)")
     wrong = check(artifact, ("artifact",), "an analysis artifact (profile_roofline.json)")

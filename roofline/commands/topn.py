@@ -53,7 +53,7 @@ ACCEPTS = ("a PyTorch profiler Chrome trace (.json, .json.gz), an Nsight Compute
 def _refuse_other_kinds(source: str) -> None:
     """A file that is none of the kinds topn reads (an image, a Top-N, an artifact, ...): one line
     saying what it is and what topn reads, exit 2."""
-    from roofline.filekinds import sniff, what_is, wrong_kind
+    from roofline.io.filekinds import sniff, what_is, wrong_kind
 
     what = what_is(source)
     if what:

@@ -14,7 +14,7 @@ from roofline.commands.topn_read import _ROUND_RE, _config_or_exit, _fail, _star
 
 def _read_ranks(paths: list[str], steps: dict, round_no: int):
     """Each rank's own Top-N and collectives. -> (rank traces, notes)."""
-    from roofline.filekinds import sniff, wrong_kind
+    from roofline.io.filekinds import sniff, wrong_kind
     from roofline.ingest import ranks as rk
     from roofline.ingest.topn import TopNError
 

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from roofline import opclasses
+from roofline.core import opclasses
 
 _FLAG_FIELD = {"isl": "workload.isl", "osl": "workload.osl", "conc": "workload.conc", "gfx": "gfx",
                "model_dtype": "model_dtype", "model_arch_class": "model_arch_class", "framework": "framework"}
@@ -27,7 +27,7 @@ def _fail(path: str, problem: str) -> None:
 
 
 def _write_atomic(path: str, doc: dict) -> None:
-    from roofline.report import atomic_write
+    from roofline.report.artifact import atomic_write
 
     d = os.path.dirname(os.path.abspath(path)) or "."
     os.makedirs(d, exist_ok=True)
@@ -43,8 +43,8 @@ def _config_or_exit(config_file):
     """The model config given with --config (None without); a bad one is one line and exit 2."""
     if config_file is None:
         return None
-    from roofline.errors import InputError
-    from roofline.inputs import load_config
+    from roofline.io.errors import InputError
+    from roofline.core.inputs import load_config
     try:
         return load_config(config_file)
     except InputError as exc:
@@ -192,7 +192,7 @@ def _starter_env(source, kind, doc, out_path, env_out, force, config, config_fil
     from pathlib import Path
 
     from roofline.ingest.env_starter import is_starter
-    from roofline.inputs import find_upwards
+    from roofline.core.inputs import find_upwards
 
     dest = Path(env_out) if env_out else Path(out_path).parent / "env_report.json"
     existing = dest if dest.exists() else (None if env_out else find_upwards(dest.parent, "env_report.json"))

@@ -32,7 +32,7 @@ _SNIFF = 1 << 16
 
 def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
     """Read a counter file into one KernelCounters per kernel name (per-launch averages)."""
-    from roofline import safeio
+    from roofline.io import safeio
 
     p = Path(path)
     try:

@@ -32,7 +32,7 @@ class KernelCounters:
     # e.g. `ncu --set roofline`: dram__bytes.sum.per_second, no dram__bytes.sum), by metric name
     derived_from_rate: list[str] = field(default_factory=list)
     # a stage-C re-run's isolated timing of this kernel (roofline/counters/records.py), written onto
-    # its entry after the analysis (roofline/stagec/writeback.py); None for every other source
+    # its entry after the analysis (roofline/core/writeback.py); None for every other source
     rerun: dict | None = None
 
     @property

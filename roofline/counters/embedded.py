@@ -1,7 +1,7 @@
 """Counters carried INSIDE a Top-N: `roofline topn report.ncu-rep` writes each kernel's measured
 per-launch counters into its entry (`entries[i].counters`, docs/topn.md), so the Top-N of an Nsight
 Compute report is a complete input on its own: `roofline analyze` reads them back as the stage-C
-records of those entries (the same merge as `--counters`, roofline/procedure.py). An explicit
+records of those entries (the same merge as `--counters`, roofline/core/procedure.py). An explicit
 `--counters` file wins over them.
 
 Values are per launch, in base units (bytes, FLOPs, ms), exactly the fields of
@@ -42,7 +42,7 @@ def to_topn(kc: KernelCounters) -> dict:
 
 
 def _num(v, where: str, file: str) -> float:
-    from roofline.errors import InputError
+    from roofline.io.errors import InputError
 
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)) or v < 0:
         raise InputError(file, where, f"expected a non-negative number, got {v!r}"[:160])
@@ -51,7 +51,7 @@ def _num(v, where: str, file: str) -> float:
 
 def from_topn(name: str, d, where: str, file: str) -> KernelCounters:
     """One entry's block back into a record; a malformed block is an InputError naming its path."""
-    from roofline.errors import InputError
+    from roofline.io.errors import InputError
 
     if not isinstance(d, dict):
         raise InputError(file, where, f"expected an object of per-launch counters, got {type(d).__name__}")
@@ -84,7 +84,7 @@ def from_topn(name: str, d, where: str, file: str) -> KernelCounters:
 
 def _groups(block, where: str, file: str) -> list[dict]:
     """The launch groups of a record whose launches differ (KernelCounters.groups)."""
-    from roofline.errors import InputError
+    from roofline.io.errors import InputError
 
     if not isinstance(block, list):
         raise InputError(file, where, "expected a list of launch groups")

@@ -1,7 +1,7 @@
 """The one error type the counter readers raise."""
 from __future__ import annotations
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 
 
 class CounterReadError(RooflineError, ValueError):

@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import re
 
-from roofline.kernelnames import demangle, short_name  # noqa: F401  (the one demangler and short-name rule)
+from roofline.io.kernelnames import demangle, short_name  # noqa: F401  (the one demangler and short-name rule)
 
 from .base import KernelCounters
 

@@ -38,7 +38,7 @@ L1_BYTES = "l1tex__t_bytes.sum"
 DEVICE_NAME = "device__attribute_display_name"
 # the device as the report records it (device__attribute_*, printed unitless; clocks in kHz, the bus
 # in bits), under the keys of a PyTorch trace's deviceProperties record, which `roofline topn`
-# writes and roofline/devices.py reads (gfx = sm_<major><minor>; level-L1 derivation for a GPU that
+# writes and roofline/core/devices.py reads (gfx = sm_<major><minor>; level-L1 derivation for a GPU that
 # is in no table: 2 x memory clock x bus width / 8, SMs x clock x the per-SM tensor rate)
 DEVICE_ATTRS = {
     "computeMajor": "device__attribute_compute_capability_major",
@@ -172,7 +172,7 @@ def launch_counters(name: str, m: dict[str, float | None], source: str,
             continue
         f = 2 * (vals["fma"] or 0.0) + (vals["add"] or 0.0) + (vals["mul"] or 0.0)
         if any(v is not None and not 0 <= v < math.inf for v in vals.values()):
-            f = math.nan   # a negative or infinite count is no reading: the record is L4 (roofline/stagec/plausible.py)
+            f = math.nan   # a negative or infinite count is no reading: the record is L4 (roofline/core/plausible.py)
         kc.extra[f"cuda_core_flops_{prec}"] = f
         total = (total or 0.0) + f
     kc.cuda_core_flops = total
@@ -295,7 +295,7 @@ def rep_launches(path: str | Path, metrics=WANTED, *, dims: bool = False) -> lis
         ncu_report = _import_ncu_report()
     except ImportError as e:
         raise CounterReadError(path, f"reading .ncu-rep needs the ncu-report package ({e})") from e
-    from roofline import safeio
+    from roofline.io import safeio
 
     try:
         with safeio.native_stderr_captured():  # its C++ log lines on a damaged file stay off the terminal

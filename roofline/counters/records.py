@@ -8,7 +8,7 @@ KernelCounters per kernel, PER LAUNCH, named as its Top-N entry, in JSON:
 
 `rerun` (optional) is the isolated timing of that re-run (ladder level beside the library
 kernel, roofline/stagec/timing.py), which the analysis writes onto the entry after its own steps
-(roofline/stagec/writeback.py). A record with no counter reading (the counter run failed or was
+(roofline/core/writeback.py). A record with no counter reading (the counter run failed or was
 not asked for) carries its timing only. Pure: text in, records out, and back.
 """
 from __future__ import annotations

@@ -92,7 +92,7 @@ def read_rocprof_csv_text(text: str, path: str | Path,
         name = row["Counter_Name"].strip()
         if value is None:
             # a bad value of one kernel's record is that record's problem, not the file's: kept as NaN,
-            # it makes the record L4 (roofline.stagec.plausible) where the analysis would read it; the
+            # it makes the record L4 (roofline.core.plausible) where the analysis would read it; the
             # cell is kept so that the message names the row and the column
             value = math.nan
             d["bad"].append(f"row {lineno}, Counter_Value ({name}): {str(row.get('Counter_Value'))[:40]!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 
 _SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
        "m": 1e-3, "u": 1e-6, "n": 1e-9}

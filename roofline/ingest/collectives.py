@@ -18,7 +18,7 @@ CUDA-graph scan of graphs.py):
 
 :func:`comm_shapes` turns a trace's collective kernels into the Top-N's shapes for op class comm
 (`coll`, `nelems`, `group_size`, `algo`; dtypes), so that the analysis can put them on the
-interconnect roof (roofline/models/collective.py).
+interconnect roof (roofline/core/models/collective.py).
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from roofline.classify import classify
-from roofline.opclasses.aten import dtype_of
-from roofline.opclasses import on_interconnect
+from roofline.core.classify import classify
+from roofline.core.opclasses.aten import dtype_of
+from roofline.core.opclasses import on_interconnect
 from roofline.ingest.trace_tables import ITEM_START
 
 _NAME_RX = re.compile(rb'"name"\s*:\s*"((?:[^"\\\n]|\\.)*)"')

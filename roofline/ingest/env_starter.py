@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from roofline import opclasses
+from roofline.core import opclasses
 
 # env_report field -> (the `roofline topn` flag that gives it, what it is)
 FLAGS = {

@@ -17,7 +17,7 @@ import bisect
 from collections import Counter, defaultdict
 from math import prod
 
-from roofline.opclasses.aten import NON_TENSOR, broadcast_dims, tensor_list
+from roofline.core.opclasses.aten import NON_TENSOR, broadcast_dims, tensor_list
 
 # in-place writes of new K/V into a cache tensor: op -> (index of the destination, of the source,
 # of the `dim` argument in Concrete Inputs or None (index_put_: the index tuple says the dim))

@@ -20,16 +20,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from roofline.core.hints import GRAPH_HOWTO  # noqa: F401  (said by lint and topn too)
+
 # the event's name, then (inside the same item, before its args close) its correlation id
 _GRAPH_RX = re.compile(rb'"name"\s*:\s*"(cu(?:da)?GraphLaunch\w*)"[^}]*?"correlation"\s*:\s*(\d+)')
 _BLOCK = 8 << 20
 _OVERLAP = 8 << 10          # an event item is far shorter than this
 
-GRAPH_HOWTO = ("replayed kernels carry no shapes (their ops ran at capture time, outside the window); "
-               "to give them shapes, profile one eager step inside the window (vLLM: enforce_eager=True "
-               "or a batch size outside the captured sizes; SGLang: --disable-cuda-graph) so that "
-               "`roofline topn` maps its shapes onto the same kernel names, or measure them at stage C "
-               "(`roofline analyze TOPN --counters REPORT`)")
 
 
 @dataclass

@@ -26,12 +26,12 @@ import zlib
 from dataclasses import dataclass, field
 
 from roofline.counters.errors import CounterReadError
-from roofline.classify import classify, is_splitk_reduce
-from roofline.opclasses import of
+from roofline.core.classify import classify, is_splitk_reduce
+from roofline.core.opclasses import of
 from roofline.counters.aggregate import combine, group_average
 from roofline.counters.ncu import (DURATION, WITH_DEVICE, csv_launches, csv_table, device_records, launch_counters,
                                    rep_launches)
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 from roofline.ingest.topn import KernelAgg
 
 _NS_TO_US = 1e-3
@@ -51,7 +51,7 @@ class NcuRead:
 
 
 def read_ncu_csv(path: str, regime: str):
-    from roofline import safeio
+    from roofline.io import safeio
 
     try:
         # a regular file within the counter size limit (gzip within the ratio limit too)
@@ -135,7 +135,7 @@ def _read_of(kept: list, regime: str, source: str, bad: int) -> NcuRead:
 def _gunzip_to_temp(path: str, size: int) -> str:
     """A gzipped report, inflated (bounded: ROOFLINE_MAX_COUNTER_BYTES) into a temporary .ncu-rep
     the caller removes; a failure removes it here."""
-    from roofline import safeio
+    from roofline.io import safeio
 
     fd, tmp = tempfile.mkstemp(suffix=".ncu-rep")
     try:
@@ -154,7 +154,7 @@ def _gunzip_to_temp(path: str, size: int) -> str:
 
 
 def read_ncu_rep(path: str, regime: str):
-    from roofline import safeio
+    from roofline.io import safeio
 
     tmp = None
     try:

@@ -45,8 +45,8 @@ class RankTrace:
 
 def expand(sources) -> tuple[list[str], list[str]]:
     """The trace files named: files as given, and a folder's PyTorch traces (*.json / *.json.gz
-    that sniff as one: roofline.filekinds; other files there are skipped). -> (paths, notes)."""
-    from roofline.filekinds import sniff
+    that sniff as one: roofline.io.filekinds; other files there are skipped). -> (paths, notes)."""
+    from roofline.io.filekinds import sniff
 
     out: list[str] = []
     notes: list[str] = []

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from roofline.opclasses import regime_voters, trace_shape
+from roofline.core.opclasses import regime_voters, trace_shape
 
 
 # Regime from shapes (docs/method.md section 3): each class that can tell says it from its recorded
-# ops' shapes (roofline/opclasses/, `regime_vote`: attention by q_len, then GEMM rows), in rank order.
+# ops' shapes (roofline/core/opclasses/, `regime_vote`: attention by q_len, then GEMM rows), in rank order.
 
 
 def _vote(sig) -> tuple[str | None, str, str | None]:

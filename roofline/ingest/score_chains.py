@@ -15,16 +15,16 @@ steps) are one record: {regime, batch, heads, q_len, kv_len, head_dim, extra_col
 appended: attention sinks), mask (the dims of a [b | 1, 1, q, kv] tensor the chain adds), dtype (of Q),
 chains (how many ran), links: [{op, kernels (full names), dims, shape (the Top-N shape the kernel's
 op class gives the op, without op_launches)}]}. What the dims ARE (config.json's heads and head_dim)
-is the op-class rule's business (roofline/opclasses/eager_attention.py). Pure functions of a
+is the op-class rule's business (roofline/core/opclasses/eager_attention.py). Pure functions of a
 ParsedTrace."""
 from __future__ import annotations
 
 import bisect
 from math import prod
 
-from roofline import opclasses
+from roofline.core import opclasses
 from roofline.ingest.evidence import _launch_sigs, _same_tensor, _tensor_dims, out_dims
-from roofline.opclasses.aten import dtype_of, tensor_list
+from roofline.core.opclasses.aten import dtype_of, tensor_list
 
 BMM_OPS = ("aten::bmm", "aten::matmul")
 SPLIT_KEY = "op_launches"      # roofline.ingest.topn's per-launch split of an op call: not part of the op

@@ -2,8 +2,8 @@
 their time into it): a vectorised path for big traces and a plain-Python one for small traces."""
 from __future__ import annotations
 
-from roofline import opclasses
-from roofline.classify import classify, is_splitk_reduce
+from roofline.core import opclasses
+from roofline.core.classify import classify, is_splitk_reduce
 
 
 def _pair_splitk_py(pt) -> tuple[dict[int, int], dict[int, float]]:

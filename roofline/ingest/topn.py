@@ -20,10 +20,10 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from roofline.classify import classify, is_library_kernel, is_splitk_reduce, short_name
-from roofline.errors import RooflineError
-from roofline.opclasses import trace_shape
-from roofline import opclasses
+from roofline.core.classify import classify, is_library_kernel, is_splitk_reduce, short_name
+from roofline.io.errors import RooflineError
+from roofline.core.opclasses import trace_shape
+from roofline.core import opclasses
 from roofline.ingest.regime_shapes import _launch_neighbours, _regime_of_agg, window_regime
 from roofline.ingest.splitk import _pair_splitk, _pair_splitk_py  # noqa: F401  (the split-K pairing)
 

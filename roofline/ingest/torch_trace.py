@@ -63,7 +63,7 @@ def parse_trace(path: str, *, range_regex=None, keep_all_ops: bool = False, engi
     """
     if not os.path.exists(path):
         raise TraceError("no such file")
-    from roofline import safeio
+    from roofline.io import safeio
 
     try:
         safeio.check_regular(path)  # a FIFO, a device or a directory is refused, never read
@@ -85,7 +85,7 @@ def parse_trace(path: str, *, range_regex=None, keep_all_ops: bool = False, engi
 
 
 def _parse_trace(path, range_regex, keep_all_ops, engine, workers) -> ParsedTrace:
-    from roofline import safeio
+    from roofline.io import safeio
 
     if isinstance(range_regex, str):
         range_regex = [range_regex]

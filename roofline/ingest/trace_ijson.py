@@ -1,6 +1,6 @@
 """The general path: a streaming parse with ijson (its C backend, yajl2_c) of any trace layout,
 and the judge when the fast path meets something it does not expect. Each event is built as a
-dict (bounded in nesting and size by roofline.safeio) and folded through the Sink."""
+dict (bounded in nesting and size by roofline.io.safeio) and folded through the Sink."""
 from __future__ import annotations
 
 import io
@@ -14,7 +14,7 @@ from roofline.ingest.trace_tables import MAX_ITEM_BYTES, ParsedTrace, TraceError
 def ijson_parse(path, rxs, keep_all_ops) -> ParsedTrace:
     pt = ParsedTrace(path=path)
     sink = Sink(pt, rxs, keep_all_ops)
-    from roofline import safeio
+    from roofline.io import safeio
 
     stream, raw = open_trace(path)
     saw_trace_events = False

@@ -1,5 +1,5 @@
 """The compact tables a PyTorch trace is read into (:class:`ParsedTrace`), the errors of the trace
-readers, and the small helpers every reader shares: opening the file within roofline.safeio's
+readers, and the small helpers every reader shares: opening the file within roofline.io.safeio's
 limits, reading a number field, decoding one event, checking what follows the last event.
 
 The readers: roofline/ingest/trace_fast.py (Kineto's layout, split at item boundaries),
@@ -14,7 +14,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
-from roofline.errors import RooflineError
+from roofline.io.errors import RooflineError
 
 # Ops that never launch a kernel: skipping them keeps the External-id map small.
 NO_KERNEL_OPS = frozenset("""
@@ -152,9 +152,9 @@ def whole_item_blocks(path: str):
 
 def open_trace(path: str):
     """Binary stream over the (possibly gzipped) file, and a counter of raw bytes read. Regular
-    files only; gzip is decompressed within roofline.safeio's size and ratio limits (a bomb stops
+    files only; gzip is decompressed within roofline.io.safeio's size and ratio limits (a bomb stops
     with an error instead of expanding)."""
-    from roofline import safeio
+    from roofline.io import safeio
 
     f = safeio.open_regular(path)
     try:

@@ -3,7 +3,7 @@ artifact entry, and what is learnt from them. Each module has one job:
 
   measurement.py  the one Measurement record (a re-run's work mix, per logical op) and its per-launch counters
   plausible.py    may a matched counter record be believed? (hard limits of the hardware and the work)
-  merge.py        THE merge of a counter record into an entry (`apply_stage_c`, a step of roofline/procedure.py)
+  merge.py        THE merge of a counter record into an entry (`apply_stage_c`, a step of roofline/core/procedure.py)
   judge.py        THE noise-band judge (is a measured speedup real, does it contradict the prediction)
   writeback.py    one re-run's timing written onto its entry (like-for-like ratio, spread, projection, verdict)
   rerun.py        the measurement of an artifact's GEMM heads (plan, time, profile): one counter record per head

@@ -1,6 +1,6 @@
 """Round-over-round comparison (docs/method.md section 9): two rounds of the same workload, before
 and after a change; per kernel the measured time change per step judged against the isolated band
-(roofline/stagec/judge.py), the run's e2e delta against the serving band, and the playbook records
+(roofline/core/judge.py), the run's e2e delta against the serving band, and the playbook records
 of the kernels that changed (roofline/stagec/playbook.py). `roofline compare`.
 """
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import FeedbackError
+from roofline.io.errors import FeedbackError
 from roofline.stagec import playbook, samework
 from roofline.stagec.feedback import _num
-from roofline.stagec.judge import NoiseBands, judge_e2e, judge_isolated
+from roofline.core.judge import NoiseBands, judge_e2e, judge_isolated
 
 def _load_round(path: str | Path) -> dict:
     """A round: {"artifact": dict|None, "topn": dict|None, "where": str}. `path` is a round
@@ -166,7 +166,7 @@ def _e2e_delta(a: dict, b: dict, e2e_delta_pct) -> tuple[float | None, str | Non
 def _compare_kernel(name: str, ka, kb, pe: dict, bands: NoiseBands) -> dict:
     """One kernel's row: its time per step in A and B, the in-run speedup judged against the
     isolated band, and what it gave end to end."""
-    from roofline.classify import short_name
+    from roofline.core.classify import short_name
 
     sn = pe.get("short_name") or (ka or {}).get("short_name") or (kb or {}).get("short_name") or short_name(name)
     row: dict[str, Any] = {"kernel": name, "short_name": sn, "op_class": pe.get("op_class"),

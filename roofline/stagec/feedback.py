@@ -1,5 +1,5 @@
 """A kernel team's measurement of one kernel, recorded (docs/method.md section 9): judged against the
-isolated and serving noise bands (roofline/stagec/judge.py), written on its artifact entry (the
+isolated and serving noise bands (roofline/core/judge.py), written on its artifact entry (the
 measurement is preferred over the prediction, always) and appended to the run's playbook
 (roofline/stagec/playbook.py). `roofline feedback` and `roofline.feedback.record_feedback`.
 
@@ -12,9 +12,9 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from roofline.errors import FeedbackError
+from roofline.io.errors import FeedbackError
 from roofline.stagec import playbook
-from roofline.stagec.judge import NoiseBands, judge_e2e, judge_isolated
+from roofline.core.judge import NoiseBands, judge_e2e, judge_isolated
 
 _now = playbook._now
 
@@ -83,7 +83,7 @@ def record_feedback(artifact: str | Path, kernel: str, isolated_speedup: float, 
     """`roofline feedback` from Python: record a kernel team's measurement in the artifact
     (rewritten atomically, markdown included) and append predicted vs actual to the playbook.
     Returns {"entry", "feedback", "playbook"}. Raises FeedbackError (one line) on unusable input."""
-    from roofline import report
+    from roofline.report import artifact as report
 
     p = Path(artifact)
     p = p / report.ARTIFACT_JSON if p.is_dir() else p

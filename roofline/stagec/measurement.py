@@ -1,7 +1,7 @@
 """Stage C's one measurement record: what a re-run's profiler run counted for the work mix of ONE
 logical op of a head (roofline/stagec/profiler.py writes the mix, `Measurement.from_mix` reads
 it), and how it enters the analysis: as the per-LAUNCH counter record (`per_launch`) that the
-stage-C merge (roofline/stagec/merge.py) reads for every counter source alike.
+stage-C merge (roofline/core/merge.py) reads for every counter source alike.
 
 Units: ms, bytes, FLOPs. A logical op is `launches_per_logical_op` launches of the head's kernel
 (docs/method.md section 3); the merge multiplies a per-launch record back by that count, so the

@@ -17,9 +17,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from roofline import contract
-from roofline import opclasses
-from roofline.stagec.judge import NoiseBands, outcome
+from roofline.core import contract, opclasses
+from roofline.core.judge import NoiseBands, outcome
 from roofline.stagec.runroot import knowledge_dir, run_root  # noqa: F401  (where the playbook lives)
 
 RECORD_KEYS = ("time_utc", "round", "kernel", "op_class", "op_kind", "regime", "device", "roofline_pct",
@@ -122,7 +121,7 @@ def propose_priors(records: list[dict], bands: NoiseBands = NoiseBands()) -> dic
     says nothing about what a good kernel reaches. Never applied. A proposal names the records it
     rests on (`records`: their 1-based places in the playbook) and needs MIN_PROPOSAL_RECORDS of them,
     all from one device; else `proposed_target_eff` is None and `no_proposal` says why."""
-    from roofline import routing
+    from roofline.core import routing
 
     groups: dict[str, dict] = {}
     for i, r in enumerate(records, 1):

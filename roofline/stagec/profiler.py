@@ -14,8 +14,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from roofline.errors import CounterCollectError
-from roofline.opclasses import Problem
+from roofline.io.errors import CounterCollectError
+from roofline.core.opclasses import Problem
 from roofline.peaks.gemm import gemm_flops
 
 

@@ -1,7 +1,7 @@
 """Stage C's measurement of an artifact's GEMM heads (docs/method.md sections 6 and 9), below the
 re-run that uses it (`roofline.rerun.rerun_artifact`: the hook's and `roofline rerun`'s). In order:
 
-1. plan: the GEMM / MoE heads, their problems (roofline.opclasses.gemm_problems) and the ladder
+1. plan: the GEMM / MoE heads, their problems (roofline.core.opclasses.gemm_problems) and the ladder
    level the dispatch table picks (roofline.ladder.dispatch);
 2. measure each head: check, then time the level beside the library kernel
    (roofline/stagec/timing.py) and, with counters, profile the work mix, the same problems on
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from roofline.counters.base import KernelCounters
-from roofline.errors import CounterCollectError, RerunError
+from roofline.io.errors import CounterCollectError, RerunError
 
 
 def read_artifact(artifact: Path) -> dict:
@@ -80,7 +80,7 @@ def _counter_target(e: dict) -> str:
     run's kernel was a library one, or one compiled into PyTorch itself (torch._grouped_mm's
     CUTLASS kernel, `cutlass::device_kernel<at::cuda::detail::...>`: the run launched torch's own
     kernel, which the library side of the re-run launches again); else "ladder"."""
-    from roofline.stagec.writeback import _is_library_kernel
+    from roofline.core.writeback import _is_library_kernel
 
     name = e.get("name", "")
     return "cublas" if _is_library_kernel(e) or any(t in name for t in _ATEN_BUILT) else "ladder"
@@ -89,7 +89,7 @@ def _counter_target(e: dict) -> str:
 def _plan(art: dict, entries, table: dict, arch, level: int | None) -> tuple[list, dict]:
     """The GEMM / MoE heads to re-run with their problems and ladder level, and the ones skipped
     (with why)."""
-    from roofline.opclasses import gemm_problems, rerunnable
+    from roofline.core.opclasses import gemm_problems, rerunnable
 
     heads = [e for e in art["entries"] if e.get("modeled") and rerunnable(e.get("op_class"))
              and (not entries or e["name"] in entries or e.get("short_name") in entries)]

@@ -14,7 +14,7 @@ def run_root(start: str | Path) -> Path:
     The pipeline's layout is <run>/profile/round_<R>/profile_topN.json: the folder above a
     round_<R> folder (and above profile/ when the round sits in one). Without a round folder, the
     folder of the nearest env_report.json (beside `start` or above), else `start` itself."""
-    from roofline.inputs import find_upwards
+    from roofline.core.inputs import find_upwards
 
     d = Path(start).resolve()
     d = d.parent if d.is_file() else d

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from roofline.inputs import CONFIG_INT_KEYS, find_upwards
+from roofline.core.inputs import CONFIG_INT_KEYS, find_upwards
 
 DEVICE_KEYS = ("gpu_name", "gfx", "model_dtype")
 

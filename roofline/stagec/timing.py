@@ -1,12 +1,12 @@
 """Stage C's timing on the device: the GPU's arch, the L2 state a re-run uses, and the isolated
 check-then-time of a ladder level beside cuBLAS on the GEMM problems of one logical op
-(roofline.opclasses.gemm_problems). Needs CuPy and a CUDA device (device_arch says None without)."""
+(roofline.core.opclasses.gemm_problems). Needs CuPy and a CUDA device (device_arch says None without)."""
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import asdict
 
-from roofline.opclasses import Problem
+from roofline.core.opclasses import Problem
 
 
 def device_arch() -> str | None:
