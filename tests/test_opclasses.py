@@ -23,7 +23,7 @@ from roofline.ingest.trace_tables import OpSig
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "roofline"
-REG_DIR = PKG / "opclasses"
+REG_DIR = PKG / "core" / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
 # the modules of roofline/core/opclasses/ that register classes (the rest are shared helpers)
 CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled", "recurrent", "chunk_scan",
@@ -51,13 +51,7 @@ def _names_a_class(n) -> bool:
 
 def _registered_functions():
     """(module, name) of every function the registry wires."""
-    out = set()
-    for oc in opclasses.REGISTRY.values():
-        for f in dataclasses.fields(oc):
-            fn = getattr(oc, f.name)
-            if callable(fn):
-                out.add((fn.__module__, fn.__name__))
-    return out
+    return opclasses.jobs.functions()
 
 
 def _job_scope(tree: ast.AST, funcs):
@@ -84,7 +78,7 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
             names = {a.name for a in n.names}
             mod_parts = n.module.split(".")
             if n.module == "roofline.core.opclasses" and names & set(CLASS_MODULES) or \
-                    mod_parts[:2] == ["roofline", "opclasses"] and len(mod_parts) > 2 and mod_parts[2] in CLASS_MODULES:
+                    mod_parts[:3] == ["roofline", "core", "opclasses"] and len(mod_parts) > 3 and mod_parts[3] in CLASS_MODULES:
                 out.append(f"{rel}:{n.lineno} imports an op-class module ({n.module})")
             out += [f"{rel}:{n.lineno} imports the registered {n.module}.{a}" for a in sorted(names)
                     if (n.module, a) in registered]
@@ -92,7 +86,7 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
                 out.append(f"{rel}:{n.lineno} imports a model module from roofline.core.models")
         elif isinstance(n, ast.Import):
             out += [f"{rel}:{n.lineno} imports {a.name}" for a in n.names
-                    if re.match(r"roofline\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
+                    if re.match(r"roofline\.core\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
     if rel in JOB_SITES:
         for scope in _job_scope(tree, JOB_SITES[rel]):
             for n in ast.walk(scope):
@@ -139,19 +133,19 @@ def test_a_second_registration_is_refused():
 
 
 def test_each_class_registers_its_jobs():
-    modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.model is not None}
+    modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.has("model")}
     assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm", "routing_sort", "recurrent",
                         "chunk_scan", "causal_conv", "scatter_add"}
     for c in modelled:
         oc = opclasses.get(c)
-        assert oc.fill is not None and oc.shape_keys and not oc.not_modelled, c
+        assert oc.has("fill") and oc.shape_keys and not oc.not_modelled, c
     # the memory axis of every class is HBM but for collectives, whose roof is the link
     assert {c: oc.roof for c, oc in opclasses.REGISTRY.items() if oc.roof != "hbm"} == {"comm": "interconnect"}
     for c in CLASSES - modelled:   # unknown: no job, a reason instead
         oc = opclasses.get(c)
-        assert oc.not_modelled and (oc.fill, oc.trace_shape, oc.gemm_problems) == (None, None, None), c
-    assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}
-    assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {
+        assert oc.not_modelled and not any(oc.has(j) for j in ("fill", "trace_shape", "gemm_problems")), c
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.has("gemm_problems")} == {"gemm", "moe"}
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.has("trace_shape")} == {
         "gemm", "moe", "attn", "elementwise", "norm", "quant", "routing_sort", "recurrent", "chunk_scan", "causal_conv",
         "scatter_add"}
 

@@ -81,7 +81,7 @@ def experts(out: dict, op: str, info: dict) -> list[dict]:
     """What the class's kernel reads that the work does not use (its stop_reading_levers: an MoE's
     unrouted experts), with the model's count as evidence."""
     oc = opclasses.of(op)
-    if oc.stop_reading_levers is None:
+    if not oc.has("stop_reading_levers"):
         return []
     hit, E = info.get("experts_hit"), info.get("E")
     return [_lever("stop_reading_experts", t, f"experts_hit model: {hit:.1f} of {E} experts for the entry's rows", None)

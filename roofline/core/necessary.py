@@ -80,7 +80,8 @@ def context(topn, env, config, regime: str, w, e=None, chosen_i: int = 0) -> Nec
 def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
     """Each shape through its class's necessary job (the model's own bytes where the class has
     none: they count every operand once, the fewest the op itself needs); launch-weighted."""
-    hook = getattr(opclasses.get(op_class), "necessary", None)
+    oc = opclasses.get(op_class)
+    hook = oc.necessary if oc is not None and oc.has("necessary") else None
     per: list[Necessary] = []
     if w.shape_source == "measured":
         hook = None          # counters stand in for a model: no shape to reason about

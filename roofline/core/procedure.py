@@ -102,7 +102,7 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str 
 def check_modelable(e: Entry, op_class: str, peaks: Peaks, counters: Any | None = None) -> None:
     """Raise EntryError (L2) for an entry no model may be put on (counters with DRAM bytes: measured_work)."""
     oc = opclasses.get(op_class)
-    if (oc is None or oc.model is None) and not (counters is not None and counters.dram_bytes):
+    if (oc is None or not oc.has("model")) and not (counters is not None and counters.dram_bytes):
         raise EntryError(opclasses.not_modelled_reason(op_class, e.raw if isinstance(e.raw, dict) else {}))
     no_roof = opclasses.missing_roof_reason(peaks, op_class)
     if no_roof:
@@ -182,7 +182,7 @@ def launches_per_logical_op(e: Entry, op_class: str, w: "Work", reg, config: dic
     """The launches forming one logical op: the class's rule where it has one and it applies (a fused
     MoE layer: launches per step over config.json's MoE layers), else the Top-N's count."""
     oc = opclasses.of(op_class)
-    n = oc.launches(e, w, reg, config, notes) if oc.launches is not None else None
+    n = oc.launches(e, w, reg, config, notes)
     return e.launches_per_logical_op if n is None else n
 
 
@@ -220,7 +220,7 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
     feasible = [a for a in alts if a["feasible"]]
     chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
     oc = opclasses.of(op_class)
-    own = oc.choose_model(alts, notes) if oc.choose_model is not None else None
+    own = oc.choose_model(alts, notes)
     if own is not None:
         # the class's own rule (attention: the mean context, the max only the top of the range)
         chosen = own
@@ -274,8 +274,7 @@ def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float,
     if len(alts) > 1:
         out["alternatives"] = [{k: v for k, v in a.items() if k != "_m"} for a in alts]
         oc = opclasses.of(op_class)
-        if oc.model_notes is not None:
-            oc.model_notes(alts, notes)
+        oc.model_notes(alts, notes)
     return pct_raw
 
 
@@ -408,9 +407,8 @@ def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict
     out["other_levers"] = routing.other_levers(out)
     levers.apply(out, op_class, necessary_levers or [], all_light, info, dt, ctx, notes)
     oc = opclasses.of(op_class)
-    if oc.finish_levers is not None:
-        # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
-        oc.finish_levers(out, all_light, info, dt)
+    # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
+    oc.finish_levers(out, all_light, info, dt)
 
 
 def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
@@ -425,7 +423,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     check_modelable(e, op_class, peaks, counters)
     # a collective: the roofline judges its transfer, not its wait for the other ranks
     oc = opclasses.of(op_class)
-    reg, split = oc.judged_time(e, reg, out, notes) if oc.judged_time is not None else (reg, None)
+    reg, split = oc.judged_time(e, reg, out, notes)
     try:
         w = model_work(op_class, e, env, config, regime, notes)
     except EntryError as exc:
@@ -449,7 +447,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
     verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident, oc)
     attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
-    attain = oc.kernel_speedup(split, attain, out, notes) if oc.kernel_speedup is not None else attain
+    attain = oc.kernel_speedup(split, attain, out, notes)
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
     nec = necessary.assess(op_class, w, alts.index(chosen), ctx := necessary.context(topn, env, config, regime, w, e, alts.index(chosen)))
     necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes, peaks)

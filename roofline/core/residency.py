@@ -13,9 +13,7 @@ def cache_residency(op_class: str, w, chosen: dict, peaks: Peaks, out: dict, not
     weights or an attention mask above half the L2 is re-read from DRAM (a note)."""
     l2 = peaks.l2_bytes()
     oc = opclasses.of(op_class)
-    if not l2 or oc.residency is None:
-        return False
-    return bool(oc.residency(w, chosen, l2, out, notes))
+    return bool(l2) and oc.residency(w, chosen, l2, out, notes)
 
 
 def _flag_rows_over_roof(rows: list[dict], peaks: Peaks, notes: list[str]) -> None:

@@ -84,8 +84,7 @@ def other_levers(entry: dict) -> list[str]:
            "shorter dependency chains: more independent work in flight per warp",
            "fusion with a neighbouring kernel"]
     oc = opclasses.of(opclasses.kind_of(entry))
-    if oc.latency_levers is not None:
-        out += oc.latency_levers(entry)
+    out += oc.latency_levers(entry)
     return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from roofline.io.errors import EntryError
 from roofline.core.models import conv as _model
 from roofline.core.opclasses.aten import dtype_of, tensors
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, l2_resident, register
 from roofline.core.opclasses.stage_a import cfg, fill, workload
 
@@ -37,6 +38,7 @@ def _ints(text: str) -> list[int] | None:
         return None
 
 
+@job("trace_shape", "causal_conv")
 def trace_shape(sig):
     if sig.name not in CONV_OPS:
         return None
@@ -77,6 +79,7 @@ def _channels(config) -> int | None:
     return None
 
 
+@job("fill", "causal_conv")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     fill(s, "channels", _channels(config), "config.json: the conv's channels (q, k, v / x, B, C)", assumed)
     fill(s, "k", cfg(config, "linear_conv_kernel_dim", "mamba_d_conv", "conv_kernel"), "config.json: conv taps", assumed)
@@ -95,6 +98,7 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     return ("batch", "channels", "L_in", "k")
 
 
+@job("residency", "causal_conv")
 def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     """A conv whose whole traffic fits in half the L2 reads the activation the kernel before it just wrote
     (Bamba's reference path: the contiguous copy of x, B, C) and writes what the next one reads (the SiLU):
@@ -121,18 +125,19 @@ def reference_lever(out: dict, all_light: list[dict]) -> str | None:
             "fast path the model code calls when present)")
 
 
+@job("finish_levers", "causal_conv")
 def finish_levers(out: dict, all_light: list[dict], info: dict, dt: dict) -> None:
     lv = reference_lever(out, all_light)
     if lv:
         out["other_levers"] = [lv] + [x for x in out.get("other_levers") or [] if x != lv]
 
 
-register(OpClass("causal_conv", seed_class="elementwise",
+register(OpClass("causal_conv", flags=frozenset({"fusable"}), seed_class="elementwise",
                  name_rules=((28, r"causal_conv1d|conv_depthwise2d|short_conv"),),
                  op_rules=((17, r"^aten::_conv_depthwise2d$|causal_conv1d"),),
                  hint_aliases=("conv1d", "causal_conv"),
-                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
-                 target_eff={"causal_conv": 0.85}, finish_levers=finish_levers, fusable=True, residency=residency,
+                 target_eff={"causal_conv": 0.85},
                  shape_keys=frozenset({"batch", "channels", "L_in", "L_out", "k", "state_update", "model_type"}),
                  dim_keys=frozenset({"batch", "channels", "L_in", "L_out", "k"})))
 
+job("model", "causal_conv")(_model.model)

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, replace
 
 from roofline.core.models import collective as _model
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, register
 
 # the byte-reduction lever of a saturated collective (the fuse / layout levers of HBM kernels do not apply)
@@ -35,6 +36,7 @@ COMM_BYTE_LEVER = ("fewer bytes on the link: reduce or gather in a narrower dtyp
                    "must pass the accuracy gate")
 
 
+@job("fill", "comm")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     # NB: no guess: the message size and the group are the trace's (or the Top-N writer's) to give
     return ("coll", "nelems", "group_size")
@@ -55,6 +57,7 @@ def _pos(v) -> float | None:
     return float(v)
 
 
+@job("judged_time", "comm")
 def transfer_split(e, reg, out: dict, notes: list[str]) -> tuple:
     """The regime record the roofline judges (the transfer part of each launch) and the split, or
     (reg, None) when the Top-N holds no transfer time (one trace). `e`: a roofline.core.inputs.Entry, `reg` its
@@ -77,6 +80,7 @@ def transfer_split(e, reg, out: dict, notes: list[str]) -> tuple:
     return replace(reg, base_latency_ms=sp.t_transfer_ms), sp
 
 
+@job("kernel_speedup", "comm")
 def kernel_speedup(sp: CommSplit | None, s_transfer: float | None, out: dict, notes: list[str]) -> float | None:
     """The attainable speedup of the whole kernel when only its transfer gets s_transfer x faster."""
     if sp is None or s_transfer is None:
@@ -103,6 +107,7 @@ def levers(out: dict) -> list[str]:
     return lv
 
 
+@job("finish_levers", "comm")
 def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
     """A collective's levers replace the HBM kinds' (fuse / layout do not apply to a link)."""
     out["byte_reduction_levers"] = [COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else []
@@ -112,7 +117,7 @@ def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> N
 
 
 register(OpClass(
-    "comm", model=_model.model, fill=fill_stage_a, roof="interconnect",
+    "comm", roof="interconnect",
     # NB: the contract's closed op_class enum has no collective: `op_class` says unknown (the contract's word for
     # "no class of mine"), `op_kind` says comm and the collective analysis keeps its own fields
     # (memory_roof, t_transfer_ms, waiting_share, ...)
@@ -126,8 +131,8 @@ register(OpClass(
                                  # link: large NCCL all-reduces over NVLink reach roughly 0.8 of it (protocol
                                  # overhead, channel count), small ones far less (latency); a prior, corrected by
                                  # `roofline playbook`
-    judged_time=transfer_split, kernel_speedup=kernel_speedup, finish_levers=finish_levers,
     shape_keys=frozenset({"coll", "nelems", "group_size", "algo"}), dim_keys=frozenset({"nelems", "group_size"}),
     missing_hint=(": a collective's message size and group come from the trace's collective record (Kineto writes "
                   "'In msg nelems', 'Out msg nelems', 'Group size' and 'dtype' on the NCCL kernel; `roofline topn` "
                   "copies them) or an est_shape in the Top-N")))
+job("model", "comm")(_model.model)

@@ -18,6 +18,7 @@ before the class existed (they were elementwise), so a consumer's routing on op_
 from __future__ import annotations
 
 from roofline.core.models import elementwise as _model
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, register
 from roofline.core.opclasses.stream import fill_no_guess, trace_shape
 
@@ -26,6 +27,7 @@ def _is_me(o: dict) -> bool:
     return (o.get("op_kind") or o.get("op_class")) == "routing_sort"
 
 
+@job("finish_levers", "routing_sort")
 def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
     """Fuse the routing into one kernel, only with launch-stream evidence: other routing steps of
     the Top-N launched right before or after this one (its `adjacent` kernels); the fused MoE
@@ -53,9 +55,10 @@ register(OpClass(
     name_rules=((80, r"radix_?sort|sort_?kv|bitonic_?sort|segmented_?sort|\bsort|gather_?topk|sbtopk|mbtopk|"
                      r"\btopk|histogram|histc|bincount"),),
     op_rules=((65, r"^aten::(sort|argsort|topk|histc|bincount|msort)$"),),
-    model=_model.model, trace_shape=trace_shape, fill=fill_no_guess,
     shape_keys=frozenset({"elems_in", "elems_out", "shape"}), dim_keys=frozenset({"elems_in", "elems_out"}),
     # NB: no source figure for a routing sort's efficiency: no verdict is given, so no prior is used
     no_verdict=("routing step (sort / top-k / histogram): latency-bound by nature (a few small dependent passes), so "
-                "the copy model's bytes are shown for reference and the HBM roof gives no verdict"),
-    finish_levers=finish_levers))
+                "the copy model's bytes are shown for reference and the HBM roof gives no verdict")))
+job("model", "routing_sort")(_model.model)
+job("trace_shape", "routing_sort")(trace_shape)
+job("fill", "routing_sort")(fill_no_guess)

@@ -22,6 +22,7 @@ from math import prod
 
 from roofline.core.models import scatter as _model
 from roofline.core.opclasses.aten import dtype_of
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, l2_resident, register
 
 # op -> (index of self, index of the index, index of the source)
@@ -30,6 +31,7 @@ SCATTER_ADD_OPS = {"aten::index_add_": (0, 2, 3), "aten::index_add": (0, 2, 3), 
 _INDEX_BYTES = {"int64": 8, "int32": 4}
 
 
+@job("trace_shape", "scatter_add")
 def trace_shape(sig):
     spec = SCATTER_ADD_OPS.get(sig.name)
     if spec is None or len(sig.dims) <= max(spec):
@@ -51,6 +53,13 @@ def trace_shape(sig):
     return shape, {k: v for k, v in dt.items() if v}
 
 
+@job("fill", "scatter_add")
+def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
+    """No stage-A fill: a scatter-add's rows come only from its recorded Input Dims."""
+    return ("src_rows", "dst_rows", "row_elems")
+
+
+@job("residency", "scatter_add")
 def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     """A scatter-add whose whole traffic fits in half the L2 (a decode step's MoE scatter: a few MB)
     adds into a destination the kernel before it just zeroed and is read by the next one: served
@@ -62,6 +71,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
+@job("finish_levers", "scatter_add")
 def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
     sh = out.get("shape") or {}
     if out.get("headroom_class") == "saturated" or not sh.get("dst_rows") or not sh.get("src_rows"):
@@ -74,14 +84,12 @@ def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> N
             "un-permute + sum, e.g. vLLM's moe_sum) writes each row once, with no atomics")
 
 
-register(OpClass("scatter_add", seed_class="elementwise",
+register(OpClass("scatter_add", flags=frozenset({"fusable", "compulsory_bytes"}), seed_class="elementwise",
                  name_rules=((29, r"indexFunc(?:Large|Small)Index"),),
                  op_rules=((18, r"^aten::index_add_?$|^aten::index_reduce_?$"),),
                  hint_aliases=("scatter", "index_add"),
-                 model=_model.model, trace_shape=trace_shape,
-                 fill=lambda s, op_class, e, wl, config, regime, assumed: ("src_rows", "dst_rows", "row_elems"),
                  missing_hint=": a scatter-add's rows come only from its Input Dims: profile with record_shapes=True",
-                 target_eff={"scatter_add": 0.60}, fusable=True, residency=residency, compulsory_bytes=True,
-                 finish_levers=finish_levers,
+                 target_eff={"scatter_add": 0.60},
                  shape_keys=frozenset({"src_rows", "dst_rows", "row_elems", "index_bytes"}),
                  dim_keys=frozenset({"src_rows", "dst_rows", "row_elems"})))
+job("model", "scatter_add")(_model.model)
