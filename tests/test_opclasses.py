@@ -23,11 +23,11 @@ from roofline.ingest.trace_tables import OpSig
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "roofline"
-REG_DIR = PKG / "opclasses"
+REG_DIR = PKG / "core" / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
 # the modules of roofline/core/opclasses/ that register classes (the rest are shared helpers)
 CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled", "recurrent", "chunk_scan",
-                 "causal_conv", "scatter_add")
+                 "causal_conv", "scatter_add", "inductor")
 # where the four jobs are done outside the registry: path -> the functions that do them (None: all)
 JOB_SITES = {"roofline/core/shapes.py": None, "roofline/core/models/__init__.py": None,
              "roofline/core/models/gemm.py": None, "roofline/core/models/moe.py": None, "roofline/core/models/attention.py": None,
@@ -84,7 +84,7 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
             names = {a.name for a in n.names}
             mod_parts = n.module.split(".")
             if n.module == "roofline.core.opclasses" and names & set(CLASS_MODULES) or \
-                    mod_parts[:2] == ["roofline", "opclasses"] and len(mod_parts) > 2 and mod_parts[2] in CLASS_MODULES:
+                    mod_parts[:3] == ["roofline", "core", "opclasses"] and len(mod_parts) > 3 and mod_parts[3] in CLASS_MODULES:
                 out.append(f"{rel}:{n.lineno} imports an op-class module ({n.module})")
             out += [f"{rel}:{n.lineno} imports the registered {n.module}.{a}" for a in sorted(names)
                     if (n.module, a) in registered]
@@ -92,7 +92,7 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
                 out.append(f"{rel}:{n.lineno} imports a model module from roofline.core.models")
         elif isinstance(n, ast.Import):
             out += [f"{rel}:{n.lineno} imports {a.name}" for a in n.names
-                    if re.match(r"roofline\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
+                    if re.match(r"roofline\.core\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
     if rel in JOB_SITES:
         for scope in _job_scope(tree, JOB_SITES[rel]):
             for n in ast.walk(scope):
@@ -141,7 +141,7 @@ def test_a_second_registration_is_refused():
 def test_each_class_registers_its_jobs():
     modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.model is not None}
     assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm", "routing_sort", "recurrent",
-                        "chunk_scan", "causal_conv", "scatter_add"}
+                        "chunk_scan", "causal_conv", "scatter_add", "inductor"}
     for c in modelled:
         oc = opclasses.get(c)
         assert oc.fill is not None and oc.shape_keys and not oc.not_modelled, c
@@ -153,7 +153,7 @@ def test_each_class_registers_its_jobs():
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {
         "gemm", "moe", "attn", "elementwise", "norm", "quant", "routing_sort", "recurrent", "chunk_scan", "causal_conv",
-        "scatter_add"}
+        "scatter_add", "inductor"}
 
 
 def test_the_lookups_answer_through_the_registration():

@@ -158,4 +158,4 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 # import the modules so that their register() runs
 from roofline.core.opclasses import (gemm, moe, attn, stream, comm, routing_sort, unmodelled,  # noqa: E402,F401
-                                recurrent, chunk_scan, causal_conv, scatter_add)
+                                recurrent, chunk_scan, causal_conv, scatter_add, inductor)
