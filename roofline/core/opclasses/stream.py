@@ -13,7 +13,7 @@ from math import prod
 from roofline.io.errors import EntryError
 from roofline.core.models import elementwise as _model
 from roofline.core.opclasses.aten import NON_TENSOR, broadcast_dims, dtype_of, reread, tensor_elems, tensor_list, tensors
-from roofline.core.opclasses import eager_attention, ssd_reference
+from roofline.core.opclasses import eager_attention, expert_gather, index_gather, ssd_reference
 from roofline.core.opclasses.base import Necessary, OpClass, l2_resident, register
 from roofline.core.opclasses.stage_a import cfg, workload
 from roofline.peaks import DTYPE_BYTES
@@ -202,7 +202,7 @@ def trace_shape(sig):
     broadcast result) except for copy_ (out = its first argument, in = the second) and norms
     (out = the normalised input).
     """
-    r = list_copy_shape(sig) or reduce_shape(sig) or rotary_shape(sig)
+    r = index_gather.trace_shape(sig) or list_copy_shape(sig) or reduce_shape(sig) or rotary_shape(sig)
     if r is not None:
         return r
     ts = tensors(sig)
@@ -359,7 +359,8 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     - a link of an eager attention's score chain (the scale, mask, sink cat, softmax and casts over the
       [batch, heads, q, kv] scores): its share of a fused attention's bytes (eager_attention);
     - otherwise the model's bytes (each element read and written once)."""
-    ref = ssd_reference.necessary(shape, dt, bytes_est, ctx) or eager_attention.necessary(shape, dt, bytes_est, ctx)
+    ref = ssd_reference.necessary(shape, dt, bytes_est, ctx) or eager_attention.necessary(shape, dt, bytes_est, ctx) \
+        or expert_gather.gather_necessary(shape, dt, bytes_est, ctx)
     if ref is not None:
         return ref
     f = shape.get("broadcast")
@@ -398,7 +399,8 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
 
 
 _STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape", "broadcast", "broadcast_dims", "broadcast_src", "kept_len",
-                          "append_elems", "op_launches", "dims", "reduced", "reuse_window_bytes", "reread_bytes"})
+                          "append_elems", "op_launches", "dims", "reduced", "reuse_window_bytes", "reread_bytes"}) \
+    | index_gather.KEYS
 _STREAM_DIMS = frozenset({"elems_in", "elems_out", "op_launches"})
 # the jobs the three streaming classes share: one model, one L2 rule, fusable into a neighbour, and
 # bytes every launch must move at least once (the counters' plausibility rule 4)
