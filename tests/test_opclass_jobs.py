@@ -65,3 +65,18 @@ def test_a_class_without_a_registration_gets_the_jobs_default():
         opclasses.of("unknown").model({}, {})
     # the regime voters in their rank order, with their registration's label
     assert [(oc.name, oc.regime_label) for oc in opclasses.regime_voters()] == [("attn", "attention"), ("gemm", "GEMM")]
+
+
+def test_necessity_rules_are_asked_in_rank_order_each_registered_once():
+    from roofline.core.opclasses import eager_attention
+
+    names = {c: [f"{f.__module__.rsplit('.', 1)[1]}.{f.__name__}" for f in jobs.rules(c)] for c in ("gemm", "norm")}
+    # a decode bmm over a KV cache keeps the cache rule's verdict: it is asked before the score-chain rule
+    assert names["gemm"] == ["gemm.kv_necessary", "expert_gather.gemm_necessary", "last_logits.necessary",
+                             "eager_attention.necessary"]
+    assert names["norm"] == ["ssd_reference.necessary", "eager_attention.necessary", "expert_gather.gather_necessary"]
+    with pytest.raises(ValueError, match="registered twice"):
+        jobs.rule("gemm", rank=40)(lambda shape, dt, b, ctx: None)         # a rank taken
+    with pytest.raises(ValueError, match="registered twice"):
+        jobs.rule("gemm", rank=99)(eager_attention.necessary)             # the same rule again
+    assert [f.__name__ for f in jobs.rules("gemm")][-1] == "necessary"

@@ -27,7 +27,7 @@ REG_DIR = PKG / "core" / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
 # the modules of roofline/core/opclasses/ that register classes (the rest are shared helpers)
 CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled", "recurrent", "chunk_scan",
-                 "causal_conv", "scatter_add")
+                 "causal_conv", "scatter_add", "inductor")
 # where the four jobs are done outside the registry: path -> the functions that do them (None: all)
 JOB_SITES = {"roofline/core/shapes.py": None, "roofline/core/models/__init__.py": None,
              "roofline/core/models/gemm.py": None, "roofline/core/models/moe.py": None, "roofline/core/models/attention.py": None,
@@ -135,7 +135,7 @@ def test_a_second_registration_is_refused():
 def test_each_class_registers_its_jobs():
     modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.has("model")}
     assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm", "routing_sort", "recurrent",
-                        "chunk_scan", "causal_conv", "scatter_add"}
+                        "chunk_scan", "causal_conv", "scatter_add", "inductor"}
     for c in modelled:
         oc = opclasses.get(c)
         assert oc.has("fill") and oc.shape_keys and not oc.not_modelled, c
@@ -147,7 +147,7 @@ def test_each_class_registers_its_jobs():
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.has("gemm_problems")} == {"gemm", "moe"}
     assert {c for c, oc in opclasses.REGISTRY.items() if oc.has("trace_shape")} == {
         "gemm", "moe", "attn", "elementwise", "norm", "quant", "routing_sort", "recurrent", "chunk_scan", "causal_conv",
-        "scatter_add"}
+        "scatter_add", "inductor"}
 
 
 def test_the_lookups_answer_through_the_registration():

@@ -81,7 +81,7 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
     """Each shape through its class's necessary job (the model's own bytes where the class has
     none: they count every operand once, the fewest the op itself needs); launch-weighted."""
     oc = opclasses.get(op_class)
-    hook = oc.necessary if oc is not None and oc.has("necessary") else None
+    hook = oc.necessary if oc is not None else None       # its rules, then its own job (None: the model's bytes)
     per: list[Necessary] = []
     if w.shape_source == "measured":
         hook = None          # counters stand in for a model: no shape to reason about

@@ -152,7 +152,10 @@ def gemm_problems(entry: dict) -> list[Problem]:
 
 # import the modules so that their register() runs
 from roofline.core.opclasses import (gemm, moe, attn, stream, comm, routing_sort, unmodelled,  # noqa: E402,F401
-                                recurrent, chunk_scan, causal_conv, scatter_add)
+                                recurrent, chunk_scan, causal_conv, scatter_add, inductor)
+# the necessity rules (each registers itself for the classes whose bytes it reads: jobs.rule)
+from roofline.core.opclasses import (ssd_reference, eager_attention, expert_gather, last_logits,  # noqa: E402,F401
+                                gqa_copy)
 
 
 def _check_jobs() -> None:

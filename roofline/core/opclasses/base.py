@@ -140,6 +140,11 @@ class OpClass:
         self._run("model_notes", None, alts, notes)
 
     def necessary(self, shape, dt, bytes_est, ctx):
+        """The class's necessity rules in rank order (jobs.rule), then its own registration."""
+        for f in jobs.rules(self.name):
+            n = f(shape, dt, bytes_est, ctx)
+            if n is not None:
+                return n
         return self._run("necessary", None, shape, dt, bytes_est, ctx)
 
     def kernel_evidence(self, launches) -> dict:

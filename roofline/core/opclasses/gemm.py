@@ -8,9 +8,9 @@ from __future__ import annotations
 from math import prod
 
 from roofline.core.models import gemm as _model
-from roofline.core.opclasses import eager_attention, kvcache, origin
+from roofline.core.opclasses import kvcache, origin
 from roofline.core.opclasses.aten import dtype_of
-from roofline.core.opclasses.jobs import job
+from roofline.core.opclasses.jobs import job, rule
 from roofline.core.opclasses.base import Necessary, OpClass, Problem, register
 from roofline.core.opclasses.levers import operand_levers, split_k_levers
 from roofline.core.opclasses.stage_a import fill_m
@@ -113,15 +113,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
-@job("necessary", "gemm")
-def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
-    """A decode batched GEMM over a KV cache (kv_necessary) first; else the QK^T or PV of an eager
-    attention's score chain (eager_attention: its share of a fused attention's bytes). One lever per
-    cause: a decode QK^T / PV the KV-cache rule explains keeps that rule's verdict."""
-    kv = kv_necessary(shape, dt, bytes_est, ctx)
-    return kv if kv is not None else eager_attention.necessary(shape, dt, bytes_est, ctx)
-
-
+@rule("gemm", rank=10)
 def kv_necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     """A decode batched GEMM of an eager attention over a KV cache (docs/method.md section 12):
     QK^T [B, q, d] x [B, d, S] or PV [B, q, S] x [B, S, d], where the trace's cache record

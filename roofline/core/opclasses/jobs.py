@@ -6,7 +6,11 @@ op: a class file says which of its functions does which job for which classes,
 
     job("model", "gemm")(models.gemm.model)        # a function defined elsewhere
 
-and a second registration of the same job for the same class raises. A class that registers no
+and a second registration of the same job for the same class raises. A necessity rule (a reason why part of
+a class's bytes need not move: Mamba2's chunk scan run as torch ops, an eager attention's score matrix)
+is one file that registers its `necessary` function with ``@rule(*classes, rank=N)``: the class's
+necessary job asks its rules in rank order, the first that answers wins, and the class's own
+`necessary` registration (if any) answers last. A class that registers no
 function for a job gets the job's default (OpClass's method of the same name says what it is), so
 the record of a class (base.OpClass) carries its data only, and a job that one class needs is no
 field that every class carries.
@@ -83,6 +87,33 @@ def serving(name: str) -> tuple[str, ...]:
     return tuple(_TABLE[name])
 
 
+# op class -> [(rank, necessity rule)], in rank order
+_RULES: dict[str, list[tuple[int, Callable]]] = {}
+
+
+def rule(*classes: str, rank: int) -> Callable[[Callable], Callable]:
+    """Register the decorated function as a necessity rule of ``classes`` at ``rank`` (lower: asked first);
+    two rules of one class at one rank, or one rule twice for one class, is an error."""
+    if not classes:
+        raise ValueError("a necessity rule names the op classes it serves")
+
+    def deco(fn: Callable) -> Callable:
+        for c in classes:
+            have = _RULES.setdefault(c, [])
+            if any(r == rank or f is fn for r, f in have):
+                raise ValueError(f"op class {c!r}: a necessity rule at rank {rank}, or {fn.__name__}, is registered twice")
+            have.append((rank, fn))
+            have.sort(key=lambda x: x[0])
+        return fn
+    return deco
+
+
+def rules(op_class: str) -> tuple[Callable, ...]:
+    """The necessity rules of ``op_class``, in the order they are asked."""
+    return tuple(f for _, f in _RULES.get(op_class, ()))
+
+
 def functions() -> set[tuple[str, str]]:
     """(module, name) of every registered function (tests/test_opclasses.py: nothing else wires them)."""
-    return {(fn.__module__, fn.__name__) for table in _TABLE.values() for fn, _ in table.values()}
+    return {(fn.__module__, fn.__name__) for table in _TABLE.values() for fn, _ in table.values()} | \
+        {(fn.__module__, fn.__name__) for have in _RULES.values() for _, fn in have}

@@ -13,7 +13,7 @@ from math import prod
 from roofline.io.errors import EntryError
 from roofline.core.models import elementwise as _model
 from roofline.core.opclasses.aten import NON_TENSOR, broadcast_dims, dtype_of, reread, tensor_elems, tensor_list, tensors
-from roofline.core.opclasses import eager_attention, ssd_reference
+from roofline.core.opclasses import index_gather
 from roofline.core.opclasses.base import Necessary, OpClass, l2_resident, register
 from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.stage_a import cfg, workload
@@ -204,7 +204,7 @@ def trace_shape(sig):
     broadcast result) except for copy_ (out = its first argument, in = the second) and norms
     (out = the normalised input).
     """
-    r = list_copy_shape(sig) or reduce_shape(sig) or rotary_shape(sig)
+    r = index_gather.trace_shape(sig) or list_copy_shape(sig) or reduce_shape(sig) or rotary_shape(sig)
     if r is not None:
         return r
     ts = tensors(sig)
@@ -353,21 +353,17 @@ def growth_run(lens: list[int], kept: int) -> list[int] | None:
 
 @job("necessary", "elementwise", "norm", "quant")
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
-    """The fewest bytes a streaming op's result needs (docs/method.md section 12):
+    """The fewest bytes a streaming op's result needs (docs/method.md section 12), where none of the
+    streaming classes' necessity rules answered first (jobs.rule: Mamba2's SSD chunk scan run as torch
+    ops, ssd_reference; a link of an eager attention's score chain, eager_attention; a per-pair gather
+    of expert weights, expert_gather):
     - a copy that materialises a broadcast (its source has stride 0 on a dimension: `broadcast`)
       needs none: its consumer can read the source in place (an expanded view is free; a GQA-aware
       attention reads the KV heads directly). The whole launch need not run;
     - a cat that appends to a cache (`kept_len` + `append_elems`) needs only the appended token(s)
       (read and written once), where the shapes show the kept part is re-copied every step: it grows
       step by step (one shape per step: growth_run), or a constant window is copied in every step;
-    - a product or reduction of Mamba2's SSD chunk scan run as torch ops (transformers' torch_forward,
-      the fused kernels absent): at most the fused chunk scan's bytes (ssd_reference);
-    - a link of an eager attention's score chain (the scale, mask, sink cat, softmax and casts over the
-      [batch, heads, q, kv] scores): its share of a fused attention's bytes (eager_attention);
     - otherwise the model's bytes (each element read and written once)."""
-    ref = ssd_reference.necessary(shape, dt, bytes_est, ctx) or eager_attention.necessary(shape, dt, bytes_est, ctx)
-    if ref is not None:
-        return ref
     f = shape.get("broadcast")
     if isinstance(f, int) and f > 1:
         ev = (f"aten::copy_ from a {shape.get('broadcast_src', '?')} view with stride 0 on dim "
@@ -404,7 +400,8 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
 
 
 _STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape", "broadcast", "broadcast_dims", "broadcast_src", "kept_len",
-                          "append_elems", "op_launches", "dims", "reduced", "reuse_window_bytes", "reread_bytes"})
+                          "append_elems", "op_launches", "dims", "reduced", "reuse_window_bytes", "reread_bytes"}) \
+    | index_gather.KEYS
 _STREAM_DIMS = frozenset({"elems_in", "elems_out", "op_launches"})
 # what the three streaming classes share: one model (its trace shape, L2 rule and necessary bytes are
 # registered on their functions above), fusable into a neighbour, and bytes every launch must move at
