@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from roofline.core import opclasses
 from roofline.core.opclasses.base import Necessary, NecessaryCtx
 
+MEASURED_ONLY = ("the counters are the only evidence of this kernel's work (no shape): what it moves is measured, "
+                 "whether it needs to is not; a trace with record_shapes (roofline topn TRACE) gives the shapes the "
+                 "necessary rules read")
 AVOIDABLE_MIN_FRAC = 0.02   # an avoidable part under 2% of the kernel's time is within the model's own error: none
 
 
@@ -83,10 +86,14 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
     oc = opclasses.get(op_class)
     hook = oc.necessary if oc is not None else None       # its rules, then its own job (None: the model's bytes)
     per: list[Necessary] = []
-    if w.shape_source == "measured":
-        hook = None          # counters stand in for a model: no shape to reason about
+    measured = w.shape_source == "measured"
     for sh, dt, r in zip(w.shapes, w.dts, w.results):
         c = r.candidates[min(chosen_i, len(r.candidates) - 1)]
+        if measured:
+            # NB: counters stand in for a model: no shape to reason about, so whether the bytes are needed is
+            # unknown (never "all of them": an ncu report alone of a materialised copy is not proof it must run)
+            per.append(Necessary(None, missing=MEASURED_ONLY))
+            continue
         n = hook(sh, dt, c.bytes_est, ctx) if hook is not None else None
         per.append(n if n is not None else Necessary(c.bytes_est))
     miss = [n.missing for n in per if n.bytes is None]
