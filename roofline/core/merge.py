@@ -185,7 +185,7 @@ def measured_groups(kc: KernelCounters, peak_bw: float, peak_flops: float | None
     return rows
 
 
-def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
+def apply_stage_c(out: dict, op_kind: str, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
                   peak_flops: float | None, t_s: float, peak_bw: float, n_l: int, notes: list[str]):
     """The chosen model's metrics, replaced by the measured ones where stage-C counters match
     (measured bytes on the memory axis, useful FLOPs on the compute axis).
@@ -196,7 +196,7 @@ def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | No
     if shape_source not in ("captured", "measured"):
         notes.append("stage A shapes (estimated): display only, do not rank on it")
     if counters is not None:
-        why = implausible(counters, peaks, out["op_kind"], shape_source, bytes_est, t_s / n_l, n_l)
+        why = implausible(counters, peaks, op_kind, shape_source, bytes_est, t_s / n_l, n_l)
         if why:  # L4: a reading the hardware or the work rules out is not believed
             out["counters"] = {**counters_block(counters), "implausible": why}
             notes.append(f"L4: implausible counters ({'; '.join(why)}): stage A/B analytic result kept, "

@@ -1,0 +1,141 @@
+"""The values between the per-entry steps of roofline.core.procedure, and the one place they become
+an artifact entry (`entry_fields`, in the artifact's field order; roofline.core.contract.complete_entry
+then puts the contract's fields first).
+
+  Head (what the Top-N says of the kernel) -> Placement (the regime analysed and its time)
+  -> Figures (the work on the roof: bytes, FLOPs, rates, the byte model) -> Target (the class prior,
+  the ratio read) -> Flags (bound type, the no-verdict cases) -> Verdict (headroom class, speedup, gain)
+
+Each is frozen: a step takes values and returns a value. What a class's own job or stage C adds
+(a collective's transfer split, the L2 residency, the counters) comes in as the small field dicts
+they fill, placed where the artifact has always held them. Units: ms, bytes, FLOPs, /s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Head:
+    """The kernel as the Top-N names it: its class (the contract's op_class) and finer kind."""
+    name: str
+    short_name: str
+    pct_gpu_time: Any           # as the Top-N wrote it (40 stays 40)
+    op_class: str
+    op_kind: str
+    editable: Any
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The regime analysed, its time per launch and its share of the GPU time; one logical op."""
+    regime: str
+    t_ms: float | None
+    launches_per_step: Any
+    launches_per_logical_op: int
+    regime_pct_gpu_time: float
+    t_logical_op_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The work of one logical op on the roof: the bytes on the memory axis, the FLOPs, the rates and
+    utilizations (`rates`: achieved_bw_bytes_s, achieved_flops, hbm_util, compute_util, arithmetic
+    intensity, ridge point), the roof axis, dtypes, shapes and the byte model chosen."""
+    bytes_est: float
+    flops_est: float
+    rates: dict
+    roof_axis: str
+    compute_dtype: str
+    dtypes: dict
+    shape: dict
+    shape_source: str
+    byte_model: str
+    roofline_pct_raw: float
+    shapes_used: list | None = None
+    per_shape: list | None = None
+    alternatives: list | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """The class prior and the ratio read against it (clamped into [0, 1]; the raw one kept)."""
+    target_eff: float | None
+    roofline_pct_raw: float
+    roofline_pct: float
+    roofline_pct_range: list | None = None
+    attainable_speedup_range: list | None = None
+    at_compute_wall: bool = False
+
+
+@dataclass(frozen=True)
+class Flags:
+    """The bound type and the cases that give no verdict (dispatch floor, L3 suspect, L2-served, the class's)."""
+    bound_type: str
+    verdict: bool
+    suspect: bool = False
+    dispatch_bound: bool = False
+    stage_c_candidate: bool = False
+    bytes_upper_bound: float | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The headroom class (a band only with a verdict at medium or high confidence; else provisional),
+    the attainable speedup and the e2e gain on the regime's share."""
+    headroom_class: str
+    attainable_speedup: float | None
+    expected_e2e_gain_pct: float | None
+    confidence: str
+    provisional_headroom_class: str | None = None
+    attainable_speedup_uncapped: float | None = None
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The fields a class's job or stage C fills beside the steps' values, in the order they are written:
+    `judged` (a collective's transfer / waiting split), `measured` (the L2 residency, stage C's counters),
+    `speedup` (a collective's speedup of its transfer alone)."""
+    judged: dict = field(default_factory=dict)
+    measured: dict = field(default_factory=dict)
+    speedup: dict = field(default_factory=dict)
+
+
+def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: Target, flags: Flags,
+                 v: Verdict) -> dict:
+    """The artifact entry of one analysed head, written once from the steps' values."""
+    out: dict[str, Any] = {"name": head.name, "short_name": head.short_name, "pct_gpu_time": head.pct_gpu_time,
+                           "op_class": head.op_class, "op_kind": head.op_kind, "editable": head.editable,
+                           "modeled": True, "regime": place.regime, "t_ms": place.t_ms,
+                           "launches_per_step": place.launches_per_step,
+                           "launches_per_logical_op": place.launches_per_logical_op,
+                           "regime_pct_gpu_time": place.regime_pct_gpu_time}
+    out.update(sides.judged)
+    out["t_logical_op_ms"] = place.t_logical_op_ms
+    out.update(sides.measured)
+    out.update(bytes_est=fig.bytes_est, flops_est=fig.flops_est, **fig.rates)
+    out.update(roof_axis=fig.roof_axis, compute_dtype=fig.compute_dtype, dtypes=fig.dtypes, shape=fig.shape)
+    _put(out, shapes_used=fig.shapes_used, per_shape=fig.per_shape)
+    out.update(shape_source=fig.shape_source, byte_model=fig.byte_model)
+    _put(out, alternatives=fig.alternatives)
+    out["target_eff"] = tgt.target_eff
+    _put(out, roofline_pct_range=tgt.roofline_pct_range, attainable_speedup_range=tgt.attainable_speedup_range)
+    out.update(roofline_pct_raw=tgt.roofline_pct_raw, roofline_pct=tgt.roofline_pct)
+    if tgt.at_compute_wall:
+        out["at_compute_wall"] = True
+    out.update(suspect=flags.suspect, dispatch_bound=flags.dispatch_bound, stage_c_candidate=flags.stage_c_candidate)
+    _put(out, bytes_upper_bound=flags.bytes_upper_bound)
+    out["bound_type"] = flags.bound_type
+    _put(out, attainable_speedup_uncapped=v.attainable_speedup_uncapped)
+    out.update(sides.speedup)
+    out.update(headroom_class=v.headroom_class, attainable_speedup=v.attainable_speedup,
+               expected_e2e_gain_pct=v.expected_e2e_gain_pct)
+    _put(out, provisional_headroom_class=v.provisional_headroom_class)
+    out["confidence"] = v.confidence
+    return out
+
+
+def _put(out: dict, **fields) -> None:
+    """The fields that are not None (an optional field is absent, not null, where it does not apply)."""
+    out.update((k, x) for k, x in fields.items() if x is not None)
