@@ -7,12 +7,12 @@ then puts the contract's fields first).
   the ratio read) -> Flags (bound type, the no-verdict cases) -> Verdict (headroom class, speedup, gain)
 
 Each is frozen: a step takes values and returns a value. What a class's own job or stage C adds
-(a collective's transfer split, the L2 residency, the counters) comes in as the small field dicts
+(a collective's transfer split, the counters) comes in as the small field dicts
 they fill, placed where the artifact has always held them. Units: ms, bytes, FLOPs, /s.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -78,6 +78,7 @@ class Flags:
     dispatch_bound: bool = False
     stage_c_candidate: bool = False
     bytes_upper_bound: float | None = None
+    l2_resident: bool = False           # the L2 serves it (its class's residency rule)
 
 
 @dataclass(frozen=True)
@@ -92,18 +93,51 @@ class Verdict:
     attainable_speedup_uncapped: float | None = None
 
 
+UNSET = type("Unset", (), {"__repr__": lambda self: "UNSET"})()   # a field the step did not write (absent, not null)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What stage C's counters say of the entry (roofline.core.merge): the counters as read, and where
+    they are usable the measured bytes beside the model's, the useful and issued FLOPs, the padding,
+    each group of like launches. UNSET fields are absent from the entry (a null is written as null)."""
+    counters: dict
+    bytes_model: Any = UNSET
+    bytes_measured: Any = UNSET
+    flops_useful: Any = UNSET
+    flops_issued: Any = UNSET
+    padding_waste_ratio: Any = UNSET
+    bytes_measured_over_model: Any = UNSET
+    measured_groups: Any = UNSET
+
+    def get(self, name: str):
+        """A field's value, None where it is UNSET."""
+        v = getattr(self, name)
+        return None if v is UNSET else v
+
+
+@dataclass(frozen=True)
+class Necessity:
+    """The fewest bytes (and FLOPs) the same result needs per launch, the evidence that says so, and
+    the share of GPU time that doing only them would save (None: unknown, never zero)."""
+    bytes_necessary: float | None
+    flops_necessary: float | None
+    necessary_evidence: list
+    avoidable_gain_pct: float | None
+
+
 @dataclass(frozen=True)
 class Sides:
     """The fields a class's job or stage C fills beside the steps' values, in the order they are written:
-    `judged` (a collective's transfer / waiting split), `measured` (the L2 residency, stage C's counters),
-    `speedup` (a collective's speedup of its transfer alone)."""
+    `judged` (a collective's transfer / waiting split), `speedup` (a collective's speedup of its
+    transfer alone); and stage C's counters (`measured`, where counters matched)."""
     judged: dict = field(default_factory=dict)
-    measured: dict = field(default_factory=dict)
     speedup: dict = field(default_factory=dict)
+    measured: Measured | None = None
 
 
 def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: Target, flags: Flags,
-                 v: Verdict) -> dict:
+                 v: Verdict, nec: Necessity) -> dict:
     """The artifact entry of one analysed head, written once from the steps' values."""
     out: dict[str, Any] = {"name": head.name, "short_name": head.short_name, "pct_gpu_time": head.pct_gpu_time,
                            "op_class": head.op_class, "op_kind": head.op_kind, "editable": head.editable,
@@ -113,7 +147,11 @@ def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: 
                            "regime_pct_gpu_time": place.regime_pct_gpu_time}
     out.update(sides.judged)
     out["t_logical_op_ms"] = place.t_logical_op_ms
-    out.update(sides.measured)
+    if flags.l2_resident:
+        out["l2_resident"] = True
+    if sides.measured is not None:
+        out.update((f.name, getattr(sides.measured, f.name)) for f in fields(Measured)
+                   if getattr(sides.measured, f.name) is not UNSET)
     out.update(bytes_est=fig.bytes_est, flops_est=fig.flops_est, **fig.rates)
     out.update(roof_axis=fig.roof_axis, compute_dtype=fig.compute_dtype, dtypes=fig.dtypes, shape=fig.shape)
     _put(out, shapes_used=fig.shapes_used, per_shape=fig.per_shape)
@@ -133,6 +171,9 @@ def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: 
                expected_e2e_gain_pct=v.expected_e2e_gain_pct)
     _put(out, provisional_headroom_class=v.provisional_headroom_class)
     out["confidence"] = v.confidence
+    out["bytes_necessary"] = nec.bytes_necessary
+    _put(out, flops_necessary=nec.flops_necessary)
+    out.update(necessary_evidence=nec.necessary_evidence, avoidable_gain_pct=nec.avoidable_gain_pct)
     return out
 
 

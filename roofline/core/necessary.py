@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from roofline.core import opclasses
+from roofline.core.entry import Necessity
 from roofline.core.opclasses.base import Necessary, NecessaryCtx
 
 MEASURED_ONLY = ("the counters are the only evidence of this kernel's work (no shape): what it moves is measured, "
@@ -141,29 +142,26 @@ def time_kept(bytes_est: float, flops_est: float, bytes_nec: float, flops_nec: f
     return min(1.0, t(bytes_nec, flops_nec, pn) / t0) if t0 > 0 else 1.0
 
 
-def record(out: dict, a: Assessment, model_bytes: float, model_flops: float, peak_bw: float,
-           peak_flops: float | None, notes: list[str], peaks=None) -> None:
-    """bytes_necessary / flops_necessary / necessary_evidence / avoidable_gain_pct into the entry
-    (``peaks``: the roof of the necessary FLOPs where they run at another dtype's, a.flops_dtype)."""
+def record(a: Assessment, model_bytes: float, model_flops: float, peak_bw: float, peak_flops: float | None,
+           share_pct: float, notes: list[str], peaks=None, flops_issued: float | None = None) -> Necessity:
+    """The entry's necessity: bytes_necessary / flops_necessary / necessary_evidence / avoidable_gain_pct
+    (``share_pct``: the regime's share of the GPU time, what the gain is on; ``flops_issued``: stage C's
+    issued FLOPs where counters gave them; ``peaks``: the roof of the necessary FLOPs where they run at
+    another dtype's, a.flops_dtype)."""
     peak_flops_nec = peaks.compute_peak(a.flops_dtype) if peaks is not None and a.flops_dtype else None
-    out["bytes_necessary"] = a.bytes
-    if a.flops is not None:
-        out["flops_necessary"] = a.flops
-    out["necessary_evidence"] = list(a.evidence)
     if a.bytes is None:
-        out["avoidable_gain_pct"] = None
         notes.append(f"bytes_necessary unknown: {a.missing}")
-        return
+        return Necessity(None, a.flops, list(a.evidence), None)
     flops_nec = a.flops if a.flops is not None else model_flops
-    issued = out.get("flops_issued") or model_flops
+    issued = flops_issued or model_flops
     kept = 0.0 if a.removable else time_kept(model_bytes, issued, a.bytes, flops_nec, peak_bw, peak_flops,
                                              peak_flops_nec)
-    share = out.get("regime_pct_gpu_time", out.get("pct_gpu_time", 0.0))
-    gain = share * (1.0 - kept)
-    out["avoidable_gain_pct"] = gain if (1.0 - kept) >= AVOIDABLE_MIN_FRAC else 0.0
+    gain = share_pct * (1.0 - kept)
+    avoidable = gain if (1.0 - kept) >= AVOIDABLE_MIN_FRAC else 0.0
     if a.kinds:
         notes.append(f"necessary work: {a.bytes / 1e6:.4g} MB per launch of the {model_bytes / 1e6:.4g} MB moved "
-                     f"({', '.join(a.kinds)}): removing the rest saves {out['avoidable_gain_pct']:.2f}% of GPU time")
+                     f"({', '.join(a.kinds)}): removing the rest saves {avoidable:.2f}% of GPU time")
+    return Necessity(a.bytes, a.flops, list(a.evidence), avoidable)
 
 
 def larger_gain(e: dict) -> float | None:

@@ -4,8 +4,8 @@ one by one (roofline.core.analysis runs them over the heads and assembles the ar
   entry_head (Head) -> place_regime (Placement) -> check_modelable -> model_work (Work; or measured_work:
   no model, but counters) -> logical_time -> compute_roof -> choose_byte_model -> apply_stage_c
   -> cap_confidence -> record_figures (Figures) -> record_target -> at_compute_wall (Target)
-  -> verdict_flags (Flags) -> attainable_speedup -> record_headroom (Verdict) -> entry_fields (the entry)
-  -> necessary.record -> route_and_levers
+  -> verdict_flags (Flags) -> attainable_speedup -> record_headroom (Verdict) -> necessary.record (Necessity)
+  -> entry_fields (the entry) -> route_and_levers
 
 Each step returns a frozen value (roofline.core.entry: Head, Placement, Figures, Target, Flags, Verdict)
 and appends its notes to `notes` (in reading order); the artifact entry is written once from those
@@ -338,7 +338,7 @@ def verdict_flags(roof_axis: str, m: dict, t_ms: float, pct_raw: float, bytes_es
         # utilizations' (the contract defines it by them)
         verdict = False
         notes.append(oc.no_verdict)
-    return Flags(bound if bound in BOUND_TYPES else UNKNOWN, verdict, suspect, dispatch, suspect, upper)
+    return Flags(bound if bound in BOUND_TYPES else UNKNOWN, verdict, suspect, dispatch, suspect, upper, l2_resident)
 
 
 def attainable_speedup(tgt: float | None, pct_raw: float, t_ms: float, notes: list[str]) -> tuple[float | None, float | None]:
@@ -412,16 +412,16 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     peak_bw, _ = opclasses.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
-    l2_resident = cache_residency(op_class, w, chosen, peaks, sides.measured, notes)
+    l2_resident = cache_residency(op_class, w, chosen, peaks, notes)
     if counters is not None and w.shape_source == "captured":
         ci = alts.index(chosen)
         counters = explained_by_mix(counters, [(wt, r.candidates[min(ci, len(r.candidates) - 1)].bytes_est,
                                                 r.candidates[min(ci, len(r.candidates) - 1)].flops_est)
                                                for wt, r in zip(w.weights, w.results)], notes)
-    m, bytes_est, confidence, cdtype, peak_flops = apply_stage_c(sides.measured, op_class, chosen, w.shape_source,
-                                                                 counters, peaks, cdtype, peak_flops, t_s, peak_bw, n_l,
-                                                                 notes)
-    measured = "bytes_measured" in sides.measured
+    m, bytes_est, confidence, cdtype, peak_flops, meas = apply_stage_c(op_class, chosen, w.shape_source, counters,
+                                                                       peaks, cdtype, peak_flops, t_s, peak_bw, n_l, notes)
+    sides = replace(sides, measured=meas)
+    measured = meas is not None and meas.get("bytes_measured") is not None
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
     fig = record_figures(op_class, w, m, bytes_est, chosen, alts, cdtype, e, peak_bw, peaks, notes)
     paged = w.shapes[0].get("paged")
@@ -433,11 +433,12 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     attain, uncapped = attainable_speedup(tgt.target_eff, pct_raw, reg.base_latency_ms, notes)
     attain = oc.kernel_speedup(split, attain, sides.speedup, notes)
     verdict = record_headroom(place.regime_pct_gpu_time, tgt.target_eff, pct_raw, attain, flags.verdict, confidence,
-                              uncapped, sides.measured.get("measured_groups"))
-    out = entry_fields(head, place, sides, fig, tgt, flags, verdict)
+                              uncapped, meas.get("measured_groups") if meas is not None else None)
     ci = alts.index(chosen)
     nec = necessary.assess(op_class, w, ci, ctx := necessary.context(topn, env, config, place.regime, w, e, ci))
-    necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes, peaks)
+    need = necessary.record(nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, place.regime_pct_gpu_time,
+                            notes, peaks, meas.get("flops_issued") if meas is not None else None)
+    out = entry_fields(head, place, sides, fig, tgt, flags, verdict, need)
     route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
     out["notes"] = "; ".join(notes)
     return out, w.res.info

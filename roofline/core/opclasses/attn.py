@@ -171,7 +171,7 @@ def choose_model(alts: list[dict], notes: list[str]):
 
 
 @job("residency", "attn")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A mask above half the L2 is re-read (a note). A memory-axis attention whose whole traffic fits in half
     the L2 and whose q, K and V were all written in this step reads them from the L2 (no verdict): a prefill
     attention (q_len > 1: the projections before it just wrote them), or a decode attention whose K length
@@ -194,7 +194,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     why = ("a prefill attention: the projections before it just wrote q, K and V" if prefill else
            f"its K length grows one position per step ({lens[0]} -> {lens[-1]}): the cache is re-copied whole "
            "by a cat each step, just before it")
-    return l2_resident(out, notes, "the attention", chosen["bytes_est"], l2, f", and {why}: it reads them from the L2",
+    return l2_resident(notes, "the attention", chosen["bytes_est"], l2, f", and {why}: it reads them from the L2",
                        "fusion with its producer or consumer")
 
 

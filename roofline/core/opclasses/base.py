@@ -163,8 +163,8 @@ class OpClass:
         """(the target_eff key of a kernel of this class in ``regime``, a note or None)."""
         return self._run("prior_key", (self.name, None), regime, shape or {})
 
-    def residency(self, w, chosen, l2, out, notes) -> bool:
-        return bool(self._run("residency", False, w, chosen, l2, out, notes))
+    def residency(self, w, chosen, l2, notes) -> bool:
+        return bool(self._run("residency", False, w, chosen, l2, notes))
 
     def stop_reading_levers(self, out, info) -> list:
         return self._run("stop_reading_levers", [], out, info)
@@ -246,11 +246,10 @@ def register(oc: OpClass) -> OpClass:
     return oc
 
 
-def l2_resident(out: dict, notes: list[str], what: str, bytes_est: float, l2: float, why: str, lever: str) -> bool:
+def l2_resident(notes: list[str], what: str, bytes_est: float, l2: float, why: str, lever: str) -> bool:
     """The one L2-resident verdict of a class's `residency` rule: the op moves under half the L2 (and
     `why`, the class's own reason, in words), so its bytes come from the L2 and the HBM roof does not
-    bind it: `l2_resident` set, no verdict, the note naming `lever`. Returns True (no verdict)."""
-    out["l2_resident"] = True
+    bind it: no verdict (the entry's `l2_resident`), the note naming `lever`. Returns True."""
     notes.append(f"L2-resident: {what} moves {bytes_est / 1e6:.3g} MB, under half the L2 ({l2 / 1e6:.0f} MB){why}, "
                  f"so the HBM roof does not bind it: no verdict; the lever is {lever}")
     return True

@@ -99,14 +99,14 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 
 @job("residency", "causal_conv")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A conv whose whole traffic fits in half the L2 reads the activation the kernel before it just wrote
     (Bamba's reference path: the contiguous copy of x, B, C) and writes what the next one reads (the SiLU):
     served from L2, no verdict (True).
     ncu on the corpus: Bamba's prefill conv (4 x 128 tokens, 17.6 MB model) read and wrote 2.2 MB of DRAM;
     Qwen3-Next's (2 x 1024 tokens, 67 MB, above half the L2) 64 MB."""
     if chosen["bytes_est"] <= l2 / 2:
-        return l2_resident(out, notes, "the conv", chosen["bytes_est"], l2,
+        return l2_resident(notes, "the conv", chosen["bytes_est"], l2,
                            ": it reads what the kernel before it just wrote and writes what the next kernel reads, "
                            "served from L2", "fusion (causal-conv1d fuses the conv with its activation)")
     return False

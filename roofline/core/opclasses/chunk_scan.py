@@ -75,7 +75,7 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
 
 
 @job("residency", "chunk_scan")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A chunk kernel whose whole traffic fits in half the L2 works on what the kernels around it in
     the chain wrote and read (a short prefill's k k^T solve: ncu 2.8 MB of DRAM for 25.7 MB of
     operands on the Qwen3-Next corpus case): served from L2, no verdict (True). A larger one that
@@ -83,7 +83,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     that part may come from L2, so DRAM bytes under the model's are expected (said; False)."""
     info = w.res.info or {}
     if chosen["bytes_est"] <= l2 / 2:
-        return l2_resident(out, notes, "the chunk kernel", chosen["bytes_est"], l2,
+        return l2_resident(notes, "the chunk kernel", chosen["bytes_est"], l2,
                            ", between kernels of one chain that wrote and read the same tensors: served from L2",
                            "fusing the chain")
     back = info.get("chain_in_bytes") or 0.0

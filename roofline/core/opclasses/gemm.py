@@ -93,7 +93,7 @@ def regime_vote(shp: dict):
 
 
 @job("residency", "gemm")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A GEMM operand larger than half the L2 is re-read from DRAM tile by tile: DRAM bytes above
     the fewest-bytes count are expected (prefill GEMMs 1.0-2.1x on the real-model corpus)."""
     half = l2 / 2

@@ -158,12 +158,12 @@ def fill(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
 
 
 @job("residency", "inductor")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A pointwise / reduction kernel is served from L2 like any streaming op (stream.residency); a template
     GEMM is judged on HBM."""
     if any(s.get("kernel_kind") == "tem" for s in w.shapes):
         return False
-    return _stream_residency(w, chosen, l2, out, notes)
+    return _stream_residency(w, chosen, l2, notes)
 
 
 _KEYS = frozenset({"arg_bytes", "numel", "tensor_args", "kernel_kind", "args", "M", "N", "K", "batch"}) | gqa_copy.KEYS

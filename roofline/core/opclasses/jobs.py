@@ -33,7 +33,7 @@ launches        (entry, work, regime record, config, notes) -> launches per logi
 judged_time     (entry, regime record, out, notes) -> (the regime record the roof judges, a split);
 kernel_speedup  (split, speedup of the judged part, out, notes) -> the kernel's speedup;
 prior_key       (regime, shape) -> (target_eff key, note or None); default: (the class's name, None);
-residency       (work, chosen alternative, L2 bytes, out, notes) -> whether the L2 serves the op;
+residency       (work, chosen alternative, L2 bytes, notes) -> whether the L2 serves the op;
 stop_reading_levers (entry, model info) -> levers: bytes read that the work does not use;
 precision_levers (entry, dtypes, NecessaryCtx, notes) -> [(kind, text, evidence, share saved)];
 latency_levers  (entry) -> extra levers of a latency-bound kernel;

@@ -142,7 +142,7 @@ def fused_moe_launches(e, w, reg, config: dict | None, notes: list[str]) -> int 
 
 
 @job("residency", "moe")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """Each expert's weights above half the L2, over several row tiles: re-read per row tile."""
     info = w.res.info or {}
     if info.get("grouped") and info.get("expert_weight_bytes", 0) > l2 / 2:

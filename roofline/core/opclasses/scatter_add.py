@@ -60,13 +60,13 @@ def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...
 
 
 @job("residency", "scatter_add")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A scatter-add whose whole traffic fits in half the L2 (a decode step's MoE scatter: a few MB)
     adds into a destination the kernel before it just zeroed and is read by the next one: served
     from L2 (ncu: 0.01 MB of DRAM for a 2 MB decode index_add_ on the fp8 MoE corpus case); the HBM
     roof does not bind it: no verdict (True)."""
     if chosen["bytes_est"] <= l2 / 2:
-        return l2_resident(out, notes, "the scatter-add", chosen["bytes_est"], l2, ": served from L2 in a serving step",
+        return l2_resident(notes, "the scatter-add", chosen["bytes_est"], l2, ": served from L2 in a serving step",
                            "fusion with its producer (the down projection's epilogue)")
     return False
 

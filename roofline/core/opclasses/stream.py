@@ -281,14 +281,14 @@ def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...
 
 
 @job("residency", "elementwise", "norm", "quant")
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A streaming op whose whole traffic fits in half the L2 reads what the kernel before it just
     wrote and writes what the next one reads: its DRAM bytes were a few % of the model's (decode
     elementwise ops, measured with ncu on the real-model corpus). The HBM roof does not bind it: no
     verdict (True)."""
     if chosen["bytes_est"] <= l2 / 2:
         reread_note(w, l2, notes)
-        return l2_resident(out, notes, "the op", chosen["bytes_est"], l2,
+        return l2_resident(notes, "the op", chosen["bytes_est"], l2,
                            ": in a serving step it is served from L2 (ncu DRAM bytes of such ops are a few % of the "
                            "model's)", "fusion with its producer or consumer")
     reread_note(w, l2, notes)
