@@ -136,6 +136,16 @@ class Sides:
     measured: Measured | None = None
 
 
+@dataclass(frozen=True)
+class Levers:
+    """The route (docs/method.md section 5) in a word and in words, and the levers with their evidence."""
+    route: str
+    route_reason: str
+    other_levers: list
+    levers_detail: list
+    byte_reduction_levers: list
+
+
 def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: Target, flags: Flags,
                  v: Verdict, nec: Necessity) -> dict:
     """The artifact entry of one analysed head, written once from the steps' values."""
@@ -166,7 +176,8 @@ def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: 
     _put(out, bytes_upper_bound=flags.bytes_upper_bound)
     out["bound_type"] = flags.bound_type
     _put(out, attainable_speedup_uncapped=v.attainable_speedup_uncapped)
-    out.update(sides.speedup)
+    if v.attainable_speedup is not None:
+        out.update(sides.speedup)       # the judged part's speedup stands beside a kernel speedup only
     out.update(headroom_class=v.headroom_class, attainable_speedup=v.attainable_speedup,
                expected_e2e_gain_pct=v.expected_e2e_gain_pct)
     _put(out, provisional_headroom_class=v.provisional_headroom_class)
@@ -174,6 +185,13 @@ def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: 
     out["bytes_necessary"] = nec.bytes_necessary
     _put(out, flops_necessary=nec.flops_necessary)
     out.update(necessary_evidence=nec.necessary_evidence, avoidable_gain_pct=nec.avoidable_gain_pct)
+    return out
+
+
+def with_levers(out: dict, lv: Levers) -> dict:
+    """The entry with the last step's value, its route and levers."""
+    out.update(route=lv.route, route_reason=lv.route_reason, other_levers=lv.other_levers,
+               levers_detail=lv.levers_detail, byte_reduction_levers=lv.byte_reduction_levers)
     return out
 
 

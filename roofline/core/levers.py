@@ -128,14 +128,13 @@ def detail(out: dict, op: str, necessary_levers: list, me: dict, all_light: list
 
 
 def apply(out: dict, op: str, necessary_levers: list, all_light: list[dict], info: dict, dt: dict, ctx=None,
-          notes: list[str] | None = None) -> None:
-    """levers_detail, and its texts as the contract's byte_reduction_levers (saturated heads) or, for any
-    other head, in front of other_levers."""
+          notes: list[str] | None = None, other: list | None = None) -> tuple[list, list, list]:
+    """(levers_detail, byte_reduction_levers, other_levers) of the entry `out`: the detail's texts are the
+    contract's byte_reduction_levers on a saturated head; on any other head they go in front of
+    `other` (the routing's other_levers)."""
     me = next((o for o in all_light if o.get("name") == out.get("name")), {})
-    out["levers_detail"] = detail(out, op, necessary_levers, me, all_light, info, dt, ctx, notes)
-    texts = [d["text"] for d in out["levers_detail"] if d["kind"] in BYTE_KINDS]
+    lv = detail(out, op, necessary_levers, me, all_light, info, dt, ctx, notes)
+    texts = [d["text"] for d in lv if d["kind"] in BYTE_KINDS]
     if out.get("headroom_class") == "saturated":
-        out["byte_reduction_levers"] = texts
-    else:
-        out["byte_reduction_levers"] = []
-        out["other_levers"] = texts + [x for x in out.get("other_levers", []) if x not in texts]
+        return lv, texts, list(other or [])
+    return lv, [], texts + [x for x in other or [] if x not in texts]

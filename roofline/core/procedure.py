@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.core import necessary, opclasses, routing
-from roofline.core.entry import Figures, Flags, Head, Placement, Sides, Target, Verdict, entry_fields
+from roofline.core.entry import Figures, Flags, Head, Levers, Placement, Sides, Target, Verdict, entry_fields, with_levers
 from roofline.core.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.io.errors import EntryError
 from roofline.core.inputs import Entry, Env, TopN
@@ -375,19 +375,18 @@ def record_headroom(share_pct: float, tgt: float | None, pct_raw: float, attain:
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict,
-                     necessary_levers: list | None = None, ctx=None, notes: list[str] | None = None) -> None:
+                     necessary_levers: list | None = None, ctx=None, notes: list[str] | None = None) -> Levers:
     """Route (docs/method.md section 5; by the larger of the tuning and the avoidable gain) and levers
     with their evidence (roofline.core.levers: levers_detail; byte_reduction_levers on saturated heads
     only, docs/artifact.md; every other lever goes to other_levers)."""
     from roofline.core import levers
 
-    out["route"] = routing.route_by_gain(out)
-    out["route_reason"] = routing.route_reason(out)
-    out["other_levers"] = routing.other_levers(out)
-    levers.apply(out, op_class, necessary_levers or [], all_light, info, dt, ctx, notes)
-    oc = opclasses.of(op_class)
+    route = routing.route_by_gain(out)
+    detail, byte_red, other = levers.apply(out, op_class, necessary_levers or [], all_light, info, dt, ctx, notes,
+                                           routing.other_levers(out))
+    lv = Levers(route, routing.route_reason(out, route), other, detail, byte_red)
     # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
-    oc.finish_levers(out, all_light, info, dt)
+    return opclasses.of(op_class).finish_levers(out, lv, all_light, info, dt)
 
 
 def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
@@ -439,7 +438,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     need = necessary.record(nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, place.regime_pct_gpu_time,
                             notes, peaks, meas.get("flops_issued") if meas is not None else None)
     out = entry_fields(head, place, sides, fig, tgt, flags, verdict, need)
-    route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
+    with_levers(out, route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes))
     out["notes"] = "; ".join(notes)
     return out, w.res.info
 

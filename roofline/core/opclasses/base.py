@@ -175,8 +175,9 @@ class OpClass:
     def latency_levers(self, entry) -> list:
         return self._run("latency_levers", [], entry)
 
-    def finish_levers(self, out, all_light, info, dt) -> None:
-        self._run("finish_levers", None, out, all_light, info, dt)
+    def finish_levers(self, out, lv, all_light, info, dt):
+        """The levers `lv` (entry.Levers) after the class's last word on them (the entry `out` is read only)."""
+        return self._run("finish_levers", lv, out, lv, all_light, info, dt)
 
     def gemm_problems(self, entry) -> list:
         return self._run("gemm_problems", [], entry)

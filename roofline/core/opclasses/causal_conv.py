@@ -15,6 +15,8 @@ Lever: the reference path (conv_depthwise2d) where config.json names a model who
 causal conv that the causal-conv1d package replaces (REFERENCE_MODEL_TYPES)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.io.errors import EntryError
 from roofline.core.models import conv as _model
 from roofline.core.opclasses.aten import dtype_of, tensors
@@ -126,10 +128,11 @@ def reference_lever(out: dict, all_light: list[dict]) -> str | None:
 
 
 @job("finish_levers", "causal_conv")
-def finish_levers(out: dict, all_light: list[dict], info: dict, dt: dict) -> None:
-    lv = reference_lever(out, all_light)
-    if lv:
-        out["other_levers"] = [lv] + [x for x in out.get("other_levers") or [] if x != lv]
+def finish_levers(out: dict, lv, all_light: list[dict], info: dict, dt: dict):
+    ref = reference_lever(out, all_light)
+    if ref:
+        return replace(lv, other_levers=[ref] + [x for x in lv.other_levers or [] if x != ref])
+    return lv
 
 
 register(OpClass("causal_conv", flags=frozenset({"fusable"}), seed_class="elementwise",

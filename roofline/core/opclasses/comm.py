@@ -108,12 +108,10 @@ def levers(out: dict) -> list[str]:
 
 
 @job("finish_levers", "comm")
-def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+def finish_levers(out: dict, lv, all_entries: list[dict], info: dict, dt: dict):
     """A collective's levers replace the HBM kinds' (fuse / layout do not apply to a link)."""
-    out["byte_reduction_levers"] = [COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else []
-    out["other_levers"] = levers(out)
-    if out.get("attainable_speedup") is None:
-        out.pop("attainable_speedup_transfer", None)
+    return replace(lv, byte_reduction_levers=[COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else [],
+                   other_levers=levers(out))
 
 
 register(OpClass(

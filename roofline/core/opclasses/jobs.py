@@ -37,7 +37,7 @@ residency       (work, chosen alternative, L2 bytes, notes) -> whether the L2 se
 stop_reading_levers (entry, model info) -> levers: bytes read that the work does not use;
 precision_levers (entry, dtypes, NecessaryCtx, notes) -> [(kind, text, evidence, share saved)];
 latency_levers  (entry) -> extra levers of a latency-bound kernel;
-finish_levers   (out, model info, dtypes) -> None: the class's last word on the levers;
+finish_levers   (entry, Levers, all entries, model info, dtypes) -> Levers: the class's last word on the levers;
 gemm_problems   (artifact entry) -> list[Problem]: the GEMMs of one logical op (stage C re-runs the
                 classes that register it).
 """

@@ -10,6 +10,8 @@ Model: roofline/core/models/moe.py. Two shapes:
 Stage C: the expert GEMMs at the average rows per hit expert."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.core.models import moe as _model
 from roofline.core.opclasses import origin
 from roofline.core.opclasses.jobs import job
@@ -220,11 +222,13 @@ def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
 
 
 @job("finish_levers", "moe")
-def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+def finish_levers(out: dict, lv, all_entries: list[dict], info: dict, dt: dict):
     """An unsaturated MoE whose all-expert model is infeasible: that is itself evidence for the
     stop-reading lever (other_levers)."""
     if out["headroom_class"] != "saturated" and any(not a["feasible"] for a in out.get("alternatives", [])):
-        out["other_levers"] += [t for t in stop_reading_levers(out, info) if t not in out["other_levers"]]
+        return replace(lv, other_levers=lv.other_levers + [t for t in stop_reading_levers(out, info)
+                                                           if t not in lv.other_levers])
+    return lv
 
 
 register(OpClass("moe", seed_class="moe",

@@ -18,6 +18,7 @@ Lever (finish_levers): where several source rows land on each destination row (a
 a gather-and-sum per destination row writes each once, without atomics."""
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 
 from roofline.core.models import scatter as _model
@@ -72,16 +73,17 @@ def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
 
 
 @job("finish_levers", "scatter_add")
-def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+def finish_levers(out: dict, lv, all_entries: list[dict], info: dict, dt: dict):
     sh = out.get("shape") or {}
     if out.get("headroom_class") == "saturated" or not sh.get("dst_rows") or not sh.get("src_rows"):
-        return
+        return lv
     per = sh["src_rows"] / sh["dst_rows"]
-    if per >= 2:
-        out["other_levers"].append(
-            f"sum per destination row instead of one atomic add per element: each of the {sh['dst_rows']} destination "
-            f"rows receives {per:g} source rows (an MoE's top_k); gathering a row's sources and summing them (an MoE "
-            "un-permute + sum, e.g. vLLM's moe_sum) writes each row once, with no atomics")
+    if per < 2:
+        return lv
+    return replace(lv, other_levers=lv.other_levers + [
+        f"sum per destination row instead of one atomic add per element: each of the {sh['dst_rows']} destination "
+        f"rows receives {per:g} source rows (an MoE's top_k); gathering a row's sources and summing them (an MoE "
+        "un-permute + sum, e.g. vLLM's moe_sum) writes each row once, with no atomics"])
 
 
 register(OpClass("scatter_add", flags=frozenset({"fusable", "compulsory_bytes"}), seed_class="elementwise",
