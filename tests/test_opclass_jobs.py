@@ -15,11 +15,11 @@ from roofline.core.topn_entry import Regime
 def test_a_job_registered_twice_for_one_class_is_refused():
     before = {j: jobs.serving(j) for j in jobs.JOBS}
     with pytest.raises(ValueError, match="'comm': job 'judged_time' is registered twice"):
-        jobs.job("judged_time", "comm")(lambda e, reg, out, notes: (reg, None))
+        jobs.job("judged_time", "comm")(lambda e, reg, notes: (reg, None))
     # the same function for another class that has none is a registration of its own (then taken back)
-    jobs.job("judged_time", "norm")(lambda e, reg, out, notes: (reg, "split"))
+    jobs.job("judged_time", "norm")(lambda e, reg, notes: (reg, "split"))
     try:
-        assert opclasses.of("norm").judged_time(None, "REG", {}, []) == ("REG", "split")
+        assert opclasses.of("norm").judged_time(None, "REG", []) == ("REG", "split")
     finally:
         del jobs._TABLE["judged_time"]["norm"]
     assert {j: jobs.serving(j) for j in jobs.JOBS} == before
@@ -56,8 +56,8 @@ def test_a_class_without_a_registration_gets_the_jobs_default():
     reg = Regime(base_latency_ms=0.5, launches_per_step=2.0)
     # the transfer / waiting split is the collective's alone: every other class's roof judges the whole time
     assert not norm.has("judged_time") and comm.has("judged_time")
-    assert norm.judged_time(None, reg, {}, []) == (reg, None)
-    assert norm.kernel_speedup(None, 1.7, {}, []) == 1.7
+    assert norm.judged_time(None, reg, []) == (reg, None)
+    assert norm.kernel_speedup(None, 1.7, []) == 1.7
     assert norm.prior("decode") == ("norm", None) and opclasses.of("attn").prior("decode", {"paged": False})[0] == \
         "attn_decode_contiguous"
     assert norm.latency_levers({}) == [] and norm.gemm_problems({}) == [] and norm.launches(None, None, reg, None, []) is None

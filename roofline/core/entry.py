@@ -12,7 +12,7 @@ they fill, placed where the artifact has always held them. Units: ms, bytes, FLO
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -128,11 +128,13 @@ class Necessity:
 
 @dataclass(frozen=True)
 class Sides:
-    """The fields a class's job or stage C fills beside the steps' values, in the order they are written:
-    `judged` (a collective's transfer / waiting split), `speedup` (a collective's speedup of its
-    transfer alone); and stage C's counters (`measured`, where counters matched)."""
-    judged: dict = field(default_factory=dict)
-    speedup: dict = field(default_factory=dict)
+    """What a class's jobs and stage C give beside the steps' values: the memory roof where it is not
+    HBM (`memory_roof`: a collective's link), the split of the time the roof judges (`split`: its
+    t_transfer_ms, t_waiting_ms, waiting_share; a class's judged_time job) with the speedup of that
+    part (`judged_speedup`), and stage C's counters (`measured`, where counters matched)."""
+    memory_roof: str | None = None
+    split: Any = None
+    judged_speedup: float | None = None
     measured: Measured | None = None
 
 
@@ -155,7 +157,10 @@ def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: 
                            "launches_per_step": place.launches_per_step,
                            "launches_per_logical_op": place.launches_per_logical_op,
                            "regime_pct_gpu_time": place.regime_pct_gpu_time}
-    out.update(sides.judged)
+    _put(out, memory_roof=sides.memory_roof)
+    if sides.split is not None:
+        out.update(t_transfer_ms=sides.split.t_transfer_ms, t_waiting_ms=sides.split.t_waiting_ms,
+                   waiting_share=sides.split.waiting_share)
     out["t_logical_op_ms"] = place.t_logical_op_ms
     if flags.l2_resident:
         out["l2_resident"] = True
@@ -176,8 +181,8 @@ def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: 
     _put(out, bytes_upper_bound=flags.bytes_upper_bound)
     out["bound_type"] = flags.bound_type
     _put(out, attainable_speedup_uncapped=v.attainable_speedup_uncapped)
-    if v.attainable_speedup is not None:
-        out.update(sides.speedup)       # the judged part's speedup stands beside a kernel speedup only
+    if v.attainable_speedup is not None:    # the judged part's speedup stands beside a kernel speedup only
+        _put(out, attainable_speedup_transfer=sides.judged_speedup)
     out.update(headroom_class=v.headroom_class, attainable_speedup=v.attainable_speedup,
                expected_e2e_gain_pct=v.expected_e2e_gain_pct)
     _put(out, provisional_headroom_class=v.provisional_headroom_class)

@@ -399,16 +399,16 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
         raise EntryError("; ".join(e.problems))
     place, reg = place_regime(e, topn, notes, regime)
     check_modelable(e, op_class, peaks, counters)
-    oc, sides = opclasses.of(op_class), Sides()
+    oc = opclasses.of(op_class)
     # a collective: the roofline judges its transfer, not its wait for the other ranks
-    reg, split = oc.judged_time(e, reg, sides.judged, notes)
+    reg, split = oc.judged_time(e, reg, notes)
     try:
         w = model_work(op_class, e, env, config, place.regime, notes)
     except EntryError as exc:
         w = measured_work(e, env, counters, exc, notes, reg.base_latency_ms)   # re-raises exc without usable counters
     n_l = launches_per_logical_op(e, op_class, w, reg, config, notes)
     place, t_s = logical_time(reg, place, n_l, notes)
-    peak_bw, _ = opclasses.memory_roof(peaks, op_class)
+    peak_bw, roof = opclasses.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
     l2_resident = cache_residency(op_class, w, chosen, peaks, notes)
@@ -419,7 +419,6 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
                                                for wt, r in zip(w.weights, w.results)], notes)
     m, bytes_est, confidence, cdtype, peak_flops, meas = apply_stage_c(op_class, chosen, w.shape_source, counters,
                                                                        peaks, cdtype, peak_flops, t_s, peak_bw, n_l, notes)
-    sides = replace(sides, measured=meas)
     measured = meas is not None and meas.get("bytes_measured") is not None
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
     fig = record_figures(op_class, w, m, bytes_est, chosen, alts, cdtype, e, peak_bw, peaks, notes)
@@ -430,7 +429,8 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     flags = verdict_flags(fig.roof_axis, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident,
                           oc, measured)
     attain, uncapped = attainable_speedup(tgt.target_eff, pct_raw, reg.base_latency_ms, notes)
-    attain = oc.kernel_speedup(split, attain, sides.speedup, notes)
+    sides = Sides(None if roof == "hbm" else roof, split, attain if split is not None else None, meas)
+    attain = oc.kernel_speedup(split, attain, notes)
     verdict = record_headroom(place.regime_pct_gpu_time, tgt.target_eff, pct_raw, attain, flags.verdict, confidence,
                               uncapped, meas.get("measured_groups") if meas is not None else None)
     ci = alts.index(chosen)

@@ -153,11 +153,11 @@ class OpClass:
     def launches(self, e, w, reg, config, notes):
         return self._run("launches", None, e, w, reg, config, notes)
 
-    def judged_time(self, e, reg, out, notes):
-        return self._run("judged_time", (reg, None), e, reg, out, notes)
+    def judged_time(self, e, reg, notes):
+        return self._run("judged_time", (reg, None), e, reg, notes)
 
-    def kernel_speedup(self, split, attain, out, notes):
-        return self._run("kernel_speedup", attain, split, attain, out, notes)
+    def kernel_speedup(self, split, attain, notes):
+        return self._run("kernel_speedup", attain, split, attain, notes)
 
     def prior(self, regime: str | None, shape: dict | None = None) -> tuple[str, str | None]:
         """(the target_eff key of a kernel of this class in ``regime``, a note or None)."""

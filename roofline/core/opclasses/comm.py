@@ -58,12 +58,11 @@ def _pos(v) -> float | None:
 
 
 @job("judged_time", "comm")
-def transfer_split(e, reg, out: dict, notes: list[str]) -> tuple:
+def transfer_split(e, reg, notes: list[str]) -> tuple:
     """The regime record the roofline judges (the transfer part of each launch) and the split, or
     (reg, None) when the Top-N holds no transfer time (one trace). `e`: a roofline.core.inputs.Entry, `reg` its
     Regime (not imported: roofline.core.inputs reads the registry). The transfer per launch is the
     median over the ranks of each rank's mean transfer (`collective.transfer_ms_per_launch`)."""
-    out["memory_roof"] = "interconnect"
     c = e.raw.get("collective") if isinstance(e.raw, dict) else None
     t_x = _pos(c.get("transfer_ms_per_launch")) if isinstance(c, dict) else None
     if t_x is None:
@@ -73,7 +72,6 @@ def transfer_split(e, reg, out: dict, notes: list[str]) -> tuple:
     t = reg.base_latency_ms
     t_x = min(t_x, t)
     sp = CommSplit(t, t_x, t - t_x, (t - t_x) / t)
-    out.update(t_transfer_ms=sp.t_transfer_ms, t_waiting_ms=sp.t_waiting_ms, waiting_share=sp.waiting_share)
     notes.append(f"collective: the transfer takes {t_x * 1e3:.2f} of its {t * 1e3:.2f} us per launch (median over the "
                  f"ranks of their aligned collectives); the other {sp.waiting_share:.1%} is waiting for the last rank "
                  "to arrive, which the roofline does not judge")
@@ -81,12 +79,11 @@ def transfer_split(e, reg, out: dict, notes: list[str]) -> tuple:
 
 
 @job("kernel_speedup", "comm")
-def kernel_speedup(sp: CommSplit | None, s_transfer: float | None, out: dict, notes: list[str]) -> float | None:
+def kernel_speedup(sp: CommSplit | None, s_transfer: float | None, notes: list[str]) -> float | None:
     """The attainable speedup of the whole kernel when only its transfer gets s_transfer x faster."""
     if sp is None or s_transfer is None:
         return s_transfer
     s = sp.t_kernel_ms / (sp.t_waiting_ms + sp.t_transfer_ms / s_transfer)
-    out["attainable_speedup_transfer"] = s_transfer
     notes.append(f"attainable: the transfer {s_transfer:.3g}x faster leaves the waiting, so the kernel is {s:.3g}x "
                  "faster (the e2e gain counts the kernel)")
     return s

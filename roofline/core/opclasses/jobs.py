@@ -30,8 +30,9 @@ model_notes     (alternatives, notes) -> None: what the class says about its can
 necessary       (shape, dtypes, bytes the model moves, NecessaryCtx) -> Necessary or None;
 kernel_evidence ({kernel name: launches}) -> {key: record} for the Top-N's trace_evidence;
 launches        (entry, work, regime record, config, notes) -> launches per logical op, or None;
-judged_time     (entry, regime record, out, notes) -> (the regime record the roof judges, a split);
-kernel_speedup  (split, speedup of the judged part, out, notes) -> the kernel's speedup;
+judged_time     (entry, regime record, notes) -> (the regime record the roof judges, the split: t_transfer_ms,
+                t_waiting_ms, waiting_share of the part judged and the rest; None: the whole time);
+kernel_speedup  (split, speedup of the judged part, notes) -> the kernel's speedup;
 prior_key       (regime, shape) -> (target_eff key, note or None); default: (the class's name, None);
 residency       (work, chosen alternative, L2 bytes, notes) -> whether the L2 serves the op;
 stop_reading_levers (entry, model info) -> levers: bytes read that the work does not use;
