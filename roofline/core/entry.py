@@ -193,11 +193,40 @@ def entry_fields(head: Head, place: Placement, sides: Sides, fig: Figures, tgt: 
     return out
 
 
-def with_levers(out: dict, lv: Levers) -> dict:
-    """The entry with the last step's value, its route and levers."""
+def with_levers(out: dict, lv: Levers, notes: list[str]) -> dict:
+    """The entry with the last step's value, its route and levers, and the notes of every step."""
     out.update(route=lv.route, route_reason=lv.route_reason, other_levers=lv.other_levers,
                levers_detail=lv.levers_detail, byte_reduction_levers=lv.byte_reduction_levers)
+    out["notes"] = "; ".join(notes)
     return out
+
+
+# What the run adds to each analysed entry once every head is analysed (roofline.core.analysis): the
+# entry's other regimes, the aten ops behind it, every rank's figures, its share of the step's wall
+# time, its gain over the workload, a stage-C note. Each is computed where it is known and written here.
+
+def with_run_context(ent: dict, regime_verdicts: list | None, ranks: dict | None, collective: dict | None,
+                     aten_ops: dict) -> dict:
+    """The entry with its verdicts in the other regimes (the entry's own first), its per-rank block and
+    collective split (a Top-N of several ranks), and the aten ops that launched it."""
+    _put(ent, regime_verdicts=regime_verdicts, ranks=ranks, collective=collective)
+    ent["aten_ops"] = aten_ops
+    return ent
+
+
+def with_wall_shares(e: dict, share_pct: float | None, gain_pct: float | None) -> None:
+    """The entry's share of its regime's step wall time and the gain on it (roofline.core.wall)."""
+    e.update(pct_of_step_wall=share_pct, expected_gain_pct_of_step_wall=gain_pct)
+
+
+def with_workload_gain(v: dict, gain_pct: float | None) -> None:
+    """An entry's (or regime verdict's) gain over the user's workload (roofline.core.workload)."""
+    v["expected_workload_gain_pct"] = gain_pct
+
+
+def with_note(e: dict, note: str) -> None:
+    """A note the run adds to an analysed entry, after the steps' own."""
+    e["notes"] = (e.get("notes") or "") + ("; " if e.get("notes") else "") + note
 
 
 def _put(out: dict, **fields) -> None:

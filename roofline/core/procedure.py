@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.core import necessary, opclasses, routing
-from roofline.core.entry import Figures, Flags, Head, Levers, Placement, Sides, Target, Verdict, entry_fields, with_levers
+from roofline.core.entry import (Figures, Flags, Head, Levers, Placement, Sides, Target, Verdict, entry_fields,
+                                 with_levers)
 from roofline.core.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.io.errors import EntryError
 from roofline.core.inputs import Entry, Env, TopN
@@ -438,9 +439,8 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     need = necessary.record(nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, place.regime_pct_gpu_time,
                             notes, peaks, meas.get("flops_issued") if meas is not None else None)
     out = entry_fields(head, place, sides, fig, tgt, flags, verdict, need)
-    with_levers(out, route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes))
-    out["notes"] = "; ".join(notes)
-    return out, w.res.info
+    lv = route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
+    return with_levers(out, lv, notes), w.res.info
 
 
 def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:
