@@ -147,7 +147,75 @@ def gunzip_bytes(raw: bytes, path, *, limit_env: str) -> bytes:
         if not b:
             break
         out += b
-    return bytes(out)
+    return out   # a bytearray (bytes' methods): no second copy of what may be a GiB
+
+
+def is_gzip(path) -> bool:
+    """Whether the regular file `path` starts with the gzip magic (special files refused first)."""
+    with open_regular(path) as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def gunzip_to_tempfile(path, *, limit_env: str, suffix: str = "") -> str:
+    """Inflate the gzip file `path` into a temporary file (its path; the caller removes it), in
+    pieces: memory stays at one piece whatever the decompressed size, within the size and ratio
+    limits. A failure (UnsafeInput, CorruptGzip, OSError) removes the temporary file."""
+    import shutil
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(suffix=suffix, prefix="roofline-gunzip-")
+    try:
+        with os.fdopen(fd, "wb") as fo, open_regular(path) as raw:
+            size = os.fstat(raw.fileno()).st_size
+            shutil.copyfileobj(GzipLimited(raw, path, size, limit_env=limit_env), fo, 1 * MiB)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def what_is_not_readable(path) -> str | None:
+    """Why `path` cannot be read as an input file, in words ("no such file", "expected a regular
+    file, got a FIFO (named pipe)", "cannot be read (Permission denied)", "the file name is too
+    long"), or None when it is a regular file that opens. Never blocks, never raises."""
+    try:
+        check_regular(path)
+    except FileNotFoundError:
+        return "no such file"
+    except UnsafeInput as exc:
+        return exc.problem
+    except OSError as exc:
+        return os_problem(exc)
+    except (ValueError, TypeError):   # an embedded NUL: no file has that name
+        return "not a usable file name"
+    return None
+
+
+def path_problem(p) -> str | None:
+    """Why the path `p` cannot be looked at (stat'ed), in words, or None (a missing one included:
+    its reader says so): a name over the system's limit, a folder without search permission."""
+    try:
+        os.stat(p)
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError):
+        return "not a usable file name"
+    except OSError as exc:
+        return os_problem(exc)
+    return None
+
+
+def os_problem(exc: OSError) -> str:
+    """An OSError met on a path the user gave, in words for the one-line message."""
+    if isinstance(exc, UnsafeInput):
+        return exc.problem
+    if exc.errno == errno.ENAMETOOLONG:
+        return "the file name is longer than the system allows"
+    if exc.errno == errno.ENOENT:
+        return "no such file"
+    if exc.errno == errno.ENOTDIR:
+        return "a part of the path is not a directory"
+    return f"cannot be read ({exc.strerror or exc})"
 
 
 class GzipLimited(io.RawIOBase):
