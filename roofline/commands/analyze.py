@@ -16,10 +16,11 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile
 def _warn_ignored(topn: Path, counters, art: dict) -> None:
     """One line on stderr per thing the analysis ignored (roofline.core.lint), and for a counter report
     that matched no head entry."""
-    from roofline.core import inputs, lint
+    from roofline.api import loaded_topn
+    from roofline.core import lint
 
     try:
-        t = inputs.load_topn(topn)
+        t = loaded_topn(topn)   # the parse the analysis made: a large Top-N is not parsed twice
         lines = lint.topn_warnings(t)
     except RooflineError:
         t, lines = None, []
@@ -67,12 +68,12 @@ def _how_to_give(exc: InputError) -> str:
 
 
 def _json_or_none(path):
-    import json
+    from roofline.core.inputs import read_json   # the bounded reader
+    from roofline.io.errors import RooflineError
 
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return read_json(path)
+    except (RooflineError, OSError, ValueError, TypeError):
         return None
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import io
-import tempfile
 import zlib
 from pathlib import Path
 

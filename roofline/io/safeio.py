@@ -320,9 +320,8 @@ def json_depth_ok(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> bool:
         return True
     import numpy as np
 
-    a = np.frombuffer(text, dtype=np.uint8)
-    d = (a == 0x5B).astype(np.int32) + (a == 0x7B)
-    d -= (a == 0x5D).astype(np.int32) + (a == 0x7D)
+    a = np.frombuffer(brackets, dtype=np.uint8)   # the brackets alone: a few % of a Top-N's bytes
+    d = np.where((a == 0x5B) | (a == 0x7B), 1, -1).astype(np.int32)
     return int(np.cumsum(d, dtype=np.int64).max(initial=0)) <= max_depth
 
 

@@ -57,8 +57,9 @@ def _checked_topn(doc: dict, f: Path) -> dict:
 
 
 def _is_file(f: Path) -> bool:
+    """There is something by that name (a FIFO or a device too: its reader says what it is)."""
     try:
-        return f.is_file()
+        return f.exists() and not f.is_dir()
     except (OSError, ValueError):
         return False
 

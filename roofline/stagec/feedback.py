@@ -7,7 +7,6 @@ Pure except `record_feedback` (which reads and rewrites the artifact and appends
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict
 from pathlib import Path
@@ -29,12 +28,15 @@ def load_artifact(path: str | Path) -> dict:
     p = Path(path)
     if p.is_dir():
         p = p / "profile_roofline.json"
+    from roofline.core.inputs import read_json   # the bounded reader (size, depth, special files, UTF-8)
+    from roofline.io.errors import InputError
+
+    if not p.exists():
+        raise FeedbackError(f"{p}: no such artifact")
     try:
-        art = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FeedbackError(f"{p}: no such artifact") from None
-    except (OSError, ValueError) as exc:
-        raise FeedbackError(f"{p}: not a JSON artifact ({exc.__class__.__name__})") from None
+        art = read_json(p)
+    except InputError as exc:
+        raise FeedbackError(f"{exc}: not a JSON artifact") from None
     if not isinstance(art, dict) or art.get("skill") != "roofline" or not isinstance(art.get("entries"), list):
         raise FeedbackError(f"{p}: not a profile_roofline.json (no skill 'roofline' with entries)")
     return art
