@@ -572,6 +572,16 @@ def gzip_bomb(shape: str, mib: int) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ CSVs
+def write_expanding_gzip(path: Path, size: int, ratio: int = 100) -> None:
+    """A gzip file that expands to `size` bytes at about `ratio`x (below the 200x guard): each MiB is
+    1/ratio random bytes (incompressible) and zeros. Written in pieces (never `size` in memory)."""
+    mib = 1 << 20
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        for _ in range(size // mib):
+            noise = os.urandom(mib // ratio)
+            f.write(noise + bytes(mib - len(noise)))
+
+
 def _csv_rows(data: bytes):
     return list(csv.reader(io.StringIO(data.decode("utf-8"))))
 

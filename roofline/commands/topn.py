@@ -52,10 +52,14 @@ ACCEPTS = ("a PyTorch profiler Chrome trace (.json, .json.gz), an Nsight Compute
 
 
 def _refuse_other_kinds(source: str) -> None:
-    """A file that is none of the kinds topn reads (an image, a Top-N, an artifact, ...): one line
-    saying what it is and what topn reads, exit 2."""
+    """A file topn cannot read (missing, a FIFO, a device) or that is none of the kinds it reads (an
+    image, a Top-N, an artifact, ...): one line saying what it is and what topn reads, exit 2."""
     from roofline.io.filekinds import sniff, what_is, wrong_kind
+    from roofline.io.safeio import what_is_not_readable
 
+    bad = what_is_not_readable(source)   # missing, a FIFO, a device (/dev/zero), unreadable: said as such
+    if bad:
+        _fail(source, bad)
     what = what_is(source)
     if what:
         _fail(source, f"this is {what}, not a profile: roofline topn reads {ACCEPTS}")
@@ -137,11 +141,6 @@ def topn(sources, out_path, decode_steps, prefill_steps, regime, decode_range, p
             _fail(source, f"bad range regex {rx!r}: {exc}")
     if len(sources) > 1 or os.path.isdir(source):   # the ranks of one run: commands/topn_ranks.py
         return _ranks(dict(locals()))
-    from roofline.io.safeio import what_is_not_readable
-
-    bad = what_is_not_readable(source)   # missing, a FIFO, a device (/dev/zero), unreadable: said as such
-    if bad:
-        _fail(source, bad)
     _refuse_other_kinds(source)
     config = _config_or_exit(config_file)
     if round_no is None:

@@ -121,7 +121,8 @@ def _kernel_times(rnd: dict) -> dict[str, dict]:
             if not isinstance(t, dict) or not isinstance(t.get("name"), str):
                 continue
             regs = {}
-            for r, v in (t["regimes"].items() if isinstance(t.get("regimes"), dict) else ()):
+            bad_pct = "pct_gpu_time" in t and _pct(t["pct_gpu_time"]) is None   # the entry's problem: no times
+            for r, v in (t["regimes"].items() if isinstance(t.get("regimes"), dict) and not bad_pct else ()):
                 if r in REGIMES and isinstance(v, dict):
                     tm, ln = _time(v.get("base_latency_ms")), _launches(v.get("launches_per_step"))
                     if tm is not None and ln is not None:
