@@ -582,6 +582,19 @@ def write_expanding_gzip(path: Path, size: int, ratio: int = 100) -> None:
             f.write(noise + bytes(mib - len(noise)))
 
 
+def write_big_topn(path: Path, n: int) -> None:
+    """A Top-N of `n` entries: the baseline's entries repeated under distinct names, shares summing
+    to 99%."""
+    doc = copy.deepcopy(BASE_TOPN)
+    base = doc["entries"]
+    doc["entries"] = []
+    for i in range(n):
+        e = copy.deepcopy(base[i % len(base)])
+        e["name"], e["pct_gpu_time"] = f"{e['name']}_{i}", 99.0 / n
+        doc["entries"].append(e)
+    path.write_text(json.dumps(doc))
+
+
 def _csv_rows(data: bytes):
     return list(csv.reader(io.StringIO(data.decode("utf-8"))))
 

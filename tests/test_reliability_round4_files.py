@@ -170,8 +170,7 @@ def _corpus_round(tmp_path: Path, model: str, config_via: str) -> Path:
 def test_compare_other_models_are_refused_by_their_configs(tmp_path, config_via):
     a = _corpus_round(tmp_path, "llama_liger", config_via)
     b = _corpus_round(tmp_path, "qwen3_static_eager", config_via)
-    err = one_line_2(["compare", a, b, "--playbook-dir", tmp_path / "kb"], "not the same work")
-    assert "model config" in err or "weight shapes" in err
+    one_line_2(["compare", a, b, "--playbook-dir", tmp_path / "kb"], "not the same work", "model config")
     assert not (tmp_path / "kb").exists()
 
 

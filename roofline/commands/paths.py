@@ -5,6 +5,7 @@ without read or search permission) is one line naming it, exit 2, never an inter
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -61,10 +62,12 @@ class FiniteFloat(click.ParamType):
     def convert(self, value, param, ctx):
         import math
 
+        if isinstance(value, str) and (not value.isascii() or "_" in value):   # float() takes "1_0", "٣"
+            self.fail(f"{_shown(value)} is not a number", param, ctx)
         try:
             x = float(value)
         except (TypeError, ValueError, OverflowError):
-            self.fail(f"{value!r} is not a number", param, ctx)
+            self.fail(f"{_shown(value)} is not a number", param, ctx)
         if not math.isfinite(x):
             self.fail(f"expected a finite number, got {_shown(value)}", param, ctx)
         if self.lo is not None and (x <= self.lo if self.lo_open else x < self.lo):
@@ -94,10 +97,9 @@ class Count(click.ParamType):
             s = str(value).strip()
             if len(s.lstrip("+-")) > MAX_INT_DIGITS:
                 self.fail(f"expected an integer in {self.lo}..2^48 ({MAX_DIM}), got {_shown(s)}", param, ctx)
-            try:
-                n = int(s)
-            except ValueError:
+            if not re.fullmatch(r"[+-]?[0-9]+", s):   # int() would also take "1_000" and other scripts' digits
                 self.fail(f"{_shown(s)} is not an integer", param, ctx)
+            n = int(s)
         if not self.lo <= n <= MAX_DIM:
             self.fail(f"expected an integer in {self.lo}..2^48 ({MAX_DIM}), got {_shown(str(n))}", param, ctx)
         return n

@@ -87,7 +87,7 @@ def _load_round(path: str | Path) -> dict:
         doc = _read(f)
         if doc.get("skill") == "roofline":
             out["artifact"] = _checked_artifact(doc, f)
-            src = (doc.get("inputs") or {}).get("topn")
+            src = samework.inputs_of({"artifact": doc}).get("topn")
             if out["topn"] is None and not is_dir and isinstance(src, str) and _is_file(Path(src)):
                 try:
                     out["topn"] = _checked_topn(_read(Path(src)), Path(src))

@@ -37,6 +37,12 @@ def _doc(p: Path | None) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
+def inputs_of(rnd: dict) -> dict:
+    """The artifact's `inputs` block (an object), else {}."""
+    art = rnd.get("artifact") if isinstance(rnd.get("artifact"), dict) else {}
+    return art["inputs"] if isinstance(art.get("inputs"), dict) else {}
+
+
 def _file(cand) -> Path | None:
     try:
         return Path(cand) if isinstance(cand, str) and cand and Path(cand).is_file() else None
@@ -46,7 +52,7 @@ def _file(cand) -> Path | None:
 
 def round_env(rnd: dict) -> tuple[dict | None, Path | None]:
     """The env report a round was analysed with (the artifact says), else the one beside it or above."""
-    p = _file(((rnd.get("artifact") or {}).get("inputs") or {}).get("env"))
+    p = _file(inputs_of(rnd).get("env"))
     if p is None:
         w = Path(rnd["where"])
         try:
@@ -60,7 +66,7 @@ def round_env(rnd: dict) -> tuple[dict | None, Path | None]:
 def _config(rnd: dict, env: dict | None, env_path: Path | None) -> dict | None:
     """The numbers the analysis reads from the round's model config (CONFIG_INT_KEYS): the config the
     artifact names (`inputs.config`), else the env report's `config_path`; None when neither is readable."""
-    p = _file(((rnd.get("artifact") or {}).get("inputs") or {}).get("config"))
+    p = _file(inputs_of(rnd).get("config"))
     cp = (env or {}).get("config_path")
     if p is None and isinstance(cp, str) and env_path is not None:
         p = _file(str(env_path.parent / cp))
