@@ -73,8 +73,9 @@ _LAST_TOPN: list = []
 
 def loaded_topn(topn):
     """The Top-N `analyze` just parsed from the path `topn` (its TopN record), else a fresh parse."""
-    if _LAST_TOPN and not isinstance(topn, dict) and _LAST_TOPN[0] == topn:
-        return _LAST_TOPN[1]
+    last, _LAST_TOPN[:] = list(_LAST_TOPN), []   # handed out once: nothing large stays referenced here
+    if last and not isinstance(topn, dict) and last[0] == topn:
+        return last[1]
     return _in.load_topn(topn)
 
 
