@@ -7,7 +7,7 @@ a case is and which invariants each case checks).
     PYTHONPATH=. python3 benchmarks/reliability_campaign.py [--cases 10000] [--seed N] [--limit-s 60]
         [--only KIND,...] [--out benchmarks/reliability_campaign_results.md]
 
-Round four (issue 43) added the commands' kinds (tests/reliability_cmds.py): `flags` (the workload
+Round four added the commands' kinds (tests/reliability_cmds.py): `flags` (the workload
 flags of analyze and topn against the env report's bounds), `compare` (round B damaged at random),
 `dispatch` (rerun --dispatch without a GPU), and the `memory` cases: each run in a fresh interpreter
 whose peak RSS (resource.getrusage) is the measure (a gzipped counter file that expands to 1 GiB,

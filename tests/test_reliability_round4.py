@@ -209,3 +209,25 @@ def test_feedback_numbers_are_finite(rnd, args):
 @pytest.mark.parametrize("v", ["nan", "inf", "-inf", "1e400"])
 def test_analyze_head_threshold_is_a_finite_share(rnd, v):
     one_line_2(["analyze", rnd, "--head-threshold", v], "--head-threshold")
+
+
+# ------------------------------------------------------------------------ found by this campaign
+@pytest.mark.parametrize("where", ["top", "text_config"])
+@pytest.mark.parametrize("bad", [{"value": "qwen3"}, ["qwen3"], 7, True])
+def test_a_config_model_type_of_another_type_is_no_name_and_breaks_no_entry(tmp_path, where, bad):
+    """The config's model_type is read as a name (the model family); one of another type is left out,
+    as if absent: every entry exactly as with no model_type at all (it was an internal error per entry)."""
+    outs = []
+    for i, value in enumerate((None, bad)):
+        rd, paths = R._round(tmp_path / f"r{i}", None)
+        cfg = copy.deepcopy(R.BASE_CONFIG)
+        for d in (cfg, cfg.get("text_config") or {}):
+            d.pop("model_type", None)
+        if value is not None:
+            (cfg.setdefault("text_config", {}) if where == "text_config" else cfg)["model_type"] = value
+        paths["config"].write_text(json.dumps(cfg))
+        code, out, err = R.cli(["analyze", str(rd), "--format", "json", "--no-write"])
+        assert code == 0 and "internal error" not in out + err, err
+        art = json.loads(out)
+        outs.append(({e["name"]: e["headroom_class"] for e in art["entries"]}, [d["reason"] for d in art["degraded"]]))
+    assert outs[1] == outs[0]

@@ -35,10 +35,12 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
 
     p = Path(path)
     try:
-        if safeio.is_gzip(p):   # inflated in pieces to a file, never whole in memory
-            return _load_gzipped(p, mops_f8_factor)
-        # a regular file only (never blocks on a FIFO or reads /dev/zero), within the size limit
-        raw = safeio.read_bytes(p, limit_env="ROOFLINE_MAX_COUNTER_BYTES", gunzip=False)
+        # opened once: a regular file only (never blocks on a FIFO or reads /dev/zero), within the size limit
+        with safeio.open_regular(p) as f:
+            if f.read(2) == b"\x1f\x8b":   # inflated in pieces to a file, never whole in memory
+                return _load_gzipped(p, mops_f8_factor, f)
+            f.seek(0)
+            raw = safeio.read_open(f, p, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
     except FileNotFoundError:
         raise CounterReadError(p, "no such file") from None
     except safeio.UnsafeInput as e:
@@ -50,12 +52,12 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
     return _load_raw(p, raw, mops_f8_factor)
 
 
-def _load_gzipped(p: Path, mops_f8_factor) -> list[KernelCounters]:
-    """A gzipped counter file of any format: inflated in pieces (size and ratio limits) into a
-    temporary file, read from there; messages name `p`."""
+def _load_gzipped(p: Path, mops_f8_factor, f) -> list[KernelCounters]:
+    """A gzipped counter file of any format (`f`: it, open): inflated in pieces (size and ratio
+    limits) into a temporary file, read from there; messages name `p`."""
     from roofline.io import safeio
 
-    tmp = safeio.gunzip_to_tempfile(p, limit_env="ROOFLINE_MAX_COUNTER_BYTES", suffix=".ncu-rep")
+    tmp = safeio.gunzip_to_tempfile(p, limit_env="ROOFLINE_MAX_COUNTER_BYTES", suffix=".ncu-rep", fileobj=f)
     try:
         with open(tmp, "rb") as f:
             head = f.read(_SNIFF)

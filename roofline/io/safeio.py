@@ -124,16 +124,22 @@ def _too_large(path, what: str, n: int, env: str) -> InputTooLarge:
 def read_bytes(path, *, limit_env: str = "ROOFLINE_MAX_JSON_BYTES", gunzip: bool = False) -> bytes:
     """The content of a regular file, at most limit(limit_env) bytes; with gunzip=True, gzip data
     is decompressed (within the same limit and the ratio limit)."""
-    cap = limit(limit_env)
     with open_regular(path) as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > cap:
-            raise _too_large(path, "the file", cap, limit_env)
-        raw = f.read(cap + 1)
-    if len(raw) > cap:  # grew while we read
-        raise _too_large(path, "the file", cap, limit_env)
+        raw = read_open(f, path, limit_env=limit_env)
     if gunzip and raw[:2] == b"\x1f\x8b":
         return gunzip_bytes(raw, path, limit_env=limit_env)
+    return raw
+
+
+def read_open(f, path, *, limit_env: str = "ROOFLINE_MAX_JSON_BYTES") -> bytes:
+    """The rest of the open regular file `f` (from its position), at most limit(limit_env) bytes."""
+    cap = limit(limit_env)
+    size = os.fstat(f.fileno()).st_size - f.tell()
+    if size > cap:
+        raise _too_large(path, "the file", cap, limit_env)
+    raw = f.read(cap + 1)
+    if len(raw) > cap:  # grew while we read
+        raise _too_large(path, "the file", cap, limit_env)
     return raw
 
 
@@ -150,22 +156,19 @@ def gunzip_bytes(raw: bytes, path, *, limit_env: str) -> bytes:
     return out   # a bytearray (bytes' methods): no second copy of what may be a GiB
 
 
-def is_gzip(path) -> bool:
-    """Whether the regular file `path` starts with the gzip magic (special files refused first)."""
-    with open_regular(path) as f:
-        return f.read(2) == b"\x1f\x8b"
-
-
-def gunzip_to_tempfile(path, *, limit_env: str, suffix: str = "") -> str:
-    """Inflate the gzip file `path` into a temporary file (its path; the caller removes it), in
-    pieces: memory stays at one piece whatever the decompressed size, within the size and ratio
-    limits. A failure (UnsafeInput, CorruptGzip, OSError) removes the temporary file."""
+def gunzip_to_tempfile(path, *, limit_env: str, suffix: str = "", fileobj=None) -> str:
+    """Inflate the gzip file `path` (or the open regular file `fileobj` of that name, from its
+    start) into a temporary file (its path; the caller removes it), in pieces: memory stays at one
+    piece whatever the decompressed size, within the size and ratio limits. A failure
+    (UnsafeInput, CorruptGzip, OSError) removes the temporary file."""
     import shutil
     import tempfile
 
     fd, tmp = tempfile.mkstemp(suffix=suffix, prefix="roofline-gunzip-")
     try:
-        with os.fdopen(fd, "wb") as fo, open_regular(path) as raw:
+        with os.fdopen(fd, "wb") as fo, (contextlib.nullcontext(fileobj) if fileobj is not None
+                                         else open_regular(path)) as raw:
+            raw.seek(0)
             size = os.fstat(raw.fileno()).st_size
             shutil.copyfileobj(GzipLimited(raw, path, size, limit_env=limit_env), fo, 1 * MiB)
     except BaseException:
