@@ -12,7 +12,8 @@ flags of analyze and topn against the env report's bounds), `compare` (round B d
 `dispatch` (rerun --dispatch without a GPU), and the `memory` cases: each run in a fresh interpreter
 whose peak RSS (resource.getrusage) is the measure (a gzipped counter file that expands to 1 GiB,
 /dev/zero as a dispatch table and as a round file, a 100,000-entry Top-N); over MEMORY_LIMIT_MB
-is a memory failure.
+is a memory failure. (Measured as the child's VmHWM: getrusage's ru_maxrss survives exec, so a child
+of a large campaign process would report the parent's size.)
 
 After the random cases, a deterministic sweep: every field of the Top-N, env report and config x
 every wrong type, and every number x every boundary value; then the input policy's field-by-field
@@ -75,11 +76,11 @@ def memory_case(label: str, limit_s: float) -> tuple[list[str], float, float]:
     import tempfile
 
     setup, args = MEMORY_CASES[label]
-    code = ("import json, resource, sys, time\nfrom pathlib import Path\nsys.path.insert(0, 'tests')\n"
+    code = ("import json, sys, time\nfrom pathlib import Path\nsys.path.insert(0, 'tests')\n"
             "import reliability as R\n"
             f"w = Path(sys.argv[1])\n{setup}\nt0 = time.time()\ncode, out, err = R.cli({args})\n"
             "print(json.dumps({'code': code, 'err': err[-400:], 's': time.time() - t0, "
-            "'rss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))\n")
+            "'rss_kb': R.peak_rss_kb()}))\n")
     with tempfile.TemporaryDirectory(prefix="roofline-mem-") as w:
         try:
             p = subprocess.run([sys.executable, "-c", code, w], cwd=ROOT, capture_output=True, text=True,

@@ -251,8 +251,9 @@ def rnd_dir(tmp_path):
 
 def _peak_rss_mb(code: str) -> tuple[int, str]:
     """Run `code` in a fresh interpreter; (its peak RSS in MB, its stdout+stderr)."""
-    wrapped = code + "\nimport resource\nprint('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
-    p = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=600,
+    wrapped = ("import sys\nsys.path.insert(0, 'tests')\nimport reliability as R\n" + code
+               + "\nprint('PEAK_RSS_KB', R.peak_rss_kb())")   # VmHWM: not the parent's size kept across exec
+    p = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=600, cwd=R.ROOT,
                        env=dict(os.environ, PYTHONPATH=str(R.ROOT)))
     kb = int(p.stdout.split("PEAK_RSS_KB")[1].split()[0])
     return kb // 1024, p.stdout + p.stderr
