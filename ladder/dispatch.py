@@ -12,7 +12,7 @@ import json
 import statistics
 from importlib import resources
 
-from .level import CONTRACTS
+from .contracts import CONTRACTS
 
 NOISE_BAND_ISOLATED = 0.034   # docs/method.md section 9: identical isolated reruns differ by up to ~3.4%
 DECODE_SKINNY_MAX_M = 128

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from roofline.ladder import dispatch, routing
-from roofline.ladder.registry import CONTRACTS, DENSE_LEVELS, LEVELS, VARIANTS, build_of_row, get_level
+from roofline.ladder.contracts import CONTRACTS
+from roofline.ladder.registry import DENSE_LEVELS, LEVELS, VARIANTS, build_of_row, get_level
 
 EV = Path(__file__).resolve().parent.parent / "fixtures" / "ladder" / "grouped_fp8_h200"
 MOE = json.loads((EV / "start4_round2" / "bench_moe.json").read_text())

@@ -108,7 +108,7 @@ def draw_routing(p: Problem, seed: int = 0) -> tuple[list[int], str]:
 
 # the library op each contract's level is timed (and profiled) beside
 def _library_names() -> dict:
-    from roofline.ladder.level import CONTRACTS
+    from roofline.ladder.contracts import CONTRACTS
 
     return {name: c.library for name, c in CONTRACTS.items()}
 
