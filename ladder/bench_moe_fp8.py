@@ -237,15 +237,22 @@ def bench_moe(levels, cases: str = "all", min_reps: int = 50, log=None) -> dict:
     timer = bench.Timer()
     ceil = ceilings(timer)
     ekn = [x for x in levels if x.contract == "grouped-bf16" and gpu_moe_fp8.grouped_layout(x) == "ekn"]
-    rows = []
+    rows, skipped = [], []
     for case, builds, fp8 in moe_plan(levels, cases):
-        rows += grouped_case(timer, case, builds, ceil, fp8=fp8, min_reps=min_reps)
+        try:
+            rows += grouped_case(timer, case, builds, ceil, fp8=fp8, min_reps=min_reps)
+        except gpu.cupy().cuda.memory.OutOfMemoryError as exc:   # a case too big for this device: say so, go on
+            release_device_memory()
+            skipped.append({"case": case, "dtype": "fp8" if fp8 else "bf16", "why": f"operands did not fit: {str(exc)[:160]}"})
+            if log:
+                log(f"moe {case} {'fp8' if fp8 else 'bf16'}: OUT OF MEMORY, skipped")
+            continue
         if not fp8 and "decode" in case and ekn:
             rows += grouped_case(timer, case, ekn, ceil, layout="ekn", min_reps=min_reps)
         if log:
             log(f"moe {case} {'fp8' if fp8 else 'bf16'}: done, pool {rows[-1].get('pool_bytes_after_case') if rows else '-'} B after")
-    return {"meta": {**meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"), "case_set": cases},
-            "ceilings": ceil, "rows": rows}
+    return {"meta": {**meta("grouped MoE GEMMs beside torch._grouped_mm / torch._scaled_grouped_mm"), "case_set": cases,
+                     "skipped": skipped}, "ceilings": ceil, "rows": rows}
 
 
 def bench_fp8(levels, shapes: str = "all", min_reps: int = 50, log=None) -> dict:
