@@ -6,7 +6,8 @@
 # (the restructure of ws.cuh into policies left the SASS of all 69 builds identical: fixtures/ladder/sass_identity),
 # so no new build needs the sanitizers. Source checkout on PYTHONPATH, cubins prebuilt on the CPU machine
 # (LADDER_CUBIN_DIR=.cubins: python3 -m roofline.ladder.prebuild .cubins TARGETS). STAGES picks stages (default
-# "decode fp8 prefill ncu"), BUDGET_S the total. -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
+# "decode fp8 prefill ncu"), BUDGET_S the total, NCU_SPECS the ncu_where.py cases (call 1: the default; call 3:
+# the prefill and fp8 dense cases, STAGES=ncu). -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
 set -u
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
@@ -36,9 +37,9 @@ if has ncu; then
     --section Occupancy --section WarpStateStats --section SchedulerStats \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
     --cache-control all --clock-control none -f -o $R/where python3 tools/device/ncu_where.py \
-    qwen35moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong olmoe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong \
+    ${NCU_SPECS:-qwen35moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong olmoe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong \
     gptoss20b-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong granite4h-decode16-down:11+l12_pingpong \
-    olmoe-decode64-down:11+l12_pingpong > $R/ncu.log 2>&1
+    olmoe-decode64-down:11+l12_pingpong} > $R/ncu.log 2>&1
   echo "ncu rc=$?"; grep -E "WHERE_PLAN|ERR|rror" $R/ncu.log | head -20 | cut -c1-200
   ncu --import $R/where.ncu-rep --csv --page raw --print-units base > $R/where_raw.csv 2>$R/ncu_import.err
   python3 tools/device/ncu_where.py --summarize $R/where_raw.csv $R/ncu.log $R/where.json | cut -c1-240
