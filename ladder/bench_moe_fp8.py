@@ -27,7 +27,7 @@ from .routing import experts_hit, topk_counts
 MOE_LAYERS: dict[str, tuple[int, int, int, int]] = {
     "qwen3moe": (128, 8, 2048, 768), "mixtral": (8, 2, 4096, 14336), "qwen3next": (512, 10, 2048, 512),
     "gptoss": (128, 4, 2880, 2880), "dsv3": (256, 8, 7168, 2048),
-    # round 8 (issue 41): layers no earlier bench named, the held-out kind of the issue's measurements
+    # round 8 (round 8): layers no earlier bench named, the held-out kind of the issue's measurements
     "qwen35moe": (256, 8, 2048, 512), "gptoss20b": (32, 4, 2880, 2880), "olmoe": (64, 8, 2048, 1024),
     "granite4h": (64, 6, 1536, 512)}
 PROJECTIONS = ("gate_up", "down")

@@ -106,7 +106,7 @@ def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16")
     return table
 
 
-# ---------------------------------------------------------------- per-case picks (round 8, issue 41)
+# ---------------------------------------------------------------- per-case picks (round 8, round 8)
 CASE_BAND = 0.03   # a benched case's pick is within 3 % of the best build measured in that case
 
 

@@ -194,7 +194,7 @@ def render(paths) -> str:
 
 
 
-# ---------------------------------------------------------------- round 8 (issue 41): the held-out-like benches
+# ---------------------------------------------------------------- round 8 (round 8): the held-out-like benches
 R8_FP8_DECODE_PCT = 80.0     # fp8 grouped decode, 64+ tokens: % of the HBM peak (peaks table of the bench's device)
 R8_BF16_DECODE_PCT = 85.0    # bf16 grouped decode, 64+ tokens
 R8_BF16_D16_PCT, R8_BF16_D16_X = 65.0, 1.3   # bf16 grouped decode at 16 tokens: % HBM and x torch._grouped_mm
@@ -272,7 +272,7 @@ def _r8_fp8_dense(benches: list[dict]) -> list[str]:
 
 
 def render_round8(paths) -> str:
-    """Issue 41's targets on the round-8 benches: per case the build the SHIPPED table dispatches (a per-case pick,
+    """Round 8's targets on the round-8 benches: per case the build the SHIPPED table dispatches (a per-case pick,
     else its class's), its ratio to the library (p20-p80) and % of the HBM peak of the bench's device; then one
     verdict per target (met only where every case meets it)."""
     benches = _load(paths)

@@ -1,4 +1,4 @@
-"""Issue 41: the shipped dispatch tables pick, for every benched case of their recorded sources, a build within
+"""round 8: the shipped dispatch tables pick, for every benched case of their recorded sources, a build within
 3 % of the best build measured in that case (the lookup stage C runs: dispatch.choose_level /
 choose_grouped_level on the shipped JSON). CPU only: the recorded benches under fixtures/ladder/."""
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_the_shipped_tables_are_their_sources(contract):
 
 def test_the_check_goes_red_on_a_class_only_table():
     """Broken on purpose: the same tables without their per-case picks (what shipped before round 8) leave
-    cases more than 3 % below the best; the check names them (the DeepSeek-V3-like and mid shapes of issue 41)."""
+    cases more than 3 % below the best; the check names them (the DeepSeek-V3-like and mid shapes of round 8)."""
     bad = {}
     for c in CONTRACTS:
         t = {k: v for k, v in dispatch.default_dispatch_table(c).items() if k != "cases"}

@@ -1,4 +1,4 @@
-"""Issue 41: ws.cuh's knobs became policy headers with the SASS of every registry build unchanged. The recorded
+"""round 8: ws.cuh's knobs became policy headers with the SASS of every registry build unchanged. The recorded
 hashes (fixtures/ladder/sass_identity: before = main at 7786ab2, after = the policy headers; `python3 -m
 roofline.ladder.sass_diff record|diff`, nvcc 13.0 + cuobjdump, no GPU) cover exactly the registry's builds and
 agree; ws.cuh is under 400 lines; each tile-engine level file includes the policy header of what it names."""

@@ -131,7 +131,7 @@ def test_the_round8_table_is_what_the_command_prints():
 
 
 def test_the_round8_verdicts_follow_from_the_recorded_rows():
-    """Issue 41's HBM targets by hand from the rows: % of the H100's peak from bytes_min and the median, for the
+    """Round 8's HBM targets by hand from the rows: % of the H100's peak from bytes_min and the median, for the
     build the shipped grouped table dispatches; the fp8 decode target holds on no down projection."""
     from roofline import peaks
     from roofline.ladder import dispatch

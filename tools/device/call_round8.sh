@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Round 8 (issue 41), one device call: the held-out-like MoE and fp8 dense shapes (bench_moe_fp8 CASE_SETS
+# Round 8 (round 8), one device call: the held-out-like MoE and fp8 dense shapes (bench_moe_fp8 CASE_SETS
 # heldout-decode / heldout-prefill, FP8_SHAPE_SETS heldout) beside the torch ops in the same process, every build
 # checked on each case before it is timed (poisoned output, random e4m3 / bf16 inputs, float64 reference, beside
 # torch), then ncu on the decode cases whose HBM targets need a where-the-time-goes note. The kernels are round 7's
 # (the restructure of ws.cuh into policies left the SASS of all 69 builds identical: fixtures/ladder/sass_identity),
 # so no new build needs the sanitizers. Source checkout on PYTHONPATH, cubins prebuilt on the CPU machine
 # (LADDER_CUBIN_DIR=.cubins: python3 -m roofline.ladder.prebuild .cubins TARGETS). STAGES picks stages (default
-# "decode fp8 prefill ncu"), BUDGET_S the total, NCU_SPECS the ncu_where.py cases (call 1: the default; call 3:
-# the prefill and fp8 dense cases, STAGES=ncu). -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
+# "decode fp8 prefill ncu"), BUDGET_S the total, NCU_SPECS the ncu_where.py cases or plan (call 1: the
+# default, --round8; call 3: --round8-prefill-dense with STAGES=ncu: the prefill and fp8 dense cases). -> $OUT/x.tgz (everything under $OUT/r), re-packed after each stage.
 set -u
 export PYTHONUNBUFFERED=1
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
@@ -17,9 +17,8 @@ R=$OUT/r; mkdir -p $R; pack() { tar -czf $OUT/x.tgz -C $OUT r; }
 S="python3 -m roofline.ladder.device_suite"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv,noheader | tee $R/gpu.txt
 has() { [[ " ${STAGES:-decode fp8 prefill ncu} " == *" $1 "* ]]; }
-MD=${MOE_DECODE_T:-11,l11_fp8_tn32,l11_fp8,12,l12_pingpong,l12_pingpong_m128,l12_fp8_pingpong,l15_pp_m128}
-MP=${MOE_PREFILL_T:-12,l12_pingpong,l12_pingpong_m128,15,l15_pp_m128,l15_m128n128,l12_fp8_pingpong}
-F=${FP8_T:-13,14,l13_pingpong,l13_pingpong_wide,l13_ssc}
+MD=${MOE_DECODE_T:-$($S levels --set x-round8-decode)}; MP=${MOE_PREFILL_T:-$($S levels --set x-round8-prefill)}
+F=${FP8_T:-$($S levels --set x-round8-fp8)}
 if has decode; then
   timeout $(cap 230 230) $S bench-moe --targets $MD --cases heldout-decode --tag heldout_decode --min-reps 50 --out $R > $R/decode.log 2>&1
   echo "decode rc=$? left $(left)"; pack
@@ -37,9 +36,7 @@ if has ncu; then
     --section Occupancy --section WarpStateStats --section SchedulerStats \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
     --cache-control all --clock-control none -f -o $R/where python3 tools/device/ncu_where.py \
-    ${NCU_SPECS:-qwen35moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong olmoe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong \
-    gptoss20b-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong granite4h-decode16-down:11+l12_pingpong \
-    olmoe-decode64-down:11+l12_pingpong} > $R/ncu.log 2>&1
+    ${NCU_SPECS:---round8} > $R/ncu.log 2>&1
   echo "ncu rc=$?"; grep -E "WHERE_PLAN|ERR|rror" $R/ncu.log | head -20 | cut -c1-200
   ncu --import $R/where.ncu-rep --csv --page raw --print-units base > $R/where_raw.csv 2>$R/ncu_import.err
   python3 tools/device/ncu_where.py --summarize $R/where_raw.csv $R/ncu.log $R/where.json | cut -c1-240
