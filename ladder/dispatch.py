@@ -12,7 +12,7 @@ import json
 import statistics
 from importlib import resources
 
-from .contracts import CONTRACTS
+from .level import CONTRACT_TABLES
 
 NOISE_BAND_ISOLATED = 0.034   # docs/method.md section 9: identical isolated reruns differ by up to ~3.4%
 DECODE_SKINNY_MAX_M = 128
@@ -21,8 +21,8 @@ PREFILL_ALIGN = 128
 SHAPE_CLASSES = ("decode-skinny", "decode-wide", "prefill", "ragged")
 GROUPED_DECODE_MAX_ROWS = 64  # rows per hit expert up to which a grouped GEMM is a weight stream (decode)
 GROUPED_CLASSES = ("grouped-decode", "grouped-prefill")
-# one runtime table per contract (registry.CONTRACTS), package data in roofline/data/
-TABLE_FILES = {name: c.dispatch_table for name, c in CONTRACTS.items()}
+# one runtime table per contract (level.CONTRACT_TABLES; contracts.py the records), package data in roofline/data/
+TABLE_FILES = {name: table for name, (_, table) in CONTRACT_TABLES.items()}
 
 
 MID_MAX_M = 1024              # mid: batched decode / chunked prefill rows above decode-wide

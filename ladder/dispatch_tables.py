@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from . import dispatch
+from .contracts import CONTRACTS
 
 ROOT = Path(__file__).resolve().parent.parent          # the source checkout (fixtures/ is not in the package)
 EV = "fixtures/ladder/grouped_fp8_h200"
@@ -73,7 +74,7 @@ def text(table: dict) -> str:
 def main(argv: list[str]) -> int:
     data = Path(__file__).resolve().parent.parent / "roofline" / "data"
     bad = 0
-    for contract, c in dispatch.CONTRACTS.items():
+    for contract, c in CONTRACTS.items():
         t = build(contract)
         path = data / c.dispatch_table
         if "--check" in argv:

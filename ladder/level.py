@@ -29,6 +29,17 @@ from typing import Callable
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels" / "sm90"
 ARCH = "sm_90a"
 
+# Each contract's library op (as reports name it) and its dispatch table (package data under roofline/data/): plain
+# data, for the readers that need no launcher (the dispatch lookup, stage C's timing) and so import no numpy.
+# contracts.py builds the full records from these.
+CONTRACT_TABLES: dict[str, tuple[str, str]] = {
+    "gemm-bf16": ("cuBLAS (torch.mm)", "ladder_dispatch_sm90a_bf16.json"),
+    "gemm-fp8": ("torch._scaled_mm", "ladder_dispatch_sm90a_fp8.json"),
+    "grouped-bf16": ("torch._grouped_mm", "ladder_dispatch_sm90a_grouped_bf16.json"),
+    "grouped-fp8": ("torch._scaled_grouped_mm", "ladder_dispatch_sm90a_grouped_fp8.json"),
+}
+
+
 @dataclass(frozen=True)
 class Contract:
     """One problem the ladder solves, and everything that serves it, in one record: the operands a
