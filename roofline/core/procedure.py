@@ -1,10 +1,9 @@
 """One head entry through the procedure of docs/method.md sections 1-5, as named steps a reader can test
 one by one (roofline.core.analysis runs them over the heads and assembles the artifact):
 
-  entry_head -> place_regime -> check_modelable -> model_work (or measured_work: no model, but
-  counters) -> logical_time -> compute_roof
-  -> choose_byte_model -> apply_stage_c -> cap_confidence -> record_figures -> record_target
-  -> at_compute_wall -> verdict_flags -> record_headroom -> route_and_levers
+  entry_head -> place_regime -> check_modelable -> model_work (or measured_work: no model, but counters)
+  -> logical_time -> compute_roof -> choose_byte_model -> apply_stage_c -> cap_confidence -> record_figures
+  -> record_target -> at_compute_wall -> verdict_flags -> streaming_bound -> record_headroom -> route_and_levers
 
 Each step writes its fields into the artifact entry `out` (in the artifact's key order) and its
 notes into `notes` (in reading order). Pure. Units: ms (per launch unless *_logical_*), bytes, FLOPs, /s.
@@ -22,7 +21,7 @@ from roofline.core.models import ModelResult
 from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
 from roofline.core.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_conf  # noqa: F401  (_finite re-exported)
 from roofline.core.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms, share_note  # noqa: F401  (re-exported)
-from roofline.core.residency import cache_residency, _flag_rows_over_roof
+from roofline.core.residency import cache_residency, _flag_rows_over_roof, streaming_bound
 from roofline.core.shapes import work_mix
 from roofline.io.values import UNKNOWN
 from roofline.core.merge import apply_stage_c, explained_by_mix  # noqa: F401  (steps of this procedure: stage C's merge)
@@ -370,7 +369,7 @@ def attainable_speedup(out: dict, tgt: float | None, pct_raw: float, t_ms: float
                          f"{DISPATCH_FLOOR_MS * 1e3:g} us = {floor_cap:.3g}x (the roofline alone says {attain:.3g}x)")
             out["attainable_speedup_uncapped"] = attain
             attain = floor_cap
-    return attain
+    return routing.beyond_noise(out, attain, notes)     # a cap inside the noise band: dispatch-bound, no verdict
 
 
 def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, attain: float | None, verdict: bool,
@@ -379,7 +378,7 @@ def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, atta
     (else provisional)."""
     # NB: the gain is on the share of GPU time of the regime analysed, never the kernel's whole share
     gain = out["regime_pct_gpu_time"] * (1.0 - 1.0 / attain) if attain else None
-    band = routing.headroom_class(pct_raw, tgt) if tgt else UNKNOWN
+    band = routing.headroom_class(pct_raw, tgt) if tgt and not out.get("dispatch_bound") else UNKNOWN
     if verdict and confidence != "low":
         out["headroom_class"] = band
         out["attainable_speedup"], out["expected_e2e_gain_pct"] = attain, gain
@@ -448,6 +447,7 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     tgt = record_target(out, op_class, regime, alts, pct_raw, paged if isinstance(paged, bool) else None, notes)
     pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
     verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident, oc)
+    streaming_bound(out, bytes_est, t_s * 1e3, peaks.l2_bytes(), notes)   # a big transfer: memory, not latency
     attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
     attain = oc.kernel_speedup(split, attain, out, notes) if oc.kernel_speedup is not None else attain
     record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
