@@ -112,10 +112,11 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     pk, peak_problems = devices.resolve_run_peaks(
         e.gpu_name, e.gfx, peaks_file=peaks_file, env_path=e.path, raws=(e.raw, t.raw),
         device_props=device_props, report_props=report_peaks(kcs or []))
-    art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
-                           head_cap=head_cap, inputs_meta=meta)
-    art["skill_errors"].extend({"where": "peaks", "error": p} for p in peak_problems)
     from roofline.core import workload as _wl
+
+    art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
+                           head_cap=head_cap, inputs_meta=meta, head_shares=_wl.workload_shares(t, workload or e.workload))
+    art["skill_errors"].extend({"where": "peaks", "error": p} for p in peak_problems)
 
     _wl.project(art, t, workload or e.workload, "given" if workload else f"the env report's workload")
     if as_dataframe:

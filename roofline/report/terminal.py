@@ -15,6 +15,7 @@ TERMINAL_COLUMNS = 120
 SEP = "  "
 HEADERS = ["#", "kernel", "regime / op", "% GPU", "bound", "roof", "verdict", "gain", "avoidable", "fix"]
 KERNEL_MIN, OP_MIN = 16, 10     # the name columns give way (op, kernel, then the fix) before the figures
+FIX_MAX = 14                    # the fix column: a word or two (the lever itself is the line under the table)
 SHAPES_SHOWN = 3                # shape rows under an entry (the rest: one "N more" row; every one in --wide)
 
 # the route in two words, for the fix column of a row without a lever (roofline.core.routing.ROUTES)
@@ -59,8 +60,9 @@ def top_lever(e: dict) -> dict | None:
 
 def fix_word(e: dict) -> str:
     lv = top_lever(e)
-    if lv is not None:
-        return LEVER_WORDS.get(lv["kind"], lv["kind"].replace("_", " "))
+    if lv is not None:     # a lever of several kinds ("a+b"): the first kind's word, "+"
+        first, _, more = lv["kind"].partition("+")
+        return LEVER_WORDS.get(first, first.replace("_", " ")) + ("+" if more else "")
     return ROUTE_WORDS.get(e.get("route") or "", e.get("route") or "-")
 
 
@@ -143,6 +145,7 @@ def _fit(cells: list[list[str]], width: int) -> list[int]:
     """Column widths within `width`: the kernel and op columns give way (names cut with '~')."""
     w = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(HEADERS)]
     over = sum(w) + len(SEP) * (len(w) - 1) - width
+    w[9] = min(w[9], FIX_MAX)
     for col, floor in ((2, 14), (1, 24), (2, OP_MIN), (1, KERNEL_MIN), (9, 8)):
         if over <= 0:
             break
@@ -179,8 +182,14 @@ def table_lines(art: dict, width: int = TERMINAL_COLUMNS) -> list[str]:
     return out
 
 
-def header_line(art: dict) -> str:
-    return "Ordered by the larger of the tuning gain and the avoidable gain (% of GPU time); --wide: all columns"
+def header_line(art: dict) -> list[str]:
+    out = ["Ordered by the larger of the tuning gain and the avoidable gain (% of GPU time); --wide: all columns"]
+    hb = art.get("head_basis") or {}
+    if hb.get("basis") == "workload":
+        regs = ", ".join(f"{r} {p:.0f}%" for r, p in sorted((hb.get("regime_pct_of_workload") or {}).items(),
+                                                           key=lambda kv: -kv[1]))
+        out += _wrap(f"Heads by their share of the workload's GPU time ({regs}), not of the profiled mix")
+    return out
 
 
 def fix_lines(art: dict) -> list[str]:
@@ -224,7 +233,8 @@ def host_first(art: dict) -> list[str]:
         if host_pct > kern_pct:
             out += _wrap(f"Host first: the {reg} step ({w['step_wall_ms']:.1f} ms wall, GPU busy "
                          f"{w['gpu_busy_pct']:.1f}%): {phrase(top)}: {host_pct:.0f}% of the step's wall time, "
-                         f"more than all the kernels' gains below ({kern_pct:.2f}% of it)")
+                         + (f"more than all the kernels' gains below ({kern_pct:.2f}% of it)" if kern_pct > 0 else
+                            "and no kernel below gains any of it"))
     return out
 
 
@@ -285,7 +295,7 @@ def render(art: dict, wide: bool = False) -> str:
     from roofline.report.ranks import table_lines as rank_lines
 
     above = host_first(art)
-    out = above + [header_line(art)] + table_lines(art) + fix_lines(art)
+    out = above + header_line(art) + table_lines(art) + fix_lines(art)
     out += rank_lines(art)
     for x in wall_lines(art) + under_table(art):
         out += textwrap.wrap(x, TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False)
