@@ -38,6 +38,8 @@ def counters_block(kc: KernelCounters) -> dict:
         out["extra"] = {k: num(v) for k, v in kc.extra.items()}
     if getattr(kc, "derived_from_rate", None):
         out["derived_from_rate"] = list(kc.derived_from_rate)
+    if getattr(kc, "dram_bytes_derived", None):
+        out["dram_bytes_derived"] = kc.dram_bytes_derived
     return out
 
 
@@ -82,7 +84,7 @@ def apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
     Returns (metrics, bytes on the memory axis, confidence)."""
     from roofline.core.roofmath import _metrics
 
-    from roofline.counters.ncu import rate_notes
+    from roofline.counters.ncu import derived_notes, rate_notes
 
     out["counters"] = counters_block(kc)
     if not _usable(kc):
@@ -101,8 +103,8 @@ def apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
     notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
                  f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
                  f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
-    notes.extend(rate_notes(kc))
-    return mm, measured_bytes, "high"
+    notes.extend(rate_notes(kc) + derived_notes(kc))
+    return mm, measured_bytes, "medium" if kc.dram_bytes_derived else "high"
 
 
 def issued_work(kc: KernelCounters) -> tuple[float, str | None, str]:
@@ -149,7 +151,7 @@ def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
     """An entry with no model whose work came from its counters (measured_result): record them and
     say what each axis is. Confidence high on the memory axis (measured bytes and time); medium
     on the compute axis (issued, not useful, FLOPs). Returns (metrics, bytes, confidence)."""
-    from roofline.counters.ncu import rate_notes
+    from roofline.counters.ncu import derived_notes, rate_notes
 
     out["counters"] = counters_block(kc)
     out["bytes_measured"] = bytes_est
@@ -161,12 +163,12 @@ def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
                  f"({kc.source}, {kc.launches} launch(es) averaged); compute axis = {what}"
                  + ("" if dtype is None else ", at least the useful work")
                  + "; useful FLOPs unknown (no shapes: profile with record_shapes=True for the model's count)")
-    notes.extend(rate_notes(kc))
+    notes.extend(rate_notes(kc) + derived_notes(kc))
     if kc.unstable and kc.groups:
         out["measured_groups"] = measured_groups(kc, peak_bw, peak_flops)
         notes.append(f"the launches differ in work ({len(kc.groups)} groups of like launches, measured_groups): the "
                      "verdict is their summed DRAM bytes over their summed time; each group's own figures beside it")
-    return m, bytes_est, "high" if m["roof_axis"] == "memory" else "medium"
+    return m, bytes_est, "high" if m["roof_axis"] == "memory" and not kc.dram_bytes_derived else "medium"
 
 
 def measured_groups(kc: KernelCounters, peak_bw: float, peak_flops: float | None) -> list[dict]:
