@@ -154,6 +154,49 @@ def cfg_granite_hybrid():
                                   attention_multiplier=0.0078125)
 
 
+def cfg_qwen3_4b():
+    """Qwen3-4B-shaped dense decoder (GQA 32 -> 8, head_dim 128, tied embeddings)."""
+    from transformers import Qwen3Config
+    return Qwen3Config(hidden_size=2560, intermediate_size=9728, num_attention_heads=32,
+                       num_key_value_heads=8, head_dim=128, num_hidden_layers=2, vocab_size=151936,
+                       tie_word_embeddings=True, max_position_embeddings=8192)
+
+
+def cfg_qwen2_moe():
+    """Qwen1.5-MoE-A2.7B-shaped (Qwen2MoE): 60 experts top-4 (expert width 1408) beside a gated
+    shared expert (5632), MHA 16 heads."""
+    from transformers import Qwen2MoeConfig
+    return Qwen2MoeConfig(hidden_size=2048, intermediate_size=5632, moe_intermediate_size=1408,
+                          shared_expert_intermediate_size=5632, num_experts=60, num_experts_per_tok=4,
+                          norm_topk_prob=False, num_attention_heads=16, num_key_value_heads=16,
+                          num_hidden_layers=2, vocab_size=151936, max_position_embeddings=8192)
+
+
+def cfg_olmoe():
+    """OLMoE-1B-7B-shaped: 64 experts top-8 (expert width 1024), MHA 16 heads, QK-norm."""
+    from transformers import OlmoeConfig
+    return OlmoeConfig(hidden_size=2048, intermediate_size=1024, num_experts=64,
+                       num_experts_per_tok=8, num_attention_heads=16, num_key_value_heads=16,
+                       num_hidden_layers=2, vocab_size=50304, max_position_embeddings=4096)
+
+
+def cfg_mixtral_8x22b():
+    """Mixtral-8x22B-shaped: 8 experts top-2 (expert width 16384), GQA 48 -> 8."""
+    from transformers import MixtralConfig
+    return MixtralConfig(hidden_size=6144, intermediate_size=16384, num_local_experts=8,
+                         num_experts_per_tok=2, num_attention_heads=48, num_key_value_heads=8,
+                         head_dim=128, num_hidden_layers=2, vocab_size=32768,
+                         max_position_embeddings=8192, rope_theta=1000000.0)
+
+
+def cfg_qwen2_7b():
+    """Qwen2.5-7B-shaped dense decoder (GQA 28 -> 4, vocab 152064, untied LM head)."""
+    from transformers import Qwen2Config
+    return Qwen2Config(hidden_size=3584, intermediate_size=18944, num_attention_heads=28,
+                       num_key_value_heads=4, num_hidden_layers=2, vocab_size=152064,
+                       tie_word_embeddings=False, max_position_embeddings=8192, rope_theta=1000000.0)
+
+
 def shrink(cfg):
     """--tiny: the same model class at toy sizes (CPU smoke test)."""
     for k, v in dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
@@ -314,8 +357,9 @@ def sync():
 class Runner:
     """Prefill then decode through transformers' own cache, as a serving loop does."""
 
-    def __init__(self, model, b, isl, device, static=False, max_len=None):
+    def __init__(self, model, b, isl, device, static=False, max_len=None, keep=1):
         self.model, self.b, self.isl, self.dev = model, b, isl, device
+        self.keep = keep   # prefill's logits_to_keep: 1 (the last position, as generate()), 0 = all
         self.cfg = model.config
         self.static = static
         self.max_len = max_len or (isl + 64)
@@ -331,7 +375,7 @@ class Runner:
         x = ids(self.cfg, self.b, self.isl, self.dev)
         cp = torch.arange(self.isl, device=self.dev)
         out = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
-                         cache_position=cp, logits_to_keep=1)
+                         cache_position=cp, logits_to_keep=self.keep)
         self.pos = self.isl
         return out.logits
 
@@ -407,6 +451,24 @@ CASES = {
     # tokens, 51.5 GB for the decode batch's own prefill at 16 x 512
     "llama_liger": (cfg_llama, None, 4, 1024, 1, 8, {"decode_b": 64, "liger": True}),
     "granitemoehybrid_mamba2_moe": (cfg_granite_hybrid, "grouped_mm", 4, 512, 1, 4, {"decode_b": 16}),
+    # round 4 (issue #40): compiled serving code, gathered experts, per-expert loops, all-position
+    # logits. compile: torch.compile mode ("default" | "reduce-overhead") of one decode step on a
+    # StaticCache of `static` slots with isl of them filled (dynamic=False, as transformers'
+    # generate() compiles a static-cache step); provenance: inductor provenance tracking on
+    # (trace.provenance_tracking_level=1, trace.enabled: debug dir + kernel_information.json);
+    # logits_to_keep: 0 = the LM head over every prompt position (a plain forward, no generate());
+    # ncu_regimes: the regimes the ncu pass records (default: those the trace has)
+    "qwen3_compile_static": (cfg_qwen3_4b, None, 32, 768, 0, 6,
+                             {"compile": "default", "static": 3072, "provenance": True}),
+    "olmoe_batched_mm": (cfg_olmoe, "grouped_mm", 4, 512, 0, 4,
+                         {"decode_b": 48, "decode_experts": "batched_mm"}),
+    "qwen2_prefill_all_logits": (cfg_qwen2_7b, None, 2, 1024, 2, 3,
+                                 {"logits_to_keep": 0, "ncu_regimes": ["prefill"]}),
+    "mixtral22_eager_loop": (cfg_mixtral_8x22b, "eager", 2, 512, 1, 3, {"decode_b": 32}),
+    "qwen2moe_compile_grouped": (cfg_qwen2_moe, "grouped_mm", 32, 512, 0, 6,
+                                 {"compile": "default", "static": 2048}),
+    "qwen3_compile_cudagraphs": (cfg_qwen3_4b, None, 32, 768, 0, 6,
+                                 {"compile": "reduce-overhead", "static": 3072}),
 }
 
 
@@ -436,18 +498,90 @@ def run_case(name, device, out_dir):
             "decode": {"batch": dec_b, "context_start": isl, "steps": n_dec},
             "step_ranges": ranges, "options": {k: v for k, v in opt.items()}}
     path = os.path.join(out_dir, f"{name}.json.gz")
+    prov = Provenance(name, out_dir) if opt.get("provenance") and opt.get("compile") else None
+    if opt.get("compile"):
+        import torch._dynamo as dynamo
+        dynamo.reset()
+        dynamo.utils.counters.clear()
     with torch.no_grad():
         if opt.get("graph") or opt.get("compile"):
-            fn = graph_case(model, dec_b, isl, device, n_dec, compiled=bool(opt.get("compile")))
+            try:
+                fn = graph_case(model, dec_b, isl, device, n_dec, compiled=bool(opt.get("compile")),
+                                static=opt.get("static"), mode=compile_mode(opt))
+            finally:
+                if prov:
+                    meta["provenance"] = prov.close()
         else:
             fn = eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, opt.get("decode_experts"),
-                            opt.get("static"))
+                            opt.get("static"), opt.get("logits_to_keep", 1))
         prof = profiled(path, fn)
     meta["kernel_totals"] = kernel_totals(prof)
     meta["trace"] = os.path.basename(path)
+    if opt.get("compile"):
+        import torch._dynamo as dynamo
+        c = dynamo.utils.counters
+        meta["compile"] = {"mode": compile_mode(opt), "dynamic": False,
+                           "graph_launches": sum(ev.count for ev in prof.key_averages()
+                                                 if "GraphLaunch" in ev.key),
+                           "dynamo_counters": {k: dict(v) for k, v in c.items() if v}}
     del model
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
     return meta
+
+
+def compile_mode(opt):
+    m = opt.get("compile")
+    return m if isinstance(m, str) else "default"
+
+
+class Provenance:
+    """Inductor provenance tracking for one compiled case: trace.provenance_tracking_level=1 and
+    trace.enabled (the debug dir, with inductor_provenance_tracking_node_mappings.json and the
+    output code, under <out>/inductor_debug/<case>). torch 2.11 writes kernel_information.json
+    only for AOTInductor; for a JIT compile the same mapping (kernel -> stack traces, post-grad and
+    pre-grad nodes) is built here by torch's own create_kernel_information_json(), called inside
+    each graph's compile (its globals are reset when that compile ends), and written to
+    <out>/provenance/<case>.kernel_information.json (a list: one dict per compiled graph)."""
+
+    def __init__(self, name, out_dir):
+        import torch._dynamo.config as dc
+        import torch._inductor.config as ic
+        import torch._inductor.debug as idebug
+        self.name, self.out = name, out_dir
+        self.ic, self.dc, self.idebug = ic, dc, idebug
+        import torch._functorch.config as fc
+        self.fc = fc
+        self.saved = (ic.trace.enabled, ic.trace.provenance_tracking_level, dc.debug_dir_root,
+                      ic.fx_graph_cache, fc.enable_autograd_cache)
+        ic.fx_graph_cache = fc.enable_autograd_cache = False   # a cache hit writes no provenance
+        ic.trace.enabled = True
+        ic.trace.provenance_tracking_level = 1
+        dc.debug_dir_root = os.path.join(out_dir, "inductor_debug", name)
+        self.graphs = []
+        self.orig = idebug.dump_inductor_provenance_info
+
+        def hooked():
+            got = self.orig()
+            try:
+                self.graphs.append(idebug.create_kernel_information_json())
+            except Exception as e:  # noqa: BLE001 - debugging aid only
+                self.graphs.append({"error": f"{type(e).__name__}: {e}"})
+            return got
+        idebug.dump_inductor_provenance_info = hooked
+
+    def close(self):
+        ic, dc = self.ic, self.dc
+        self.idebug.dump_inductor_provenance_info = self.orig
+        (ic.trace.enabled, ic.trace.provenance_tracking_level, dc.debug_dir_root,
+         ic.fx_graph_cache, self.fc.enable_autograd_cache) = self.saved
+        d = os.path.join(self.out, "provenance")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, f"{self.name}.kernel_information.json")
+        with open(path, "w") as f:
+            json.dump(self.graphs, f, indent=1)
+        return {"kernel_information": os.path.relpath(path, self.out), "graphs": len(self.graphs),
+                "kernels": sum(len(g) for g in self.graphs),
+                "debug_dir": os.path.join("inductor_debug", self.name)}
 
 
 def decode_backend(model, experts):
@@ -456,16 +590,17 @@ def decode_backend(model, experts):
         model.set_experts_implementation(experts)
 
 
-def runner(model, b, isl, device, static=None):
+def runner(model, b, isl, device, static=None, keep=1):
     """static: a StaticCache of that many slots (max_cache_len); else a DynamicCache."""
     if static and TINY:
         static = min(static, isl + 24)
-    return Runner(model, b, isl, device, static=bool(static), max_len=static or None)
+    return Runner(model, b, isl, device, static=bool(static), max_len=static or None, keep=keep)
 
 
-def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=None, static=None):
+def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=None, static=None,
+               keep=1):
     first = model.config._experts_implementation if dec_experts else None
-    r = runner(model, b, isl, device, static)
+    r = runner(model, b, isl, device, static, keep)
     rd = runner(model, dec_b, isl, device, static) if dec_b != b else r
     r.prefill()            # warm-up outside the profiled window (cuBLAS handles, autotune)
     if rd is not r:
@@ -485,7 +620,9 @@ def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=N
 
     def fn():
         r.reset()
-        for _ in range(n_pre):
+        for i in range(n_pre):
+            if i:
+                r.reset()      # each prefill step a fresh batch of prompts
             if ranges:
                 with record_function("prefill_step"):
                     r.prefill()
@@ -499,10 +636,14 @@ def eager_case(model, b, dec_b, isl, device, n_pre, n_dec, ranges, dec_experts=N
     return fn
 
 
-def graph_case(model, b, isl, device, n_dec, compiled):
-    """Decode on a StaticCache: torch.compile (inductor) steps, or one eager step + CUDA-graph
-    replays of a captured step."""
-    r = Runner(model, b, isl, device, static=True, max_len=isl + 64)
+def graph_case(model, b, isl, device, n_dec, compiled, static=None, mode="default"):
+    """Decode on a StaticCache (static slots, isl of them filled; isl + 64 when not given):
+    torch.compile (inductor, `mode`) steps, or one eager step + CUDA-graph replays of a captured
+    step."""
+    slots = static or isl + 64
+    if TINY:
+        slots = min(slots, isl + 24)
+    r = Runner(model, b, isl, device, static=True, max_len=slots)
     r.prefill()
     sync()
     x = ids(model.config, b, 1, device)
@@ -512,7 +653,13 @@ def graph_case(model, b, isl, device, n_dec, compiled):
         return model(input_ids=x, past_key_values=r.cache, use_cache=True, cache_position=cp).logits
 
     if compiled:
-        cstep = torch.compile(step, dynamic=False)
+        graphs = mode == "reduce-overhead"
+        cstep0 = torch.compile(step, dynamic=False, **({} if mode == "default" else {"mode": mode}))
+
+        def cstep():
+            if graphs:       # each call a new step for CUDA-graph trees (outputs not kept)
+                torch.compiler.cudagraph_mark_step_begin()
+            return cstep0()
         for _ in range(3):
             cstep()
         sync()
@@ -548,18 +695,25 @@ def ncu_case(name, device):
     """One step (the trace's shapes) inside an NVTX range named after the case."""
     model, b, isl, n_pre, n_dec, opt = prepare(name, device)
     dec_b = min(opt.get("decode_b", b), 2) if TINY else opt.get("decode_b", b)
+    regimes = opt.get("ncu_regimes", ("prefill", "decode"))
     with torch.no_grad():
         if opt.get("graph") or opt.get("compile"):
-            fn = graph_case(model, dec_b, isl, device, 2, compiled=bool(opt.get("compile")))
+            if opt.get("compile"):
+                import torch._dynamo as dynamo
+                dynamo.reset()
+            # compiled: one step in the range; graph: one eager step + one replay (both count)
+            fn = graph_case(model, dec_b, isl, device, 1 if opt.get("compile") else 2,
+                            compiled=bool(opt.get("compile")), static=opt.get("static"),
+                            mode=compile_mode(opt))
             fn()
             sync()
             torch.cuda.nvtx.range_push(f"{name}__decode")
-            fn()   # NB: for the graph case this is one eager step + one replay: both count
+            fn()
             sync()
             torch.cuda.nvtx.range_pop()
         else:
-            r = runner(model, b, isl, device, opt.get("static"))
-            if n_pre:
+            r = runner(model, b, isl, device, opt.get("static"), opt.get("logits_to_keep", 1))
+            if n_pre and "prefill" in regimes:
                 r.prefill()
                 sync()
                 r.reset()
@@ -567,7 +721,7 @@ def ncu_case(name, device):
                 r.prefill()
                 sync()
                 torch.cuda.nvtx.range_pop()
-            if n_dec:
+            if n_dec and "decode" in regimes:
                 rd = runner(model, dec_b, isl, device, opt.get("static"))
                 rd.prefill()
                 decode_backend(model, opt.get("decode_experts"))
