@@ -164,11 +164,24 @@ def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n
                  + ("" if dtype is None else ", at least the useful work")
                  + "; useful FLOPs unknown (no shapes: profile with record_shapes=True for the model's count)")
     notes.extend(rate_notes(kc) + derived_notes(kc))
+    m = sm_side(kc, m, flops_est, notes)
     if kc.unstable and kc.groups:
         out["measured_groups"] = measured_groups(kc, peak_bw, peak_flops)
         notes.append(f"the launches differ in work ({len(kc.groups)} groups of like launches, measured_groups): the "
                      "verdict is their summed DRAM bytes over their summed time; each group's own figures beside it")
     return m, bytes_est, "high" if m["roof_axis"] == "memory" and not kc.dram_bytes_derived else "medium"
+
+
+def sm_side(kc: KernelCounters, m: dict, flops_est: float, notes: list[str]) -> dict:
+    """ncu's default set counts no FLOPs: where its SM throughput (% of peak) is above the DRAM's, the SM
+    side bounds the kernel (a GEMM at 89% SM, a strided copy's address arithmetic), so it is judged on
+    that axis, not as a memory kernel far from its roof (metrics m, updated copy)."""
+    sm = kc.extra.get("sm_throughput_pct")
+    if not kc.dram_bytes_derived or flops_est or sm is None or not sm / 100.0 > m["hbm_util"]:
+        return m
+    notes.append(f"compute axis from ncu's SM throughput: {sm:.1f}% of peak, above the DRAM's {m['hbm_util']:.0%}: "
+                 "the SM side (instruction issue and pipes, not FLOPs: the default set counts none) bounds it")
+    return {**m, "compute_util": sm / 100.0, "roof_axis": "compute", "roofline_pct_raw": sm / 100.0}
 
 
 def measured_groups(kc: KernelCounters, peak_bw: float, peak_flops: float | None) -> list[dict]:
