@@ -222,7 +222,7 @@ def test_a_process_killed_mid_write_leaves_the_old_artifact(run_root):
     old_json, old_md = _first_artifact(rd)
     code = (
         "import os, signal, sys\n"
-        "from roofline import hook, pairwrite\n"
+        "from roofline import hook\nfrom roofline.io import pairwrite\n"
         "pairwrite.os.replace = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
         f"hook.run({str(rd)!r}, stage='C')\n"
     )

@@ -35,7 +35,9 @@ def _under(name: str, prefixes) -> bool:
 
 def _may(name: str, allowed) -> bool:
     # the top package itself is imported with any of its sub-packages (`from roofline import peaks`)
-    return name == "roofline" or _under(name, allowed)
+    # ... and a parent package of an allowed module (`from roofline.io import safeio` loads roofline/io/__init__.py,
+    # a docstring)
+    return name == "roofline" or _under(name, allowed) or any(a.startswith(name + ".") for a in allowed)
 
 
 def modules() -> dict[str, Path]:

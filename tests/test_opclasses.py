@@ -23,7 +23,7 @@ from roofline.ingest.trace_tables import OpSig
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "roofline"
-REG_DIR = PKG / "opclasses"
+REG_DIR = PKG / "core" / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
 # the modules of roofline/core/opclasses/ that register classes (the rest are shared helpers)
 CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled", "recurrent", "chunk_scan",
@@ -84,7 +84,7 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
             names = {a.name for a in n.names}
             mod_parts = n.module.split(".")
             if n.module == "roofline.core.opclasses" and names & set(CLASS_MODULES) or \
-                    mod_parts[:2] == ["roofline", "opclasses"] and len(mod_parts) > 2 and mod_parts[2] in CLASS_MODULES:
+                    mod_parts[:3] == ["roofline", "core", "opclasses"] and len(mod_parts) > 3 and mod_parts[3] in CLASS_MODULES:
                 out.append(f"{rel}:{n.lineno} imports an op-class module ({n.module})")
             out += [f"{rel}:{n.lineno} imports the registered {n.module}.{a}" for a in sorted(names)
                     if (n.module, a) in registered]
@@ -92,7 +92,7 @@ def wiring_violations(rel: str, src: str, registered) -> list[str]:
                 out.append(f"{rel}:{n.lineno} imports a model module from roofline.core.models")
         elif isinstance(n, ast.Import):
             out += [f"{rel}:{n.lineno} imports {a.name}" for a in n.names
-                    if re.match(r"roofline\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
+                    if re.match(r"roofline\.core\.(models\.|opclasses\.(%s)\b)" % "|".join(CLASS_MODULES), a.name)]
     if rel in JOB_SITES:
         for scope in _job_scope(tree, JOB_SITES[rel]):
             for n in ast.walk(scope):

@@ -45,7 +45,7 @@ def _dots(d: Path):
 # filesystem call (or, with HALF, half-way through its K-th os.write); K=0 counts the calls.
 CHILD = textwrap.dedent("""
     import json, os, signal, sys
-    from roofline import report
+    from roofline.report import artifact as report
     d, k, half = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "half"
     art = json.load(open(sys.argv[4]))
     js, md = report.to_json(art), report.to_markdown(art)   # rendering is not a write

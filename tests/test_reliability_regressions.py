@@ -439,7 +439,7 @@ def test_a_hook_run_killed_over_a_good_artifact_leaves_a_pair(rd):
 
     assert hook.run(rd)["skill_errors"] == []
     old = (rd / ART).read_bytes(), (rd / MD).read_bytes()
-    code = ("import os, signal, sys\nfrom roofline import hook, pairwrite\n"
+    code = ("import os, signal, sys\nfrom roofline import hook\nfrom roofline.io import pairwrite\n"
             "real = os.replace\n"
             "def once(*a, **k):\n    real(*a, **k)\n    os.kill(os.getpid(), signal.SIGKILL)\n"
             "pairwrite.os.replace = once\n"

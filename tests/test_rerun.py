@@ -121,7 +121,8 @@ def test_one_judge_and_its_boundaries():
     """Exactly 1 + band is inside the band (not a gain), 1 - band too (not a regression); the next
     float beyond either is real. Every stage-C verdict (re-run, feedback, compare, the playbook's
     evidence) goes through this one judge, so they agree at the boundary."""
-    from roofline.stagec import judge, playbook
+    from roofline.core import judge
+    from roofline.stagec import playbook
 
     b = rerun.NOISE_BAND_ISOLATED
     hi, lo = 1.0 + b, 1.0 - b

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every artifact the project can make from its own inputs, written whole, to prove a refactor changed
-no byte (issue #39): the bundled example, every Top-N under fixtures/, every trace under
+no byte: the bundled example, every Top-N under fixtures/, every trace under
 fixtures/traces*/ (topn -> analyze), and every corpus trace (fixtures/corpus/, topn with its workload and
 config -> analyze, at the default head scope and at the wide scope of benchmarks/corpus_accuracy.py).
 

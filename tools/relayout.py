@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The move of `roofline/` into floors (issue #39): old module path -> new module path, applied to
+"""The move of `roofline/` into floors (the floors of docs/layout.md): old module path -> new module path, applied to
 every text file of the repo (imports, mock targets, module strings, file paths in docs and tests).
 
     python tools/relayout.py --move      # git mv + rewrite (once, on the tree being moved)
@@ -46,13 +46,13 @@ _names = sorted(MOVES, key=len, reverse=True)
 # `roofline.report` is both an old module and a new package: never match it where a new module follows
 _NEW_REPORT = "|".join(v.split(".", 1)[1] for v in MOVES.values() if v.startswith("report."))
 _DOTTED = re.compile(r"\broofline\.(" + "|".join(re.escape(n) for n in _names) + r")(?![\w])"
-                     r"(?!(?<=report)\.(?:" + _NEW_REPORT + r")\b)")
+                     r"(?!(?<=report)(?:\.| import )(?:" + _NEW_REPORT + r")\b)")
 _PATHS = re.compile(r"\broofline/(?:(" + "|".join(re.escape(n.replace(".", "/")) for n in _names if n not in PKGS)
                     + r")(\.py)|(" + "|".join(sorted(PKGS)) + r")(/))")
 
 
 def _from_roofline_imports(text: str) -> str:
-    """`from roofline import a, b as c` where a name moved -> one line per target package."""
+    """`from roofline[.pkg] import a, b as c` where a name moved -> one line per target package."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -60,9 +60,11 @@ def _from_roofline_imports(text: str) -> str:
     lines = text.splitlines(keepends=True)
     edits = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.ImportFrom) and node.module == "roofline" and node.level == 0):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                and (node.module == "roofline" or node.module.startswith("roofline."))):
             continue
-        if not any(a.name in MOVES for a in node.names):
+        prefix = node.module[len("roofline."):] + "." if node.module != "roofline" else ""
+        if not any(prefix + a.name in MOVES for a in node.names):
             continue
         indent = re.match(r"\s*", lines[node.lineno - 1]).group(0)
         tail = lines[node.end_lineno - 1].rstrip("\n")
@@ -72,15 +74,15 @@ def _from_roofline_imports(text: str) -> str:
             comment = "  " + m.group(1)
         keep, new = [], {}
         for a in node.names:
-            if a.name in MOVES:
-                pkg, _, mod = ("roofline." + MOVES[a.name]).rpartition(".")
+            if prefix + a.name in MOVES:
+                pkg, _, mod = ("roofline." + MOVES[prefix + a.name]).rpartition(".")
                 alias = a.asname or a.name
                 new.setdefault(pkg, []).append(mod + (f" as {alias}" if alias != mod else ""))
             else:
                 keep.append(a.name + (f" as {a.asname}" if a.asname else ""))
         out = []
         if keep:
-            out.append(f"{indent}from roofline import {', '.join(keep)}")
+            out.append(f"{indent}from {node.module} import {', '.join(keep)}")
         out += [f"{indent}from {pkg} import {', '.join(names)}" for pkg, names in new.items()]
         out[0] += comment
         edits.append((node.lineno - 1, node.end_lineno, [l + "\n" for l in out]))
