@@ -26,7 +26,7 @@ from roofline.core.shapes import work_mix
 from roofline.io.values import UNKNOWN
 from roofline.core.merge import apply_stage_c, explained_by_mix  # noqa: F401  (steps of this procedure: stage C's merge)
 
-DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
+from roofline.core.roofmath import DISPATCH_FLOOR_MS  # noqa: E402,F401  (~5 us: timed by dispatch, not by its work)
 LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
 SUSPECT_LOW = 0.001            # roofline_pct under this is as impossible as one above 1.0
 BOUND_TYPES = ("memory", "compute", "latency", UNKNOWN)   # CLOSED set

@@ -48,7 +48,7 @@ STREAMING_FLOOR_FACTOR = 20.0      # and its time at least this many dispatch fl
 
 
 def streams_from_hbm(bytes_est: float, t_ms: float, l2: float | None) -> bool:
-    from roofline.core.procedure import DISPATCH_FLOOR_MS
+    from roofline.core.roofmath import DISPATCH_FLOOR_MS
 
     return bool(l2) and bytes_est >= STREAMING_L2_FACTOR * l2 and t_ms >= STREAMING_FLOOR_FACTOR * DISPATCH_FLOOR_MS
 
