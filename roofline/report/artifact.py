@@ -150,7 +150,8 @@ def _shape_rows(e: dict) -> list[list[str]]:
         rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
                              f"({r['t_ms'] * 1e3:.1f} us/launch)", "-" if share is None else f"{share:.2f}",
                      r.get("bound_type") or r.get("roof_axis", "-"),
-                     _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else ""), "", "", "", "",
+                     _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else
+                                                    " (at the wall)" if r.get("at_compute_wall") else ""), "", "", "", "",
                      "", "", ""])
     if rest:
         share = sum(base * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None

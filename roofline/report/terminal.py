@@ -67,11 +67,14 @@ def fix_word(e: dict) -> str:
 
 
 def _roof_cell(x: dict, marks: set) -> str:
+    """The roofline %, marked where it is no plain reading: '*' suspect (over the roof beyond its spread:
+    the model is wrong, no verdict), '^' over 100% inside the compute roof's measured spread (at the wall)."""
     cell = _pct(x.get("roofline_pct"))
-    if x.get("suspect") or x.get("over_roof"):
-        cell += "*"
-        marks.add("*")
-    return cell
+    mark = "*" if x.get("suspect") or x.get("over_roof") else (
+        "^" if x.get("at_compute_wall") or (x.get("roofline_pct") or 0.0) > 1.0 else "")
+    if mark:
+        marks.add(mark)
+    return cell + mark
 
 
 def ordered(art: dict) -> list[dict]:
@@ -119,11 +122,13 @@ def _shape_rows(x: dict, marks: set) -> list[list[str]]:
                      r.get("bound_type") or r.get("roof_axis", "-"), _roof_cell(r, marks), "", "", "", ""])
     if rest:
         share = sum(base * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
-        if any(r.get("over_roof") for r in rest):
-            marks.add("*")
+        rest_mark = "*" if any(r.get("over_roof") for r in rest) else (
+            "^" if any(r.get("at_compute_wall") for r in rest) else "")
+        if rest_mark:
+            marks.add(rest_mark)
         rows.append(["", f"  - {len(rest)} more shapes (--wide)", "", "-" if share is None else f"{share:.2f}",
                      "/".join(sorted({r.get("bound_type") or r.get("roof_axis", "-") for r in rest})),
-                     "*" if any(r.get("over_roof") for r in rest) else "", "", "", "", ""])
+                     rest_mark, "", "", "", ""])
     return rows
 
 
@@ -162,7 +167,7 @@ def _cut(s: str, n: int) -> str:
 def table_lines(art: dict, width: int = TERMINAL_COLUMNS) -> list[str]:
     marks: set = set()
     rs = rows(art, marks)
-    w = _fit([r for own, r in rs if own], width)
+    w = _fit([r if own else ["", "", ""] + r[3:] for own, r in rs], width)   # a sub-row's label spans two columns
     out = [SEP.join(h.ljust(n) for h, n in zip(HEADERS, w)).rstrip(),
            SEP.join("-" * n for n in w)]
     for own, r in rs:
@@ -179,6 +184,8 @@ def table_lines(art: dict, width: int = TERMINAL_COLUMNS) -> list[str]:
         out.append("(no entry at or above the head threshold)")
     if "*" in marks:
         out.append("* suspect: over the roof (the model's bytes or FLOPs exceed what the time allows): no verdict")
+    if "^" in marks:
+        out.append("^ over 100% but inside the compute roof's measured run-to-run spread: at the wall, read as 100%")
     return out
 
 
@@ -297,6 +304,9 @@ def render(art: dict, wide: bool = False) -> str:
     above = host_first(art)
     out = above + header_line(art) + table_lines(art) + fix_lines(art)
     out += rank_lines(art)
-    for x in wall_lines(art) + under_table(art):
+    first = {ln.split()[3] for ln in above if ln.startswith("Host first: the ")}    # its regime, said above
+    walls = [w.split(" - the host, not a kernel")[0] + " (the host: above)" if w.split()[0] in first else w
+             for w in wall_lines(art)]
+    for x in walls + under_table(art):
         out += textwrap.wrap(x, TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False)
     return "\n".join(out) + "\n"
