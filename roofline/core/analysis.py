@@ -96,10 +96,11 @@ def _scope_head(topn: TopN, art: dict, head_threshold_pct: float, head_cap: int,
                 head_shares: dict | None = None) -> tuple[list, list, list]:
     """0. scope to the head: biggest first, >= threshold, capped; the rest is absent, not degraded.
     With a projected workload (head_shares: roofline.core.workload.workload_shares), "biggest" is the
-    share of the workload's GPU time, so the regime that dominates the described workload shows its heads.
+    larger of the share of the profiled window and the share of the workload's GPU time, so the regime
+    that dominates the described workload shows its heads beside the profiled mix's.
     -> (every entry in that order, the head, the entries whose share is no number)."""
     by = head_shares["entries"] if head_shares else {}
-    share = lambda e: by.get(e.index, e.pct_gpu_time) if by else e.pct_gpu_time     # noqa: E731
+    share = lambda e: max(e.pct_gpu_time, by.get(e.index, 0.0)) if by else e.pct_gpu_time     # noqa: E731
     order = sorted(topn.entries, key=lambda e: (-(share(e) if _finite(e.pct_gpu_time) else -1.0), e.index))
     head, nonfinite = [], []
     for e in order:

@@ -272,7 +272,7 @@ def _md_head(art: dict, pk: dict) -> list[str]:
     L.append("")
     hb = art.get("head_basis") or {}
     by_wl = hb.get("basis") == "workload"
-    L.append(f"Head: entries with {'a share of the workload' + chr(39) + 's GPU time' if by_wl else 'pct_gpu_time'} "
+    L.append(f"Head: entries with {'pct_gpu_time or a share of the workload' + chr(39) + 's GPU time' if by_wl else 'pct_gpu_time'} "
              f">= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}"
              + (" (the regimes' shares of the workload: " + ", ".join(
                  f"{r} {p:.1f}%" for r, p in (hb.get("regime_pct_of_workload") or {}).items()) + ")" if by_wl else "")

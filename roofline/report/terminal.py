@@ -195,7 +195,8 @@ def header_line(art: dict) -> list[str]:
     if hb.get("basis") == "workload":
         regs = ", ".join(f"{r} {p:.0f}%" for r, p in sorted((hb.get("regime_pct_of_workload") or {}).items(),
                                                            key=lambda kv: -kv[1]))
-        out += _wrap(f"Heads by their share of the workload's GPU time ({regs}), not of the profiled mix")
+        out += _wrap(f"Heads: at least {art.get('head_threshold_pct', 5):g}% of the profiled GPU time or of the workload's "
+                     f"({regs})")
     return out
 
 
@@ -204,9 +205,14 @@ def fix_lines(art: dict) -> list[str]:
     order = ordered(art)
     if not order:
         return []
+    from roofline.core.analysis import larger_gain_key
+
     e = order[0]
     name = e.get("short_name") or e["name"]
     lv = top_lever(e)
+    if lv is None and not larger_gain_key(e)[1]:
+        return _wrap("No row has a gain to act on: the degraded lines (stderr) and `verdict unknown` say what "
+                     "would give one (captured shapes, the workload, stage-C counters)")
     if lv is not None:
         s = lv.get("saves_pct")
         head = f"Fix first: {name} ({lv['kind']}{'' if s is None else f', saves up to {s:.2f}% GPU'}): {lv['text']}"
@@ -284,6 +290,8 @@ def first_clause(reason: str) -> str:
     cut = len(reason)
     for sep in ("; ", ": ", " (", ", and ", ". "):
         i = reason.find(sep, 8 if not reason.startswith("internal error") else len("internal error: ") + 1)
+        while sep == ": " and i > 0 and " " not in reason[:i]:     # a field path ("entries[1].x: ...") is no clause
+            i = reason.find(sep, i + 2)
         if 0 < i < cut:
             cut = i
     return reason[:cut]
@@ -304,9 +312,5 @@ def render(art: dict, wide: bool = False) -> str:
     above = host_first(art)
     out = above + header_line(art) + table_lines(art) + fix_lines(art)
     out += rank_lines(art)
-    first = {ln.split()[3] for ln in above if ln.startswith("Host first: the ")}    # its regime, said above
-    walls = [w.split(" - the host, not a kernel")[0] + " (the host: above)" if w.split()[0] in first else w
-             for w in wall_lines(art)]
-    for x in walls + under_table(art):
-        out += textwrap.wrap(x, TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False)
+    out += wall_lines(art) + under_table(art)     # one line each, as in the md (a terminal wraps them)
     return "\n".join(out) + "\n"
