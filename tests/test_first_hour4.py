@@ -124,6 +124,15 @@ def test_degraded_entries_are_one_short_line_each(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("roofline analyze: degraded: ")]
     assert len(lines) == len(art["degraded"]) >= 5
     assert all(len(ln) <= 120 for ln in lines)
+    # each says the reason's first clause only: nothing past its first break ('; ', ' (', ', and ', or ': '
+    # after words, not after a field path such as `entries[1].x`)
+    for d in art["degraded"]:
+        reason = d["reason"]
+        cuts = [i for sep in ("; ", " (", ", and ") for i in [reason.find(sep)] if i > 0]
+        cuts += [m.start() for m in re.finditer(": ", reason) if " " in reason[:m.start()]][:1]
+        clause = reason[:min(cuts)] if cuts else reason
+        said = [ln.split(": ", 3)[3].rstrip("~") for ln in lines if reason.startswith(ln.split(": ", 3)[3].rstrip("~"))]
+        assert said and len(said[0]) <= len(clause), (said, clause)
     md = (tmp_path / "profile_roofline.md").read_text()
     assert all(d["reason"] in md for d in art["degraded"])   # the whole reason stays in the md
 
@@ -165,9 +174,12 @@ def test_heads_follow_the_workload(tmp_path):
 
 
 # ----------------------------------------------------------------------------- 4. labels
-def test_a_library_kernel_has_no_kernel_editing_lever_and_its_route_says_call_site(liger):
+def test_a_library_kernel_has_no_kernel_editing_lever_and_its_route_says_call_site(liger, tmp_path):
     _, _, art = liger
-    lib = [e for e in art["entries"] if e.get("editable") is False]
+    r = CliRunner().invoke(main, ["analyze", str(ROOT / "fixtures/traces/prefill.json.gz"), "--out", str(tmp_path)])
+    small = json.loads((tmp_path / "profile_roofline.json").read_text())   # latency-bound cuBLAS GEMMs
+    assert r.exit_code == 0 and any(e.get("editable") is False and e["bound_type"] == "latency" for e in small["entries"])
+    lib = [e for e in art["entries"] + small["entries"] if e.get("editable") is False]
     assert lib and any(d["kind"] == "fusion" for e in lib for d in e.get("levers_detail") or [])
     for e in lib:
         assert "only" not in e["route_reason"] and "call site" in e["route_reason"], e["route_reason"]

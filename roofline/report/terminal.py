@@ -127,9 +127,13 @@ def _shape_rows(x: dict, marks: set) -> list[list[str]]:
         if rest_mark:
             marks.add(rest_mark)
         rows.append(["", f"  - {len(rest)} more shapes (--wide)", "", "-" if share is None else f"{share:.2f}",
-                     "/".join(sorted({r.get("bound_type") or r.get("roof_axis", "-") for r in rest})),
+                     _one_or_mixed({r.get("bound_type") or r.get("roof_axis", "-") for r in rest}),
                      rest_mark, "", "", "", ""])
     return rows
+
+
+def _one_or_mixed(bounds: set) -> str:
+    return next(iter(bounds)) if len(bounds) == 1 else "mixed"
 
 
 def rows(art: dict, marks: set) -> list[tuple[bool, list[str]]]:
@@ -195,7 +199,7 @@ def header_line(art: dict) -> list[str]:
     if hb.get("basis") == "workload":
         regs = ", ".join(f"{r} {p:.0f}%" for r, p in sorted((hb.get("regime_pct_of_workload") or {}).items(),
                                                            key=lambda kv: -kv[1]))
-        out += _wrap(f"Heads: at least {art.get('head_threshold_pct', 5):g}% of the profiled GPU time or of the workload's "
+        out += _wrap(f"Heads: at least {art.get('head_threshold_pct')}% of the profiled GPU time or of the workload's "
                      f"({regs})")
     return out
 
