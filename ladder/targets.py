@@ -289,7 +289,27 @@ def render_round8(paths) -> str:
     return "\n".join(lines)
 
 
+def main(argv=None) -> int:
+    """The command line: --help prints the usage, a missing or unreadable bench file is one line
+    (exit 2), never a traceback."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python3 -m roofline.ladder.targets",
+                                 description="The targets table of levels 11-15 and the mid shapes, from stored "
+                                             "bench results (ladder/README.md's table).")
+    ap.add_argument("--round8", action="store_true", help="round 8's targets (what the shipped tables dispatch)")
+    ap.add_argument("bench", nargs="+", metavar="BENCH.json", help="bench_moe.json, bench_fp8_*.json, bench_mid.json")
+    a = ap.parse_args(argv)
+    try:
+        print(render_round8(a.bench) if a.round8 else render(a.bench))
+    except OSError as exc:
+        print(f"{ap.prog}: {exc.filename}: {exc.strerror or 'cannot read'}", file=sys.stderr)
+        return 2
+    except ValueError as exc:      # json.JSONDecodeError: not a bench file
+        print(f"{ap.prog}: not a bench JSON: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":  # pragma: no cover - a report
-    if len(sys.argv) < 2:
-        sys.exit("usage: python3 -m roofline.ladder.targets [--round8] BENCH.json [BENCH.json ...]")
-    print(render_round8(sys.argv[2:]) if sys.argv[1] == "--round8" else render(sys.argv[1:]))
+    sys.exit(main())

@@ -146,6 +146,7 @@ class Peaks:
             "source": self.source,
             "confidence": self.confidence,
             "compute_unusable_dtypes": list(self.compute_unusable_dtypes),
+            "l2_bytes": self.l2_bytes(),
             "table_file": self.table_file,
             "origin": self.origin,
             "sources": dict(self.sources),

@@ -124,10 +124,15 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     pk, peak_problems = devices.resolve_run_peaks(
         e.gpu_name, e.gfx, peaks_file=peaks_file, env_path=e.path, raws=(e.raw, t.raw),
         device_props=device_props, report_props=report_peaks(kcs or []))
-    art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
-                           head_cap=head_cap, inputs_meta=meta)
-    art["skill_errors"].extend({"where": "peaks", "error": p} for p in peak_problems)
+    if kcs:     # ncu's default set: DRAM bytes from its throughput % x the device's DRAM peak x duration
+        from roofline.counters.ncu import derive_dram_bytes
+
+        kcs = [derive_dram_bytes(k, pk.hbm_bw_bytes_s, f"the {pk.device} DRAM peak ({pk.hbm_bw_kind})") for k in kcs]
     from roofline.core import workload as _wl
+
+    art = analysis.analyze(t, e, cfg, pk, stage=stage, counters=kcs, head_threshold_pct=head_threshold_pct,
+                           head_cap=head_cap, inputs_meta=meta, head_shares=_wl.workload_shares(t, workload or e.workload))
+    art["skill_errors"].extend({"where": "peaks", "error": p} for p in peak_problems)
 
     _wl.project(art, t, workload or e.workload, "given" if workload else f"the env report's workload")
     if as_dataframe:

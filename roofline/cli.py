@@ -6,6 +6,7 @@ Sub-commands live in their own modules and are imported only when invoked, so th
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 
 import click
@@ -23,6 +24,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "feedback": ("roofline.commands.feedback:feedback", "Record a measured speedup: noise bands, contradiction flag, playbook."),
     "compare": ("roofline.commands.feedback:compare", "Round A vs round B: measured change per kernel against A's prediction."),
 }
+
+
+# click's message for a path option that names nothing; said as the commands' own "PATH: no such file"
+MISSING_RX = re.compile(r"Invalid value for '([^']+)': (?:File|Path|Directory) '(.+)' does not exist\.")
 
 
 class LazyGroup(click.Group):
@@ -43,6 +48,17 @@ class LazyGroup(click.Group):
             raise
         return getattr(mod, attr)
 
+    def resolve_command(self, ctx, args):
+        """An unknown sub-command names the closest one (`roofline analyse` -> "Did you mean 'analyze'?")."""
+        import difflib
+
+        name = args[0] if args else None
+        if name and not name.startswith("-") and name not in LAZY_COMMANDS:
+            close = difflib.get_close_matches(name, list(LAZY_COMMANDS), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's main, with every error as ONE line on stderr: a usage error (exit 2) and, as the
         last net, an unexpected exception (exit 2, "internal error": a bug to report; set
@@ -58,8 +74,13 @@ class LazyGroup(click.Group):
             sys.exit(0)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "roofline")
+            msg = " ".join(exc.format_message().split())
+            missing = MISSING_RX.fullmatch(msg)
+            if missing:     # click's "Path 'p' does not exist" in the one wording every command uses
+                click.echo(f"{where}: {missing.group(2)}: no such file ({missing.group(1)})", err=True)
+                sys.exit(2)
             hint = f" (see `{where} --help`)" if exc.ctx is not None else ""
-            click.echo(f"{where}: {' '.join(exc.format_message().split())}{hint}", err=True)
+            click.echo(f"{where}: {msg}{hint}", err=True)
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
             click.echo(f"{prog_name or 'roofline'}: {' '.join(exc.format_message().split())}", err=True)

@@ -26,6 +26,10 @@ NUMERIC = ("t_ms", "launches_per_step", "bytes_est", "flops_est", "achieved_bw_b
 LATENCY_BOTH_BELOW = 0.60
 DISPATCH_FLOOR_MS = 0.005
 SAT, MOD = 0.9, 0.6
+# issue 42: a transfer of at least STREAMING_L2 x the L2 (the artifact's peaks.l2_bytes) per logical op that
+# takes at least STREAMING_FLOOR dispatch floors holds far more work in flight than HBM latency needs: under
+# both utilization limits it is bandwidth-starved (memory), not latency-bound
+STREAMING_L2, STREAMING_FLOOR = 2.0, 20.0
 
 
 def _num(x) -> bool:
@@ -130,7 +134,7 @@ def check(art: dict, topn: dict | None = None) -> list[str]:
         if e["roofline_pct"] is not None and not (0.0 <= e["roofline_pct"] <= 1.0):
             err(f"{where}: roofline_pct {e['roofline_pct']} outside [0, 1] (clamp for display)")
         if e["modeled"]:
-            _check_modeled(e, where, err)
+            _check_modeled(e, where, err, pk.get("l2_bytes"))
         if hc != "unknown":
             _check_verdict(e, where, err)
         if art["stage"] == "A" and e["confidence"] != "low":
@@ -180,7 +184,7 @@ def _gain_key(e: dict) -> tuple[bool, float]:
     return (True, max(gains)) if gains else (False, e["pct_gpu_time"])
 
 
-def _check_modeled(e, where, err):
+def _check_modeled(e, where, err, l2=None):
     for k in ("bytes_est", "flops_est", "achieved_bw_bytes_s", "hbm_util", "compute_util", "t_ms"):
         if e[k] is None:
             err(f"{where}: modelled entry has {k} null")
@@ -197,6 +201,13 @@ def _check_modeled(e, where, err):
     both_low = e["hbm_util"] < LATENCY_BOTH_BELOW and e["compute_util"] < LATENCY_BOTH_BELOW
     axis = "compute" if (ai is not None and ridge is not None and ai > ridge) else "memory"
     expect = "latency" if both_low else axis
+    streams = l2 and e["bytes_est"] >= STREAMING_L2 * l2 and e.get("t_logical_op_ms", e["t_ms"]) >= \
+        STREAMING_FLOOR * DISPATCH_FLOOR_MS
+    if expect == "latency" and axis == "memory" and streams:
+        expect = "memory"
+    if (e.get("counters") or {}).get("dram_bytes_derived") and not e["flops_est"] \
+            and e["compute_util"] >= LATENCY_BOTH_BELOW and e["compute_util"] > e["hbm_util"]:
+        expect = "compute"      # ncu's default set: its SM throughput is the compute side (no FLOP count)
     if e["bound_type"] != expect:
         err(f"{where}: bound_type {e['bound_type']} but the utilizations say {expect}")
 

@@ -37,7 +37,8 @@ MAPS = {
                  "entries[].counters.extra", "wall_time", "entries[].measured.counters",
                  "entries[].shape", "entries[].shapes_used[].shape", "entries[].per_shape[].shape",
                  "entries[].regime_verdicts[].shape", "entries[].aten_ops",
-                 "workload_projection.step_gpu_ms", "workload_projection.steps_per_batch"},
+                 "workload_projection.step_gpu_ms", "workload_projection.steps_per_batch",
+                 "head_basis.regime_pct_of_workload", "head_basis.entry_pct_of_workload"},
 }
 PAGES = {"topn": "topn.md", "env": "env_report.md", "artifact": "artifact.md"}
 

@@ -258,9 +258,9 @@ def test_each_ignored_input_in_a_topn_gets_one_line(made, tmp_path):
     assert any(f"entries[{gemm}]" in w and "shapes key(s) Mx are not read by the gemm model" in w for w in warn)
     # a negative share is a bad value, not an ignored one: the entry is in degraded[] with its reason
     # (docs/input_policy.md), said on stderr with the other degraded entries
+    # (issue 42: one short line, the reason's first clause; the whole reason in the md and the JSON)
     deg = [ln for ln in r.stderr.splitlines() if "degraded:" in ln]
-    assert len(deg) == 1 and f"entries[{neg}].pct_gpu_time: expected a share of GPU time in 0..100 (%), got -2.5" \
-        in deg[0], r.stderr
+    assert len(deg) == 1 and f"entries[{neg}].pct_gpu_time: expected a share" in deg[0], r.stderr
     # the real Top-N itself draws no warning
     r = _run(["analyze", made["topn"], "--no-write"])
     assert "warning:" not in r.stderr

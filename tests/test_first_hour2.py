@@ -300,7 +300,7 @@ def test_shape_rows_use_the_head_rows_bound_rule_and_say_per_launch(tmp_path, tr
 
     out = tmp_path / "profile_topN.json"
     _topn(trace, out, "--isl", 128, "--osl", 8, "--conc", 8)
-    r = _ok(_run(["analyze", out, *(["--env", REAL / env] if env else [])]))
+    r = _ok(_run(["analyze", out, "--wide", *(["--env", REAL / env] if env else [])]))
     art = json.loads((tmp_path / "profile_roofline.json").read_text())
     multi = [e for e in art["entries"] if e.get("per_shape")]
     assert multi
@@ -521,7 +521,8 @@ def test_wall_time_matches_an_independent_count(tmp_path, name):
 def test_the_table_says_when_the_host_bounds_the_step(tmp_path):
     out = tmp_path / "profile_topN.json"
     _topn(REAL / "decode_b64_cat.json.gz", out, "--no-env-report")
-    r = _ok(_run(["analyze", out, "--env", REAL / "env_decode.json", "--config", REAL / "config.json", "--no-write"]))
+    r = _ok(_run(["analyze", out, "--env", REAL / "env_decode.json", "--config", REAL / "config.json", "--no-write",
+                  "--wide"]))
     w = json.loads(out.read_text())["wall_time"]["decode"]
     assert w["idle_pct"] > 50
     line = [ln for ln in r.output.splitlines() if ln.startswith("decode step:")]

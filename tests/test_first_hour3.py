@@ -66,7 +66,7 @@ def test_two_workloads_on_one_trace_give_different_independently_computed_gains(
     results = {}
     for isl, osl, conc in ((100, 5000, 1), (1024, 8, 64)):
         out = tmp_path / f"w{isl}"
-        r = _ok(_run(["analyze", trace, "--out", out, "--isl", isl, "--osl", osl, "--conc", conc]))
+        r = _ok(_run(["analyze", trace, "--out", out, "--wide", "--isl", isl, "--osl", osl, "--conc", conc]))
         topn = json.loads((out / "profile_topN.json").read_text())
         art = json.loads((out / "profile_roofline.json").read_text())
         w = art["workload_projection"]
@@ -115,7 +115,7 @@ def test_the_profiled_mix_as_a_workload_gives_back_the_e2e_gain(tmp_path):
 
 def test_without_a_workload_the_table_says_the_profiled_mix_is_used_and_nothing_warns(tmp_path):
     out = tmp_path / "r"
-    r = _ok(_run(["analyze", _copy(TRACES / "mixed.json.gz", tmp_path), "--out", out]))
+    r = _ok(_run(["analyze", _copy(TRACES / "mixed.json.gz", tmp_path), "--out", out, "--wide"]))
     art = json.loads((out / "profile_roofline.json").read_text())
     assert art["workload_projection"]["basis"] == "profiled mix"
     assert all(e["expected_workload_gain_pct"] is None for e in art["entries"])
@@ -148,7 +148,7 @@ def test_a_partial_workload_on_the_command_line_is_one_line_exit_2(tmp_path):
 
 def test_the_gains_name_their_denominators_in_the_table_the_md_and_the_docs(tmp_path):
     out = tmp_path / "r"
-    r = _ok(_run(["analyze", _copy(TRACES / "mixed.json.gz", tmp_path), "--out", out]))
+    r = _ok(_run(["analyze", _copy(TRACES / "mixed.json.gz", tmp_path), "--out", out, "--wide"]))
     head = r.stdout.splitlines()[0]
     assert "e2e gain (%GPU)" in head and "wall gain (%step)" in head
     md = (out / "profile_roofline.md").read_text()
@@ -180,7 +180,7 @@ def test_gain_rank_one_is_an_entry_with_a_verdict_on_the_tutorial_trace(tmp_path
 
 def test_rows_of_one_kernel_name_are_told_apart_by_regime_and_aten_op(tmp_path):
     out = tmp_path / "r"
-    r = _ok(_run(["analyze", _copy(CORPUS / "qwen3moe_grouped_mm.json.gz", tmp_path), "--out", out]))
+    r = _ok(_run(["analyze", _copy(CORPUS / "qwen3moe_grouped_mm.json.gz", tmp_path), "--out", out, "--wide"]))
     topn = json.loads((out / "profile_topN.json").read_text())
     art = json.loads((out / "profile_roofline.json").read_text())
     same = [e for e in art["entries"] if e["short_name"] == "device_kernel"]
@@ -243,13 +243,14 @@ def test_an_unknown_kernel_says_what_would_give_it_a_verdict(tmp_path):
     art = json.loads((d / "profile_roofline.json").read_text())
     (reason,) = [x["reason"] for x in art["degraded"]]
     assert "a `classification` in its Top-N entry" in reason and "--counters" in reason
-    assert "a `classification` in its Top-N entry" in r.stderr
+    # issue 42: stderr says it in one short line (the reason's first clause), the md in full
+    assert f"degraded: mystery_kernel_xyz: {reason.split(' (')[0].split(': ')[0]}" in r.stderr
     assert "a `classification` in its Top-N entry" in (d / "profile_roofline.md").read_text()
 
 
 def test_regime_rows_without_a_verdict_say_why_in_the_table_and_the_md(tmp_path):
     out = tmp_path / "r"
-    r = _ok(_run(["analyze", _copy(TRACES / "mixed.json.gz", tmp_path), "--out", out]))
+    r = _ok(_run(["analyze", _copy(TRACES / "mixed.json.gz", tmp_path), "--out", out, "--wide"]))
     art = json.loads((out / "profile_roofline.json").read_text())
     unknown = [(e, v) for e in art["entries"] for v in (e.get("regime_verdicts") or [])[1:]
                if v["headroom_class"] == "unknown"]

@@ -331,7 +331,7 @@ def test_contract_two_entries_with_one_name_are_kept_apart(rd):
         assert a["ranking_by_pct"].count(name) == 2 and a["ranking_by_expected_gain"].count(name) == 2
     assert s["ranking_by_pct"].count(name) == 2
     # the table shows each row with its own share (it matched the rows by name before)
-    code, out, _ = R.cli(["analyze", str(rd / "profile_topN.json"), "--no-write"])
+    code, out, _ = R.cli(["analyze", str(rd / "profile_topN.json"), "--no-write", "--wide"])
     label = dup["short_name"]
     at = out.splitlines()[0].index("% GPU")      # the column, by the header (a regime / aten op column precedes it)
     shares = sorted(float(ln[at:].split()[0]) for ln in out.splitlines() if f" {label} " in ln)

@@ -119,7 +119,7 @@ def test_truncated_and_empty_and_missing_files(tmp_path):
     p.write_text("")
     with pytest.raises(InputError, match="t.json: file is empty, expected a JSON object"):
         read_json(p)
-    with pytest.raises(InputError, match="nope.json: file not found"):
+    with pytest.raises(InputError, match="nope.json: no such file"):
         read_json(tmp_path / "nope.json")
 
 

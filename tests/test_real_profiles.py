@@ -149,7 +149,7 @@ def test_dispatch_floor_cap_is_continuous():
     from roofline.peaks import resolve
     pk = resolve("NVIDIA H200", "sm_90")
     out = []
-    for t_ms in (0.00501, 0.006, 0.05):
+    for t_ms in (0.00501, 0.00518, 0.006, 0.05):
         doc = {"schema_version": 1, "round": 1, "total_gpu_time_ms": 10.0,
                "serving": {"n_decode_steps": 1, "n_prefill_steps": 0},
                "entries": [{"name": "gemv_kernel", "pct_gpu_time": 50.0, "classification": "gemm",
@@ -157,8 +157,11 @@ def test_dispatch_floor_cap_is_continuous():
                             "shapes": [{"M": 64, "N": 2048, "K": 2048}], "dtypes": {"act": "bf16", "out": "bf16"}}]}
         art = analysis.analyze(parse_topn(doc, "t.json"), env, None, pk)
         out.append(art["entries"][0]["attainable_speedup"])
-    assert out[0] == pytest.approx(0.00501 / 0.005) and out[1] == pytest.approx(0.006 / 0.005)
-    assert out[2] == pytest.approx(10.0)            # 8.9 MB in 50 us: the roofline alone would say ~24x
+    # issue 42: a cap inside the 3.4% noise band of identical re-runs (1.002x) is no verdict (dispatch-bound);
+    # beyond it the cap is t / floor, continuous from the band's edge
+    assert out[0] is None
+    assert out[1] == pytest.approx(0.00518 / 0.005) and out[2] == pytest.approx(0.006 / 0.005)
+    assert out[3] == pytest.approx(10.0)            # 8.9 MB in 50 us: the roofline alone would say ~24x
 
 
 def test_standalone_split_k_reduce_entry_degrades():

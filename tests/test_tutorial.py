@@ -136,3 +136,30 @@ def test_readme_outputs_tool_detects_a_stale_block(tmp_path):
     _new, changed = ro.regenerate(stale)
     assert changed == ["roofline analyze run/profile/round_1/profile_topN.json"]
     assert _new == README   # regenerating restores exactly what is committed
+
+
+def test_the_guides_figures_are_what_roofline_calc_prints():
+    """docs/guide.md's H200 roofs (issue 42): a checked block that tools/readme_outputs.py regenerates,
+    and the prose quotes no figure the block does not print."""
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    blocks = [ro.parse_block(m.group(2)) for m in ro.BLOCK_RX.finditer(guide)]
+    assert any(cmd.startswith("roofline calc --roof measured") for steps in blocks for cmd, _ in steps)
+    for steps in blocks:
+        for cmd, expected in steps:
+            rc, got = ro.run(cmd)
+            assert rc == 0 and got == expected.rstrip("\n"), f"docs/guide.md output of `{cmd}` is stale"
+    assert "ridge is 183" not in guide and "bound is 178" not in guide
+    stale = guide.replace("ridge 189.9 FLOP/byte", "ridge 183 FLOP/byte", 1)
+    assert stale != guide and ro.regenerate(stale)[1] == ["roofline calc --roof measured --size 4096"]
+
+
+def test_the_readmes_tables_fit_120_columns_and_lead_with_the_larger_gain():
+    for m in ro.BLOCK_RX.finditer(README):
+        for cmd, out in ro.parse_block(m.group(2)):
+            if cmd.split()[1] != "analyze":
+                continue
+            lines = out.splitlines()
+            head = next(i for i, ln in enumerate(lines) if ln.startswith("#  kernel"))
+            assert "larger of the tuning gain and the avoidable gain" in " ".join(lines[:head])
+            table = lines[:next(i for i, ln in enumerate(lines) if ln.startswith(("Fix first", "No row")))]
+            assert max(map(len, table)) <= 120, cmd

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's checked outputs: every ```console block preceded by `<!-- checked-output -->` holds
+"""The README's (and docs/guide.md's) checked outputs: every ```console block preceded by `<!-- checked-output -->` holds
 `$ roofline ...` commands and what they print. tests/test_tutorial.py runs them and compares;
 
     python tools/readme_outputs.py            # rewrite the blocks with what the commands print now
@@ -81,18 +81,25 @@ def regenerate(text: str) -> tuple[str, list[str]]:
     return in_sandbox(lambda _d: BLOCK_RX.sub(one, text)), changed
 
 
+# the files whose checked blocks this tool regenerates (the README first: its commands write run/)
+FILES = ("README.md", "docs/guide.md")
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="re-run the README's checked command outputs")
+    ap = argparse.ArgumentParser(description="re-run the README's (and docs/guide.md's) checked command outputs")
     ap.add_argument("--check", action="store_true", help="only report stale blocks (exit 1)")
     a = ap.parse_args(argv)
-    readme = ROOT / "README.md"
-    new, changed = regenerate(readme.read_text(encoding="utf-8"))
-    for c in changed:
-        print(f"stale: $ {c}")
-    if not a.check and changed:
-        readme.write_text(new, encoding="utf-8")
-        print(f"rewrote {len(changed)} block output(s) in {readme}")
-    return 1 if (a.check and changed) else 0
+    stale = False
+    for name in FILES:
+        doc = ROOT / name
+        new, changed = regenerate(doc.read_text(encoding="utf-8"))
+        for c in changed:
+            print(f"stale: {name}: $ {c}")
+        stale = stale or bool(changed)
+        if not a.check and changed:
+            doc.write_text(new, encoding="utf-8")
+            print(f"rewrote {len(changed)} block output(s) in {doc}")
+    return 1 if (a.check and stale) else 0
 
 
 if __name__ == "__main__":

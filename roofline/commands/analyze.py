@@ -125,8 +125,11 @@ def _warn_env_missing(art: dict) -> None:
 @click.option("--osl", type=Count(), default=None, help="Workload: output tokens per request.")
 @click.option("--conc", type=Count(), default=None, help="Workload: concurrent requests.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors (the artifact is still written).")
+@click.option("--wide", is_flag=True,
+              help="The table with every column (both ranks, headroom ranges, attainable, wall and workload gains, "
+                   "route); default: at most 120 columns, ordered by the larger gain, the first row's fix under it.")
 def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analysis_skill, out_dir, fmt,
-            peaks_file, no_write, isl, osl, conc, quiet):
+            peaks_file, no_write, isl, osl, conc, quiet, wide):
     """Analyse TOPN (profile_topN.json, or the round folder holding it) into profile_roofline.json
     and profile_roofline.md. TOPN may also be a PyTorch profiler trace (.json or .json.gz): its
     Top-N is built in the same process (as `roofline topn` would) into a folder beside the trace,
@@ -165,7 +168,7 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
                     click.echo(f"roofline analyze: warning: {se['error']}", err=True)
             _warn_ignored(topn, counters, art)
             _warn_env_missing(art)
-        _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt, quiet)
+        _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt, quiet, wide)
     if not quiet and (art.get("inputs") or {}).get("config_mismatch"):   # after the write: an error stays one line
         click.echo(f"roofline analyze: warning: {art['inputs']['config_mismatch']}", err=True)
 
@@ -245,7 +248,7 @@ def _check_schema(art: dict) -> None:
         sys.exit(2)
 
 
-def _write_and_print(art: dict, dest, fmt: str, quiet: bool = False) -> None:
+def _write_and_print(art: dict, dest, fmt: str, quiet: bool = False, wide: bool = False) -> None:
     """Write the artifact pair into dest (None: nowhere), then print it in fmt on stdout (nothing
     with quiet)."""
     from roofline.report import artifact as report
@@ -265,7 +268,8 @@ def _write_and_print(art: dict, dest, fmt: str, quiet: bool = False) -> None:
     elif fmt == "md":
         click.echo(report.to_markdown(art), nl=False)
     else:
-        click.echo(report.render_table(art), nl=False)
-        if art["degraded"]:
-            click.echo(f"{len(art['degraded'])} degraded: " + "; ".join(f"{d['name']}: {d['reason']}"
-                                                                      for d in art["degraded"]), err=True)
+        from roofline.report.terminal import degraded_lines, render
+
+        click.echo(render(art, wide=wide), nl=False)
+        for line in degraded_lines(art):   # one short line each; the whole reasons are in the md and JSON
+            click.echo(line, err=True)

@@ -27,8 +27,6 @@ def rerun(artifact, entries, counters, dispatch, level, playbook_dir, l2):
     ladder level the dispatch table picks, cuBLAS beside it; check first, time (median, p20/p80),
     optionally collect counters; write the measurement back (stage C) and append predicted vs
     measured to the playbook. Needs an sm_90a GPU; without one, says so and changes nothing."""
-    from tqdm import tqdm
-
     from roofline.commands.paths import in_round
     from roofline.io.filekinds import check
 
@@ -39,7 +37,7 @@ def rerun(artifact, entries, counters, dispatch, level, playbook_dir, l2):
         sys.exit(2)
     try:
         res = rerun_artifact(artifact, entries, counters, dispatch, playbook_dir,
-                             progress=lambda xs: tqdm(xs, desc="re-run", unit="head"), level=level, l2=l2)
+                             progress=named_progress, level=level, l2=l2)
     except (RooflineError, RuntimeError) as exc:  # RerunError (no GPU, ...); a launch the driver refused
         click.echo(f"roofline rerun: {exc}", err=True)
         sys.exit(2)
@@ -49,3 +47,15 @@ def rerun(artifact, entries, counters, dispatch, level, playbook_dir, l2):
         click.echo("roofline rerun: no GEMM head was re-run; artifact unchanged", err=True)
         return
     click.echo(f"re-ran {len(res['rerun'])} head(s); artifact now stage C; playbook {res['playbook']}")
+
+
+def named_progress(work, file=None):
+    """The re-run's progress bar, naming the head it is working on (a head with counters takes tens of
+    seconds): yields the plan's items ((entry, problems, level, why), as measure_heads iterates them)."""
+    from tqdm import tqdm
+
+    bar = tqdm(work, desc="re-run", unit="head", file=file)
+    for item in bar:
+        e, lvl = item[0], item[2]
+        bar.set_description(f"re-run {(e.get('short_name') or e['name'])[:40]} (level {lvl})", refresh=True)
+        yield item

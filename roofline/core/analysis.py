@@ -40,7 +40,7 @@ def _light(e: Entry) -> dict:
 
 def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: str | None = None,
             counters: list | None = None, head_threshold_pct: float = HEAD_THRESHOLD_PCT, head_cap: int = HEAD_CAP,
-            inputs_meta: dict | None = None) -> dict:
+            inputs_meta: dict | None = None, head_shares: dict | None = None) -> dict:
     """Run the section-3 procedure and return the artifact (a JSON-ready dict). Never raises for a
     problem inside one entry (L2/L5 per entry); raises only on programming errors outside the loop,
     which the hook turns into skill_errors[]."""
@@ -53,7 +53,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     })
     if topn.round is not None:
         art["round"] = topn.round
-    order, head, nonfinite = _scope_head(topn, art, head_threshold_pct, head_cap)
+    order, head, nonfinite = _scope_head(topn, art, head_threshold_pct, head_cap, head_shares)
     all_light = [_light(e) for e in topn.entries if _finite(e.pct_gpu_time)]
     # counters (stage C): match once
     matched: dict[str, Any] = {}
@@ -91,19 +91,28 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     return art
 
 
-def _scope_head(topn: TopN, art: dict, head_threshold_pct: float, head_cap: int) -> tuple[list, list, list]:
+def _scope_head(topn: TopN, art: dict, head_threshold_pct: float, head_cap: int,
+                head_shares: dict | None = None) -> tuple[list, list, list]:
     """0. scope to the head: biggest first, >= threshold, capped; the rest is absent, not degraded.
+    With a projected workload (head_shares: roofline.core.workload.workload_shares), "biggest" is the
+    larger of the share of the profiled window and the share of the workload's GPU time, so the regime
+    that dominates the described workload shows its heads beside the profiled mix's.
     -> (every entry in that order, the head, the entries whose share is no number)."""
-    order = sorted(topn.entries, key=lambda e: (-(e.pct_gpu_time if _finite(e.pct_gpu_time) else -1.0), e.index))
+    by = head_shares["entries"] if head_shares else {}
+    share = lambda e: max(e.pct_gpu_time, by.get(e.index, 0.0)) if by else e.pct_gpu_time     # noqa: E731
+    order = sorted(topn.entries, key=lambda e: (-(share(e) if _finite(e.pct_gpu_time) else -1.0), e.index))
     head, nonfinite = [], []
     for e in order:
         if not _finite(e.pct_gpu_time):
             nonfinite.append(e)
-        elif e.pct_gpu_time >= head_threshold_pct:
+        elif share(e) >= head_threshold_pct:
             head.append(e)
     art["skipped"] = {"below_threshold": sum(1 for e in topn.entries if _finite(e.pct_gpu_time)
-                                             and e.pct_gpu_time < head_threshold_pct),
+                                             and share(e) < head_threshold_pct),
                       "over_cap": [e.name for e in head[head_cap:]]}
+    art["head_basis"] = ({"basis": "workload", "regime_pct_of_workload": head_shares["regimes"],
+                          "entry_pct_of_workload": {e.name: by[e.index] for e in head[:head_cap] if e.index in by}}
+                         if by else {"basis": "profiled mix"})
     return order, head[:head_cap], nonfinite
 
 

@@ -35,7 +35,7 @@ def read_json(path: str | Path) -> Any:
     try:
         raw = safeio.read_bytes(p)
     except FileNotFoundError:
-        raise InputError(str(p), "", "file not found") from None
+        raise InputError(str(p), "", "no such file") from None
     except safeio.UnsafeInput as exc:
         raise InputError(str(p), "", exc.problem) from None
     except OSError as exc:

@@ -39,6 +39,8 @@ def counters_block(kc: KernelCounters) -> dict:
         out["extra"] = {k: num(v) for k, v in kc.extra.items()}
     if getattr(kc, "derived_from_rate", None):
         out["derived_from_rate"] = list(kc.derived_from_rate)
+    if getattr(kc, "dram_bytes_derived", None):
+        out["dram_bytes_derived"] = kc.dram_bytes_derived
     return out
 
 
@@ -83,7 +85,7 @@ def apply_counters(kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, c
     Returns (metrics, bytes on the memory axis, confidence, Measured)."""
     from roofline.core.roofmath import _metrics
 
-    from roofline.counters.ncu import rate_notes
+    from roofline.counters.ncu import derived_notes, rate_notes
 
     if not _usable(kc):
         why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
@@ -99,8 +101,8 @@ def apply_counters(kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, c
     notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
                  f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
                  f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
-    notes.extend(rate_notes(kc))
-    return mm, measured_bytes, "high", meas
+    notes.extend(rate_notes(kc) + derived_notes(kc))
+    return mm, measured_bytes, "medium" if kc.dram_bytes_derived else "high", meas
 
 
 def issued_work(kc: KernelCounters) -> tuple[float, str | None, str]:
@@ -147,14 +149,15 @@ def apply_measured(kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, c
     """An entry with no model whose work came from its counters (measured_result): record them and
     say what each axis is. Confidence high on the memory axis (measured bytes and time); medium
     on the compute axis (issued, not useful, FLOPs). Returns (metrics, bytes, confidence, Measured)."""
-    from roofline.counters.ncu import rate_notes
+    from roofline.counters.ncu import derived_notes, rate_notes
 
     _, dtype, what = issued_work(kc)
     notes.append(f"measured input: memory axis = MEASURED DRAM bytes, {bytes_est / 1e6:.3f} MB per logical op "
                  f"({kc.source}, {kc.launches} launch(es) averaged); compute axis = {what}"
                  + ("" if dtype is None else ", at least the useful work")
                  + "; useful FLOPs unknown (no shapes: profile with record_shapes=True for the model's count)")
-    notes.extend(rate_notes(kc))
+    notes.extend(rate_notes(kc) + derived_notes(kc))
+    m = sm_side(kc, m, flops_est, notes)
     groups = UNSET
     if kc.unstable and kc.groups:
         groups = measured_groups(kc, peak_bw, peak_flops)
@@ -162,7 +165,19 @@ def apply_measured(kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, c
                      "verdict is their summed DRAM bytes over their summed time; each group's own figures beside it")
     meas = Measured(counters_block(kc), bytes_measured=bytes_est, flops_useful=None,
                     flops_issued=flops_est if flops_est > 0 else UNSET, measured_groups=groups)
-    return m, bytes_est, "high" if m["roof_axis"] == "memory" else "medium", meas
+    return m, bytes_est, "high" if m["roof_axis"] == "memory" and not kc.dram_bytes_derived else "medium", meas
+
+
+def sm_side(kc: KernelCounters, m: dict, flops_est: float, notes: list[str]) -> dict:
+    """ncu's default set counts no FLOPs: where its SM throughput (% of peak) is above the DRAM's, the SM
+    side bounds the kernel (a GEMM at 89% SM, a strided copy's address arithmetic), so it is judged on
+    that axis, not as a memory kernel far from its roof (metrics m, updated copy)."""
+    sm = kc.extra.get("sm_throughput_pct")
+    if not kc.dram_bytes_derived or flops_est or sm is None or not sm / 100.0 > m["hbm_util"]:
+        return m
+    notes.append(f"compute axis from ncu's SM throughput: {sm:.1f}% of peak, above the DRAM's {m['hbm_util']:.0%}: "
+                 "the SM side (instruction issue and pipes, not FLOPs: the default set counts none) bounds it")
+    return {**m, "compute_util": sm / 100.0, "roof_axis": "compute", "roofline_pct_raw": sm / 100.0}
 
 
 def measured_groups(kc: KernelCounters, peak_bw: float, peak_flops: float | None) -> list[dict]:

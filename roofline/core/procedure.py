@@ -4,8 +4,8 @@ one by one (roofline.core.analysis runs them over the heads and assembles the ar
   entry_head (Head) -> place_regime (Placement) -> check_modelable -> model_work (Work; or measured_work:
   no model, but counters) -> logical_time -> compute_roof -> choose_byte_model -> apply_stage_c
   -> cap_confidence -> record_figures (Figures) -> record_target -> at_compute_wall (Target)
-  -> verdict_flags (Flags) -> attainable_speedup -> record_headroom (Verdict) -> necessary.record (Necessity)
-  -> entry_fields (the entry) -> route_and_levers
+  -> verdict_flags (Flags) -> streaming_bound_flags -> attainable_speedup -> beyond_noise
+  -> record_headroom (Verdict) -> necessary.record (Necessity) -> entry_fields (the entry) -> route_and_levers
 
 Each step returns a frozen value (roofline.core.entry: Head, Placement, Figures, Target, Flags, Verdict)
 and appends its notes to `notes` (in reading order); the artifact entry is written once from those
@@ -27,12 +27,12 @@ from roofline.core.models import ModelResult
 from roofline.peaks import DTYPE_BYTES, Peaks, norm_dtype
 from roofline.core.roofmath import _compute_peak, _feasible, _finite, _metrics, _min_conf  # noqa: F401  (_finite re-exported)
 from roofline.core.regimes import REAL_TIME_PCT, pick_regime, regime_shares, regime_times_ms, share_note  # noqa: F401  (re-exported)
-from roofline.core.residency import cache_residency, _flag_rows_over_roof
+from roofline.core.residency import cache_residency, _flag_rows_over_roof, streaming_bound
 from roofline.core.shapes import work_mix
 from roofline.io.values import UNKNOWN
 from roofline.core.merge import apply_stage_c, explained_by_mix  # noqa: F401  (steps of this procedure: stage C's merge)
 
-DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
+from roofline.core.roofmath import DISPATCH_FLOOR_MS  # noqa: E402,F401  (~5 us: timed by dispatch, not by its work)
 LATENCY_UTIL = 0.60            # both utils under this (above the dispatch floor) => latency-bound
 SUSPECT_LOW = 0.001            # roofline_pct under this is as impossible as one above 1.0
 BOUND_TYPES = ("memory", "compute", "latency", UNKNOWN)   # CLOSED set
@@ -342,6 +342,15 @@ def verdict_flags(roof_axis: str, m: dict, t_ms: float, pct_raw: float, bytes_es
     return Flags(bound if bound in BOUND_TYPES else UNKNOWN, verdict, suspect, dispatch, suspect, upper, l2_resident)
 
 
+def streaming_bound_flags(flags: Flags, roof_axis: str, hbm_util: float, bytes_est: float, t_ms: float,
+                          l2: float | None, notes: list[str]) -> Flags:
+    """A big transfer read as latency-bound is bandwidth-starved: bound memory (residency.streaming_bound)."""
+    x = {"bound_type": flags.bound_type, "roof_axis": roof_axis, "dispatch_bound": flags.dispatch_bound,
+         "l2_resident": flags.l2_resident, "hbm_util": hbm_util}
+    streaming_bound(x, bytes_est, t_ms, l2, notes)
+    return replace(flags, bound_type=x["bound_type"])
+
+
 def attainable_speedup(tgt: float | None, pct_raw: float, t_ms: float, notes: list[str]) -> tuple[float | None, float | None]:
     """target / achieved (at least 1x), capped at the dispatch floor: no launch gets faster than the
     same ~5 us that makes a launch dispatch-bound (continuous at the floor: no cliff). Returns
@@ -357,12 +366,13 @@ def attainable_speedup(tgt: float | None, pct_raw: float, t_ms: float, notes: li
 
 
 def record_headroom(share_pct: float, tgt: float | None, pct_raw: float, attain: float | None, verdict: bool,
-                    confidence: str, uncapped: float | None = None, groups: list | None = None) -> Verdict:
+                    confidence: str, uncapped: float | None = None, groups: list | None = None,
+                    dispatch_bound: bool = False) -> Verdict:
     """Headroom class, speedup and e2e gain: a verdict only when allowed and not low-confidence
     (else provisional); each measured group of like launches judged on the same rules."""
     # NB: the gain is on the share of GPU time of the regime analysed, never the kernel's whole share
     gain = share_pct * (1.0 - 1.0 / attain) if attain else None
-    band = routing.headroom_class(pct_raw, tgt) if tgt else UNKNOWN
+    band = routing.headroom_class(pct_raw, tgt) if tgt and not dispatch_bound else UNKNOWN
     if verdict and confidence != "low":
         v = Verdict(band, attain, gain, confidence, None, uncapped)
     else:
@@ -429,11 +439,14 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     tgt, pct_raw = at_compute_wall(tgt, fig.roof_axis, tol_c, m["hbm_util"], cdtype, notes)
     flags = verdict_flags(fig.roof_axis, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident,
                           oc, measured)
+    flags = streaming_bound_flags(flags, fig.roof_axis, m["hbm_util"], bytes_est, t_s * 1e3, peaks.l2_bytes(), notes)
     attain, uncapped = attainable_speedup(tgt.target_eff, pct_raw, reg.base_latency_ms, notes)
+    attain, noise = routing.beyond_noise(attain, uncapped, notes)   # a cap inside the noise band: no verdict
+    flags = replace(flags, dispatch_bound=True) if noise else flags
     sides = Sides(None if roof == "hbm" else roof, split, attain if split is not None else None, meas)
     attain = oc.kernel_speedup(split, attain, notes)
     verdict = record_headroom(place.regime_pct_gpu_time, tgt.target_eff, pct_raw, attain, flags.verdict, confidence,
-                              uncapped, meas.get("measured_groups") if meas is not None else None)
+                              uncapped, meas.get("measured_groups") if meas is not None else None, flags.dispatch_bound)
     ci = alts.index(chosen)
     nec = necessary.assess(op_class, w, ci, ctx := necessary.context(topn, env, config, place.regime, w, e, ci))
     need = necessary.record(nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, place.regime_pct_gpu_time,

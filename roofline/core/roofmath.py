@@ -12,6 +12,8 @@ import math
 from roofline.peaks import Peaks
 from roofline.peaks.roof import roofline as _metrics  # noqa: F401  (the one roofline arithmetic)
 
+DISPATCH_FLOOR_MS = 0.005      # ~5 us: a launch this short is timed by dispatch, not by its work
+
 _CONF_ORDER = {"low": 0, "medium": 1, "high": 2}
 
 

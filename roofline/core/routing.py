@@ -25,10 +25,27 @@ ROUTES = {
     "fewer_bytes_or_fusion": "occupancy/access pattern is the ceiling: fewer bytes (e.g. fp8 KV) or fusion; not more tuning",
     "fewer_flops": "compute-saturated: fewer or cheaper FLOPs (lower precision, algorithmic change); not more tuning",
     "fusion_or_graph": "dispatch-bound: fuse it away or capture it in a graph; kernel tuning cannot help",
-    "host_side": "host-side track only (not editable): dispatch/path selection, tuning DB, backend swap",
+    "host_side": "not editable (a library kernel): the fix is at its call site: dispatch/path selection, tuning DB, "
+                 "backend swap, or the levers below (fusion, lower precision) where it is called",
     "low_priority": "low priority (ordinary Amdahl)",
     "pct_fallback": "no verdict: fall back to pct_gpu_time ordering",
 }
+
+
+def beyond_noise(attain: float | None, uncapped: float | None, notes: list[str]) -> tuple[float | None, bool]:
+    """The attainable speedup, or None when the dispatch floor capped it (uncapped: the roofline's own
+    figure) inside the noise band of identical isolated re-runs (NOISE_BAND_ISOLATED, 3.4%): such a
+    launch is timed by its dispatch, not its work, so it is dispatch-bound (no verdict; the lever is
+    fusion or graph capture), never "underperforming" at a speedup no measurement could tell from 1x.
+    Returns (the speedup, whether it is dispatch-bound)."""
+    from roofline.ladder.dispatch import NOISE_BAND_ISOLATED
+
+    if attain is None or uncapped is None or attain >= 1.0 + NOISE_BAND_ISOLATED:
+        return attain, False
+    notes.append(f"dispatch-bound: the dispatch floor caps the attainable speedup at {attain:.3f}x, inside the "
+                 f"{NOISE_BAND_ISOLATED:.1%} noise band of identical re-runs: no verdict; the lever is fusion / graph "
+                 "capture")
+    return None, True
 
 
 def target_prior(op_class: str, regime: str, paged: bool | None = None) -> str:
@@ -80,9 +97,11 @@ def other_levers(entry: dict) -> list[str]:
                 "graph capture: take the per-launch dispatch cost off the critical path"]
     if entry.get("bound_type") != "latency":
         return []
-    out = ["occupancy: more resident warps/CTAs per SM (smaller tiles, fewer registers)",
-           "shorter dependency chains: more independent work in flight per warp",
-           "fusion with a neighbouring kernel"]
+    # a library kernel (not editable) is changed from its call site: fusion, not its own occupancy
+    out = [] if entry.get("editable") is False else [
+        "occupancy: more resident warps/CTAs per SM (smaller tiles, fewer registers)",
+        "shorter dependency chains: more independent work in flight per warp"]
+    out.append("fusion with a neighbouring kernel")
     oc = opclasses.of(opclasses.kind_of(entry))
     out += oc.latency_levers(entry)
     return out

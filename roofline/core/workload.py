@@ -79,6 +79,31 @@ def _verdicts(e: dict) -> list[dict]:
             and v["attainable_speedup"] >= 1 and _num(v.get("t_ms")) and _num(v.get("launches_per_step"))]
 
 
+def workload_shares(topn, wl: dict | None) -> dict | None:
+    """Each Top-N entry's share of the workload's GPU time (the head follows the workload a user
+    describes, not the profiled mix): {"entries": {entry index: % of T}, "regimes": {regime: % of T}},
+    T as in the module docstring; None when the workload cannot be projected (project says why)."""
+    if not wl or not all(_num(wl.get(k)) and wl[k] > 0 for k in ("isl", "osl", "conc")):
+        return None
+    steps = {"decode": topn.n_decode_steps, "prefill": topn.n_prefill_steps}
+    g, cov = step_gpu_ms(topn)
+    p = gemm_m(topn, "prefill")
+    if any(not (steps[r] and g.get(r, 0) > 0) for r in steps) or cov < MIN_COVERAGE_PCT or p is None:
+        return None
+    n = {"prefill": wl["conc"] * wl["isl"] / p, "decode": float(wl["osl"])}
+    total = sum(n[r] * g[r] for r in n)
+    if not total > 0:
+        return None
+    shares = {}
+    for e in topn.entries:
+        if not _num(e.pct_gpu_time):
+            continue
+        shares[e.index] = 100.0 * sum(n.get(r, 0.0) * reg.base_latency_ms * reg.launches_per_step
+                                      for r, reg in e.regimes.items()
+                                      if _num(reg.base_latency_ms) and _num(reg.launches_per_step)) / total
+    return {"entries": shares, "regimes": {r: 100.0 * n[r] * g[r] / total for r in n}}
+
+
 def project(art: dict, topn, wl: dict | None, source: str | None) -> dict:
     """Fill `workload_projection` (top level) and `expected_workload_gain_pct` (each entry and
     regime verdict) of the artifact, in place; returns the projection."""

@@ -17,6 +17,9 @@ _SCALARS = ("t_ms", "dram_bytes", "dram_read_bytes", "dram_write_bytes", "cuda_c
 _STABILITY_KEYS = ("t_ms", "dram_bytes", "flops_issued")
 
 
+PEAK_S = "dram_peak_s"     # roofline.counters.ncu.PEAK_SECONDS: seconds at the DRAM peak, additive like a count
+
+
 def _mean(values):
     vals = [v for v in values if v is not None]
     return fmean(vals) if vals else None
@@ -50,6 +53,7 @@ def average(name: str, launches: list[KernelCounters], source: str,
         out.extra[key] = _mean(k.extra.get(key) for k in launches)
     out.device_name = next((k.device_name for k in launches if k.device_name), None)
     out.derived_from_rate = list(dict.fromkeys(m for k in launches for m in k.derived_from_rate))
+    out.dram_bytes_derived = next((k.dram_bytes_derived for k in launches if k.dram_bytes_derived), None)
     worst = 0.0
     for key in _STABILITY_KEYS:
         s = spread(getattr(k, key) for k in launches)
@@ -82,7 +86,9 @@ def launch_groups(launches: list[KernelCounters], band: float = UNSTABLE_BAND) -
         groups.append([k])
         lo = v
     rows = [{"launches": len(g), "t_ms": _mean(k.t_ms for k in g), "dram_bytes": _mean(k.dram_bytes for k in g),
-             "flops_issued": _mean(k.flops_issued for k in g)} for g in groups]
+             "flops_issued": _mean(k.flops_issued for k in g),
+             **({PEAK_S: _mean(k.extra.get(PEAK_S) for k in g)} if any(PEAK_S in k.extra for k in g) else {})}
+            for g in groups]
     return sorted(rows, key=lambda r: -(r["t_ms"] or 0.0) * r["launches"])
 
 
@@ -103,6 +109,10 @@ def combine(a: KernelCounters, b: KernelCounters) -> KernelCounters:
         out.tensor_flops_by_dtype = {d: a.tensor_flops_by_dtype.get(d, 0.0) + b.tensor_flops_by_dtype.get(d, 0.0)
                                      for d in dict.fromkeys([*a.tensor_flops_by_dtype, *b.tensor_flops_by_dtype])}
     out.derived_from_rate = list(dict.fromkeys(a.derived_from_rate + b.derived_from_rate))
+    out.dram_bytes_derived = a.dram_bytes_derived or b.dram_bytes_derived
+    pa, pb = a.extra.get(PEAK_S), b.extra.get(PEAK_S)     # seconds at the DRAM peak add like a count
+    if PEAK_S in out.extra:
+        out.extra[PEAK_S] = None if pa is None or pb is None else pa + pb
     if b.t_ms is not None:
         out.extra["folded_launch_t_ms"] = b.t_ms
     return out
@@ -114,7 +124,10 @@ def scaled(kc: KernelCounters, factor: float) -> KernelCounters:
     if factor == 1.0:
         return kc
     out = KernelCounters(name=kc.name, launches=kc.launches, source=kc.source, device_name=kc.device_name,
-                         extra=dict(kc.extra), unstable=kc.unstable, derived_from_rate=list(kc.derived_from_rate))
+                         extra=dict(kc.extra), unstable=kc.unstable, derived_from_rate=list(kc.derived_from_rate),
+                         dram_bytes_derived=kc.dram_bytes_derived)
+    if out.extra.get(PEAK_S) is not None:
+        out.extra[PEAK_S] *= factor
     for f in _ADDITIVE:
         v = getattr(kc, f)
         setattr(out, f, None if v is None else v * factor)

@@ -31,6 +31,9 @@ class KernelCounters:
     # count metrics this record has only as rate x duration (the report stored `M.per_second`,
     # e.g. `ncu --set roofline`: dram__bytes.sum.per_second, no dram__bytes.sum), by metric name
     derived_from_rate: list[str] = field(default_factory=list)
+    # DRAM bytes derived from the DRAM throughput % of ncu's default set (roofline.counters.ncu.DRAM_PCT):
+    # how, in words; None where the report counted them
+    dram_bytes_derived: str | None = None
     # a stage-C re-run's isolated timing of this kernel (roofline/counters/records.py), written onto
     # its entry after the analysis (roofline/core/writeback.py); None for every other source
     rerun: dict | None = None

@@ -78,6 +78,7 @@ CUDA_CORE = {prec: {op: f"sm__sass_thread_inst_executed_op_{letter}{op}_pred_on.
 # corroborating metrics copied into `extra` when present (value in base units)
 EXTRA = {
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "gpu_dram_throughput_pct",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "compute_memory_throughput_pct",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
@@ -143,6 +144,54 @@ def rate_notes(kc: KernelCounters) -> list[str]:
             "the report stores rates, not counts (e.g. ncu --set roofline)"]
 
 
+# Nsight Compute's DEFAULT set (plain `ncu -o`, no --set: sections LaunchStats, Occupancy, SpeedOfLight,
+# WorkloadDistribution) holds no DRAM byte count and no byte rate, but the DRAM throughput as a share of
+# its peak over the elapsed time, and the duration: bytes = pct/100 x peak x duration. Per launch the
+# record keeps `dram_peak_s` = pct/100 x duration (seconds at the DRAM peak: it averages over launches
+# like a count); the bytes are that x the peak, the report's own (dram__bytes.sum.peak_sustained x
+# dram__cycles_elapsed.avg.per_second, where the report holds them) or else the device's DRAM peak
+# (derive_dram_bytes, at the analysis: roofline/api.py). `dram_bytes_derived` says which.
+DRAM_PCT = ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+PEAK_SECONDS = "dram_peak_s"
+
+
+def derive_dram_bytes(kc: KernelCounters, peak_bw_bytes_s: float | None, peak_what: str) -> KernelCounters:
+    """kc with dram_bytes = dram_peak_s x peak (bytes/s) where it has no DRAM byte count (the default
+    set), and `dram_bytes_derived` naming the peak; kc unchanged otherwise."""
+    t = kc.extra.get(PEAK_SECONDS)
+    if kc.dram_bytes is not None or t is None or not peak_bw_bytes_s or not t >= 0:
+        return kc
+    kc.dram_bytes = t * peak_bw_bytes_s
+    kc.dram_bytes_derived = (f"DRAM throughput % of peak x {peak_what} {peak_bw_bytes_s / 1e12:.3g} TB/s x duration "
+                             "(ncu's default set holds no DRAM byte count)")
+    for g in kc.groups:
+        if g.get("dram_bytes") is None and g.get("dram_peak_s") is not None:
+            g["dram_bytes"] = g["dram_peak_s"] * peak_bw_bytes_s
+    return kc
+
+
+def _default_set_bytes(kc: KernelCounters, g) -> None:
+    """The default set's DRAM throughput as seconds at the peak, and the bytes where the report holds
+    its own DRAM peak (see DRAM_PCT)."""
+    pct = next((g(x) for x in DRAM_PCT if g(x) is not None), None)
+    if kc.dram_bytes is not None or pct is None or not g(DURATION) or not 0 <= pct <= 100:
+        return
+    kc.extra[PEAK_SECONDS] = pct / 100.0 * g(DURATION) * 1e-9
+    if kc.report_peak_hbm_bw_bytes_s:
+        derive_dram_bytes(kc, kc.report_peak_hbm_bw_bytes_s, "the report's DRAM peak")
+
+
+def derived_notes(kc: KernelCounters) -> list[str]:
+    """The entry's note when its DRAM bytes were derived (the default set), with the SM throughput
+    the report gives for the compute side."""
+    if not kc.dram_bytes_derived:
+        return []
+    sm = kc.extra.get("sm_throughput_pct")
+    return [f"stage C: DRAM bytes DERIVED, not counted: {kc.dram_bytes_derived}; checked within 2.4% of counted "
+            "bytes on the H200 (fixtures/ncu_roofline); confidence medium, not high"
+            + (f"; SM throughput {sm:.1f}% of peak (the compute side; not FLOPs)" if sm is not None else "")]
+
+
 def launch_counters(name: str, m: dict[str, float | None], source: str,
                     device_name: str | None = None) -> KernelCounters:
     """One launch's KernelCounters from {metric: value in ncu base units} (absent = missing).
@@ -191,6 +240,7 @@ def launch_counters(name: str, m: dict[str, float | None], source: str,
     for metric, key in EXTRA.items():
         if g(metric) is not None:
             kc.extra[key] = g(metric)
+    _default_set_bytes(kc, g)
     return kc
 
 

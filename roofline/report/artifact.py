@@ -150,7 +150,8 @@ def _shape_rows(e: dict) -> list[list[str]]:
         rows.append(["", "", f"  - {_shape_label(r['shape'], differ)} x{n if n is not None else '?'} "
                              f"({r['t_ms'] * 1e3:.1f} us/launch)", "-" if share is None else f"{share:.2f}",
                      r.get("bound_type") or r.get("roof_axis", "-"),
-                     _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else ""), "", "", "", "",
+                     _pct(r.get("roofline_pct")) + (" (over the roof)" if r.get("over_roof") else
+                                                    " (at the wall)" if r.get("at_compute_wall") else ""), "", "", "", "",
                      "", "", ""])
     if rest:
         share = sum(base * (r.get("launches") or 0) * r["t_ms"] / tot for r in rest) if tot else None
@@ -269,7 +270,13 @@ def _md_head(art: dict, pk: dict) -> list[str]:
                 else "")
              if pk.get("hbm_bw_bytes_s") else f"Device **{pk['device']}**: no memory roof.")
     L.append("")
-    L.append(f"Head: entries with pct_gpu_time >= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}. "
+    hb = art.get("head_basis") or {}
+    by_wl = hb.get("basis") == "workload"
+    L.append(f"Head: entries with {'pct_gpu_time or a share of the workload' + chr(39) + 's GPU time' if by_wl else 'pct_gpu_time'} "
+             f">= {art.get('head_threshold_pct', '-')}%, at most {art.get('head_cap', '-')}"
+             + (" (the regimes' shares of the workload: " + ", ".join(
+                 f"{r} {p:.1f}%" for r, p in (hb.get("regime_pct_of_workload") or {}).items()) + ")" if by_wl else "")
+             + ". "
              "Ranks: `#pct` by share of GPU time, `#gain` by expected end-to-end gain (both kept: they disagree "
              "on purpose); the entries without an expected gain (no verdict, or low confidence) come after those "
              "with one in `#gain`, by their % GPU.")

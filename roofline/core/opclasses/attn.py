@@ -200,9 +200,39 @@ def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
 
 @job("precision_levers", "attn")
 def precision_levers(entry: dict, dtypes: dict, ctx, notes: list[str]) -> list[tuple]:
-    """A fused attention's K / V are its KV cache: the lower-precision KV lever (no saving computed)."""
-    return [("lower_precision_kv", t, "a fused attention reads K / V, its KV cache", None)
-            for t in narrower("KV cache", dtypes.get("kv"))]
+    """A fused attention's K / V are its KV cache: the lower-precision KV lever, saving the K / V bytes'
+    narrowed share of the bytes it moves (kv_bytes: launch-weighted over its shapes; no saving where the
+    shapes do not give K / V's size)."""
+    from roofline.core.opclasses.levers import NARROWER, PRECISION_MIN_SAVED_FRAC
+    from roofline.peaks import DTYPE_BYTES
+
+    dt, total = dtypes.get("kv"), entry.get("bytes_est")
+    kv = kv_bytes(entry, DTYPE_BYTES.get(dt) if dt else None)
+    if kv is None or not total or dt not in NARROWER:
+        return [("lower_precision_kv", t, "a fused attention reads K / V, its KV cache", None)
+                for t in narrower("KV cache", dt)]
+    saved = min(kv, total) * (1 - DTYPE_BYTES[NARROWER[dt]] / DTYPE_BYTES[dt])
+    if saved < PRECISION_MIN_SAVED_FRAC * total:
+        notes.append(f"no lower-precision lever: {dt} -> {NARROWER[dt]} KV cache would save {saved / 1e6:.2f} MB of the "
+                     f"{total / 1e6:.2f} MB per launch (under {PRECISION_MIN_SAVED_FRAC:.0%})")
+        return []
+    ev = f"a fused attention reads K / V, its KV cache: {kv / 1e6:.1f} MB of the {total / 1e6:.1f} MB it moves per launch"
+    return [("lower_precision_kv", t, ev, saved / total) for t in narrower("KV cache", dt, saved, total)]
+
+
+def kv_bytes(entry: dict, kv_dtype_bytes: float | None) -> float | None:
+    """K and V bytes one launch reads: 2 x batch x n_kv_heads x seq_len x head_dim x the KV dtype's bytes,
+    launch-weighted over the entry's shapes (shapes_used), None where a shape lacks a dim."""
+    used = entry.get("shapes_used") or [{"shape": entry.get("shape") or {}, "weight": 1.0}]
+    dims = ("batch", "seq_len", "head_dim")
+    tot = 0.0
+    for u in used:
+        sh = u.get("shape") or {}
+        heads = sh.get("n_kv_heads") or sh.get("n_q_heads")
+        if not kv_dtype_bytes or not heads or not all(isinstance(sh.get(k), (int, float)) for k in dims):
+            return None
+        tot += float(u.get("weight", 1.0)) * 2 * sh["batch"] * heads * sh["seq_len"] * sh["head_dim"] * kv_dtype_bytes
+    return tot
 
 
 def _filled(shape: dict, ctx) -> tuple[float | None, str]:

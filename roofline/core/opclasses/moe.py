@@ -73,7 +73,11 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     fill(s, "E", cfg(config, "num_experts", "num_local_experts", "n_routed_experts"), "config.json", assumed)
     fill(s, "top_k", cfg(config, "num_experts_per_tok", "moe_topk", "top_k"), "config.json", assumed)
     fill(s, "hidden", cfg(config, "hidden_size", "d_model"), "config.json", assumed)
-    fill(s, "inter", cfg(config, "moe_intermediate_size", "expert_intermediate_size"), "config.json", assumed)
+    inter = cfg(config, "moe_intermediate_size", "expert_intermediate_size")
+    # a config without a separate expert width (gpt-oss, Mixtral) gives it as intermediate_size
+    fill(s, "inter", inter if inter is not None else cfg(config, "intermediate_size"),
+         "config.json" if inter is not None else "config.json's intermediate_size (no moe_intermediate_size: the "
+         "experts' width)", assumed)
     return ("M", "E", "top_k", "hidden", "inter")
 
 
