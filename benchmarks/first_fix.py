@@ -96,7 +96,7 @@ def tool_kind(art: dict) -> tuple[str, str]:
     tune, avoid = v.get("expected_e2e_gain_pct"), v.get("avoidable_gain_pct")
     if tune is None and avoid is None:
         return "unknown", short
-    if avoid is not None and avoid > 0 and (tune is None or avoid >= tune):
+    if avoid is not None and avoid > 0 and (tune is None or avoid >= tune - 1e-6):   # equal: the avoidable lever
         levers = [x for x in v.get("levers_detail") or [] if x.get("saves_pct") is not None
                   and x["kind"] not in ("fusion", "padding", "fp8_math") and not x["kind"].startswith("lower_precision")]
         if levers:

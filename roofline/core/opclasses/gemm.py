@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from roofline.core.models import gemm as _model
-from roofline.core.opclasses import eager_attention, expert_gather, kvcache, last_logits, origin
+from roofline.core.opclasses import eager_attention, expert_gather, expert_loop, kvcache, last_logits, origin
 from roofline.core.opclasses.aten import dtype_of
 from roofline.core.opclasses.base import Necessary, OpClass, Problem, register
 from roofline.core.opclasses.levers import operand_levers, split_k_levers
@@ -116,6 +116,8 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
         kv = expert_gather.gemm_necessary(shape, dt, bytes_est, ctx)   # a batched GEMM over per-pair expert weights
     if kv is None:
         kv = last_logits.necessary(shape, dt, bytes_est, ctx)          # the LM head over every prompt position
+    if kv is None:
+        kv = expert_loop.necessary(shape, dt, bytes_est, ctx)          # a GEMM of an eager per-expert loop
     return kv if kv is not None else eager_attention.necessary(shape, dt, bytes_est, ctx)
 
 
