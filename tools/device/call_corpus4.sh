@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call for the corpus's fourth round (issue #40: compiled serving code, gathered
-# experts, per-expert loops, all-position logits; issue #42 finding 6: an ncu DEFAULT-set report).
+# One device call for the corpus's fourth round (compiled serving code, gathered
+# experts, per-expert loops, all-position logits; an ncu DEFAULT-set report).
 #  1. traces of the round-4 cases of tools/device/make_corpus.py (one process, cases in order; a
 #     case that fails is recorded in corpus_meta.json "errors" and the rest go on), plus the
 #     inductor kernel sources the compiled traces name (kernel_file) and the provenance files;

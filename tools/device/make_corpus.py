@@ -451,7 +451,7 @@ CASES = {
     # tokens, 51.5 GB for the decode batch's own prefill at 16 x 512
     "llama_liger": (cfg_llama, None, 4, 1024, 1, 8, {"decode_b": 64, "liger": True}),
     "granitemoehybrid_mamba2_moe": (cfg_granite_hybrid, "grouped_mm", 4, 512, 1, 4, {"decode_b": 16}),
-    # round 4 (issue #40): compiled serving code, gathered experts, per-expert loops, all-position
+    # round 4: compiled serving code, gathered experts, per-expert loops, all-position
     # logits. compile: torch.compile mode ("default" | "reduce-overhead") of one decode step on a
     # StaticCache of `static` slots with isl of them filled (dynamic=False, as transformers'
     # generate() compiles a static-cache step); provenance: inductor provenance tracking on
