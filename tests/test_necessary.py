@@ -192,4 +192,7 @@ def test_every_lever_of_the_corpus_has_its_evidence(case, tmp_path):
         if nec and e.get("avoidable_gain_pct") is not None:
             # each avoidable-bytes lever saves its kind's share: together, the whole avoidable gain
             assert sum(nec) == pytest.approx(e["avoidable_gain_pct"], rel=1e-6, abs=1e-9), (case, e["short_name"])
-    assert n > 0
+    if n == 0:
+        # only a trace whose kernels all ran as CUDA-graph replays (no shapes in the window) may claim no lever
+        heads = {x["name"] for x in art["entries"]}
+        assert heads and all(x.get("cuda_graph_replayed") for x in topn["entries"] if x["name"] in heads), case

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""One small step for the Nsight Compute DEFAULT-set fixture (fixtures/ncu_default/,
-the default-set verdict): a decode attention's materialised GQA broadcast and a GEMM, three kernels in an NVTX
+"""One small step for the Nsight Compute DEFAULT-set fixture (fixtures/ncu_default/: DRAM bytes
+derived from a default-set report, checked against measured bytes): a decode attention's materialised GQA broadcast and a GEMM, three kernels in an NVTX
 range "ncu_default" (everything before it is warm-up: cuBLAS handle, allocator).
 
 The broadcast is transformers' own ``repeat_kv`` (transformers.models.llama.modeling_llama: expand
