@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 
-def capture_shapes(pt, aggs, graph_corr) -> int:
+def capture_shapes(pt, aggs, graph_corr, notes: list | None = None) -> int:
     """Give every kernel with no linked launch the signatures of cpu_ops named like it (an inductor
     launcher recorded at capture); -> kernels so given."""
     if not graph_corr or not pt.sigs:
@@ -32,6 +32,8 @@ def capture_shapes(pt, aggs, graph_corr) -> int:
             a.sigs[(s0, reg)] += c
             a.sig_us[(s0, reg)] += a.total_us[reg]
         a.unlinked = [0, 0.0]
-        a.capture_shaped = True
         n += 1
+    if n and notes is not None:
+        notes.append(f"{n} kernels replayed from a CUDA graph take the arguments of the cpu_op named like the kernel (its "
+                     "launcher, recorded at the graph's capture or an eager call in the window: roofline.ingest.graph_capture)")
     return n

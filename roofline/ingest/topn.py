@@ -93,11 +93,6 @@ def aggregate_trace(pt, plan: StepPlan, graph_corr: set | None = None):
         regime_of, steps = _regimes_without_ranges(pt, plan, prof_steps, notes)
     fold_into, extra_us = _splitk_folds(pt, notes)
     aggs, linked = _aggregate(pt, regime_of, fold_into, extra_us, graph_corr or set())
-    from roofline.ingest.graph_capture import capture_shapes
-
-    if capture_shapes(pt, aggs, graph_corr):     # replayed inductor kernels: their launcher's args at capture
-        notes.append("CUDA-graph replays of inductor kernels take the arguments of the cpu_op named like the kernel "
-                     "(its launcher, recorded at the graph's capture or an eager call in the window)")
     _launch_neighbours(pt, aggs, fold_into)
     from roofline.ingest.evidence import dataflow
 
@@ -438,9 +433,6 @@ def _entry(a: KernelAgg, pct: float, steps: dict, sigs) -> dict:
         e["launch_neighbours"] = {"before": dict(a.before), "after": dict(a.after)}
     if a.dataflow:
         e["dataflow"] = a.dataflow
-    if getattr(a, "capture_shaped", False):
-        e["link_note"] = ("replayed from a CUDA graph: its shapes are the arguments its launcher cpu_op (named like the "
-                          "kernel) recorded at the graph's capture")
     if a.unlinked[0]:
         n, c = a.unlinked[0], a.all_count
         e["link_note"] = (f"{n} of its {c} launches ({a.unlinked[1] / a.all_us:.0%} of its time) are linked to no aten "
