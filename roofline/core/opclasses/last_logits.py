@@ -4,7 +4,7 @@ whose N is the vocabulary needs one row per sequence.
 A prefill computes the hidden state of every prompt token; generation samples the next token from the
 LAST position's logits only (transformers' generate passes logits_to_keep=1; serving engines compute the
 logits of the sampled positions only). A forward that applies the LM head to all M = sequences x prompt
-tokens rows writes M x vocab logits and issues 2 M vocab hidden FLOPs for rows nobody reads.
+tokens rows writes M x vocab logits and spends 2 M vocab hidden FLOPs for rows nobody reads.
 
 The rule, on evidence, all required:
 1. the GEMM's shape: N is config.json's vocab_size and K its hidden_size (the LM head: [M, hidden] x
