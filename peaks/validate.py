@@ -18,13 +18,12 @@ FIGURE_KINDS = ("datasheet",) + tuple(k for k in _KINDS if k != "datasheet")
 def read_tables(directory=None) -> list[tuple[Path, Any, str | None]]:
     """(path, parsed YAML or None, why it could not be read or None) of every *.yaml in `directory`."""
     # validate must see a broken table too: read the files directly, not through the cached loader
-    import yaml
+    from roofline.peaks import _load_yaml   # the bounded reader (size, depth, special files, UTF-8)
 
     out = []
     for p in sorted(Path(directory or peaks_dir()).glob("*.yaml")):
         try:
-            with open(p, encoding="utf-8") as fh:
-                out.append((p, yaml.safe_load(fh), None))
+            out.append((p, _load_yaml(p), None))
         except Exception as exc:
             out.append((p, None, f"{exc.__class__.__name__}: {exc}".splitlines()[0]))
     return out

@@ -68,6 +68,17 @@ def load_all(topn, env=None, config=None):
     return t, e, cfg, meta, base
 
 
+_LAST_TOPN: list = []
+
+
+def loaded_topn(topn):
+    """The Top-N `analyze` just parsed from the path `topn` (its TopN record), else a fresh parse."""
+    last, _LAST_TOPN[:] = list(_LAST_TOPN), []   # handed out once: nothing large stays referenced here
+    if last and not isinstance(topn, dict) and last[0] == topn:
+        return last[1]
+    return _in.load_topn(topn)
+
+
 def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=None,
             head_threshold_pct: float = HEAD_THRESHOLD_PCT, head_cap: int = HEAD_CAP, peaks_file=None, device_props=None,
             workload: dict | None = None, as_dataframe: bool = False):
@@ -89,6 +100,7 @@ def analyze(topn, env=None, config=None, *, stage: str | None = None, counters=N
     if stage is not None and stage not in STAGES:
         raise InputError("--stage", "", f"expected one of A, B, C, got {stage!r}")
     t, e, cfg, meta, _ = load_all(topn, env, config)
+    _LAST_TOPN[:] = [topn, t]   # the CLI's warnings read the same parse (a 100k-entry Top-N is parsed once)
     kcs = None
     if counters is not None:
         if isinstance(counters, (str, Path)):

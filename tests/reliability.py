@@ -297,6 +297,8 @@ def _env_type_expect(path, new) -> str:
     p = [k for k in path if not isinstance(k, int)]
     if not p:
         return "refuse"
+    if p == ["workload"] and isinstance(new, dict):
+        return "any"   # an object without isl/osl/conc: the fields are left out (docs/env_report.md), not wrong
     if p in (["gfx"], ["model_dtype"], ["model_arch_class"], ["workload"], ["workload", "isl"],
              ["workload", "osl"], ["workload", "conc"]):
         return "refuse"
@@ -572,6 +574,45 @@ def gzip_bomb(shape: str, mib: int) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ CSVs
+def write_expanding_gzip(path: Path, size: int, ratio: int = 100) -> None:
+    """A gzip file that expands to `size` bytes at about `ratio`x (below the 200x guard): each MiB is
+    1/ratio random bytes (incompressible) and zeros. Written in pieces (never `size` in memory)."""
+    mib = 1 << 20
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        for _ in range(size // mib):
+            noise = os.urandom(mib // ratio)
+            f.write(noise + bytes(mib - len(noise)))
+
+
+def peak_rss_kb() -> int:
+    """This process's peak RSS, KiB: /proc/self/status VmHWM (the high-water mark of this address
+    space, new at exec), else getrusage's ru_maxrss (which Linux keeps across exec: a child started
+    by a large parent would report the parent's size)."""
+    import resource
+
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def write_big_topn(path: Path, n: int) -> None:
+    """A Top-N of `n` entries: the baseline's entries repeated under distinct names, shares summing
+    to 99%."""
+    doc = copy.deepcopy(BASE_TOPN)
+    base = doc["entries"]
+    doc["entries"] = []
+    for i in range(n):
+        e = copy.deepcopy(base[i % len(base)])
+        e["name"], e["pct_gpu_time"] = f"{e['name']}_{i}", 99.0 / n
+        doc["entries"].append(e)
+    path.write_text(json.dumps(doc))
+
+
 def _csv_rows(data: bytes):
     return list(csv.reader(io.StringIO(data.decode("utf-8"))))
 

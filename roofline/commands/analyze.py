@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from roofline.core.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
+from roofline.commands.paths import Count, FiniteFloat
 from roofline.io.errors import InputError, RooflineError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile" / "round_1" / "profile_topN.json"
@@ -15,10 +16,11 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example" / "profile
 def _warn_ignored(topn: Path, counters, art: dict) -> None:
     """One line on stderr per thing the analysis ignored (roofline.core.lint), and for a counter report
     that matched no head entry."""
-    from roofline.core import inputs, lint
+    from roofline.api import loaded_topn
+    from roofline.core import lint
 
     try:
-        t = inputs.load_topn(topn)
+        t = loaded_topn(topn)   # the parse the analysis made: a large Top-N is not parsed twice
         lines = lint.topn_warnings(t)
     except RooflineError:
         t, lines = None, []
@@ -66,12 +68,12 @@ def _how_to_give(exc: InputError) -> str:
 
 
 def _json_or_none(path):
-    import json
+    from roofline.core.inputs import read_json   # the bounded reader
+    from roofline.io.errors import RooflineError
 
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return read_json(path)
+    except (RooflineError, OSError, ValueError, TypeError):
         return None
 
 
@@ -102,9 +104,9 @@ def _warn_env_missing(art: dict) -> None:
               help="Stage C: an .ncu-rep, the CSV of `ncu --import R --csv --page raw`, or a rocprofv3 counter CSV.")
 @click.option("--stage", type=click.Choice(["A", "B", "C"]), default=None,
               help="Force the stage label (default: C with counters, B when captured shapes are present, else A).")
-@click.option("--head-threshold", "head_threshold", type=float, default=HEAD_THRESHOLD_PCT, show_default=True,
+@click.option("--head-threshold", "head_threshold", type=FiniteFloat(0, 100), default=HEAD_THRESHOLD_PCT, show_default=True,
               help="Analyse only entries with pct_gpu_time >= this (HEAD_THRESHOLD_PCT).")
-@click.option("--head-cap", type=click.IntRange(min=1), default=HEAD_CAP, show_default=True,
+@click.option("--head-cap", type=Count(), default=HEAD_CAP, show_default=True,
               help="At most this many head entries.")
 @click.option("--analysis-skill", type=click.Choice(["roofline", "none"]), default="roofline", show_default=True,
               help="`none` = level L0: emit nothing at all.")
@@ -117,11 +119,11 @@ def _warn_env_missing(art: dict) -> None:
                    "with its unit) or a YAML peak table (the format of `roofline peaks show`); default: a "
                    "peaks.md beside the env report, then the built-in tables.")
 @click.option("--no-write", is_flag=True, help="Print only; write no artifact.")
-@click.option("--isl", type=click.IntRange(min=1), default=None,
+@click.option("--isl", type=Count(), default=None,
               help="Workload: input tokens per request; with --osl and --conc the gains are projected onto "
                    "this workload (default: the env report's workload).")
-@click.option("--osl", type=click.IntRange(min=1), default=None, help="Workload: output tokens per request.")
-@click.option("--conc", type=click.IntRange(min=1), default=None, help="Workload: concurrent requests.")
+@click.option("--osl", type=Count(), default=None, help="Workload: output tokens per request.")
+@click.option("--conc", type=Count(), default=None, help="Workload: concurrent requests.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors (the artifact is still written).")
 def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analysis_skill, out_dir, fmt,
             peaks_file, no_write, isl, osl, conc, quiet):
@@ -150,15 +152,20 @@ def analyze(topn, env, config, counters, stage, head_threshold, head_cap, analys
     wl = _workload_flags(isl, osl, conc)
     topn, no_write = _topn_or_example(topn, out_dir, no_write, dict(env=env, config=config, isl=isl, osl=osl,
                                                                       conc=conc, quiet=quiet))
-    art = _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file, wl)
-    if not quiet:
-        for se in art.get("skill_errors", []):
-            if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
-                click.echo(f"roofline analyze: warning: {se['error']}", err=True)
-        _warn_ignored(topn, counters, art)
-        _warn_env_missing(art)
-    _check_schema(art)
-    _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt, quiet)
+    from roofline.commands.analyze_trace import held_lines, outputs_kept_on_success
+
+    with outputs_kept_on_success():   # analyze TRACE: a refused run removes what the conversion wrote
+        art = _run_api(topn, env, config, stage, counters, head_threshold, head_cap, peaks_file, wl)
+        _check_schema(art)
+        for line in held_lines():   # what the conversion said, once the analysis went through
+            click.echo(line, err=True)
+        if not quiet:
+            for se in art.get("skill_errors", []):
+                if se.get("where") == "peaks":  # e.g. a malformed peaks.md: one line, not a failed run
+                    click.echo(f"roofline analyze: warning: {se['error']}", err=True)
+            _warn_ignored(topn, counters, art)
+            _warn_env_missing(art)
+        _write_and_print(art, None if no_write else (out_dir or topn.parent), fmt, quiet)
     if not quiet and (art.get("inputs") or {}).get("config_mismatch"):   # after the write: an error stays one line
         click.echo(f"roofline analyze: warning: {art['inputs']['config_mismatch']}", err=True)
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
+from roofline.commands.paths import FiniteFloat
 _BANDS = [
-    click.option("--isolated-band", type=float, default=None,
+    click.option("--isolated-band", type=FiniteFloat(), default=None,
                  help="Isolated-kernel noise band, a fraction (default 0.034: identical isolated reruns differ ~3.4%)."),
-    click.option("--e2e-band", type=float, default=None,
+    click.option("--e2e-band", type=FiniteFloat(), default=None,
                  help="End-to-end serving noise band, in percent (default 0.5)."),
 ]
 
@@ -40,8 +41,8 @@ def _fail(cmd: str, msg: str):
 @click.command("feedback")
 @click.argument("artifact", type=click.Path(path_type=Path))
 @click.option("--kernel", required=True, help="The entry's kernel name (or its short_name).")
-@click.option("--isolated-speedup", type=float, required=True, help="Measured isolated speedup, e.g. 1.56 for 1.56x.")
-@click.option("--e2e-delta-pct", type=float, default=None, help="Measured end-to-end serving delta, % (positive = faster).")
+@click.option("--isolated-speedup", type=FiniteFloat(0, lo_open=True), required=True, help="Measured isolated speedup, e.g. 1.56 for 1.56x.")
+@click.option("--e2e-delta-pct", type=FiniteFloat(), default=None, help="Measured end-to-end serving delta, % (positive = faster).")
 @click.option("--source", default="kernel team", show_default=True, help="Who measured it (recorded in the playbook).")
 @click.option("--playbook-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where knowledge/backend_playbook.{md,jsonl} live (default: <run root>/knowledge).")
@@ -79,7 +80,7 @@ def feedback(artifact, kernel, isolated_speedup, e2e_delta_pct, source, playbook
 @click.command("compare")
 @click.argument("round_a", type=click.Path(path_type=Path))
 @click.argument("round_b", type=click.Path(path_type=Path))
-@click.option("--e2e-delta-pct", type=float, default=None,
+@click.option("--e2e-delta-pct", type=FiniteFloat(), default=None,
               help="The pipeline's measured e2e serving delta A -> B, % (default: GPU time per step of the two Top-Ns).")
 @click.option("--kernel", "kernels", multiple=True, help="Also record this kernel in the playbook even if its time did not change.")
 @click.option("--playbook-dir", type=click.Path(file_okay=False, path_type=Path),

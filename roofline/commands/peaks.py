@@ -152,13 +152,12 @@ def _envelope_fail(msg):
 
 def _read_table(p, what) -> dict:
     """A peak table given to `peaks envelope` (--merge / --base); one line and exit 2 when it is not one."""
-    import yaml
+    from roofline.peaks import _load_yaml   # the bounded reader (size, depth, special files, UTF-8)
 
     try:
-        with open(p, encoding="utf-8") as fh:
-            t = yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError) as exc:
-        _envelope_fail(f"{what} {p}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}")
+        t = _load_yaml(p)
+    except Exception as exc:  # noqa: BLE001 - TableFileError and an OSError: the file's problem, one line
+        _envelope_fail(f"{what} {p}: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}")
     if not isinstance(t, dict) or "device" not in t:
         _envelope_fail(f"{what} {p}: not a peak table (needs a 'device' key)")
     return t

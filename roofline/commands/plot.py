@@ -79,10 +79,13 @@ def _read_previous(previous) -> list[dict]:
         if wrong:
             click.echo(f"roofline plot: --previous {wrong}", err=True)
             sys.exit(2)
+        from roofline.core.inputs import read_json   # the bounded reader
+        from roofline.io.errors import InputError
+
         try:
-            history.append(json.loads(Path(pp).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            click.echo(f"roofline plot: --previous {pp}: not a JSON artifact ({exc.__class__.__name__})", err=True)
+            history.append(read_json(pp))
+        except InputError as exc:
+            click.echo(f"roofline plot: --previous {exc}: not a JSON artifact", err=True)
             sys.exit(2)
     return history
 

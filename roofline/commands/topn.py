@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from roofline.commands.paths import Count, FiniteFloat
 from roofline.commands.topn_read import (  # the one-trace steps, shared with commands/topn_ranks.py
     _ROUND_RE, _config_or_exit, _fail, _starter_env, _topn_of_trace, _write_atomic)
 
@@ -51,10 +52,14 @@ ACCEPTS = ("a PyTorch profiler Chrome trace (.json, .json.gz), an Nsight Compute
 
 
 def _refuse_other_kinds(source: str) -> None:
-    """A file that is none of the kinds topn reads (an image, a Top-N, an artifact, ...): one line
-    saying what it is and what topn reads, exit 2."""
+    """A file topn cannot read (missing, a FIFO, a device) or that is none of the kinds it reads (an
+    image, a Top-N, an artifact, ...): one line saying what it is and what topn reads, exit 2."""
     from roofline.io.filekinds import sniff, what_is, wrong_kind
+    from roofline.io.safeio import what_is_not_readable
 
+    bad = what_is_not_readable(source)   # missing, a FIFO, a device (/dev/zero), unreadable: said as such
+    if bad:
+        _fail(source, bad)
     what = what_is(source)
     if what:
         _fail(source, f"this is {what}, not a profile: roofline topn reads {ACCEPTS}")
@@ -71,9 +76,9 @@ def _refuse_other_kinds(source: str) -> None:
 @click.argument("sources", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--out", "out_path", default="profile_topN.json", show_default=True,
               type=click.Path(dir_okay=False), help="Where to write the Top-N JSON.")
-@click.option("--decode-steps", type=click.IntRange(min=1), default=None,
+@click.option("--decode-steps", type=Count(), default=None,
               help="Decode steps in the profiled window (launches_per_step = launches / steps).")
-@click.option("--prefill-steps", type=click.IntRange(min=1), default=None,
+@click.option("--prefill-steps", type=Count(), default=None,
               help="Prefill steps in the profiled window.")
 @click.option("--regime", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True,
               help="Regime of all kernels when neither step counts nor step ranges tell.")
@@ -81,19 +86,19 @@ def _refuse_other_kinds(source: str) -> None:
               help="Regex (case-insensitive) of record_function range names that mark one decode step.")
 @click.option("--prefill-range", default="prefill", show_default=True,
               help="Regex (case-insensitive) of range names that mark one prefill step.")
-@click.option("--top", type=click.IntRange(min=1), default=30, show_default=True,
+@click.option("--top", type=Count(), default=30, show_default=True,
               help="Keep at most this many kernel names (by GPU time).")
-@click.option("--min-pct", type=click.FloatRange(min=0, max=100), default=0.0, show_default=True,
+@click.option("--min-pct", type=FiniteFloat(0, 100), default=0.0, show_default=True,
               help="Drop kernels below this share of GPU time (percent).")
-@click.option("--round", "round_no", type=int, default=None,
+@click.option("--round", "round_no", type=Count(0), default=None,
               help="Round number (default: from a round_<R> folder in the -o path, else 0).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes for parsing a large uncompressed trace (default: 2 where there are 2 CPUs).")
-@click.option("--isl", type=click.IntRange(min=1), default=None,
+@click.option("--isl", type=Count(), default=None,
               help="Starter env report: input tokens per request (workload.isl).")
-@click.option("--osl", type=click.IntRange(min=1), default=None,
+@click.option("--osl", type=Count(), default=None,
               help="Starter env report: output tokens per request (workload.osl).")
-@click.option("--conc", type=click.IntRange(min=1), default=None,
+@click.option("--conc", type=Count(), default=None,
               help="Starter env report: concurrent requests (workload.conc).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="The model's Hugging Face config.json: recorded in the env report (analyze reads it).")
@@ -136,8 +141,6 @@ def topn(sources, out_path, decode_steps, prefill_steps, regime, decode_range, p
             _fail(source, f"bad range regex {rx!r}: {exc}")
     if len(sources) > 1 or os.path.isdir(source):   # the ranks of one run: commands/topn_ranks.py
         return _ranks(dict(locals()))
-    if not os.path.isfile(source):
-        _fail(source, "no such file")
     _refuse_other_kinds(source)
     config = _config_or_exit(config_file)
     if round_no is None:

@@ -20,8 +20,11 @@ def _read_ranks(paths: list[str], steps: dict, round_no: int):
 
     rts = []
     for p in paths:
-        if not os.path.isfile(p):
-            _fail(p, "no such file")
+        from roofline.io.safeio import what_is_not_readable
+
+        bad = what_is_not_readable(p)
+        if bad:
+            _fail(p, bad)
         kind = sniff(p)
         if kind != "torch_trace":
             _fail(p, wrong_kind(p, kind, "a PyTorch profiler trace").split(": ", 1)[1]

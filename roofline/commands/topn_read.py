@@ -247,10 +247,12 @@ def _fresh_starter(source, kind, doc, dest, config, config_file, flags):
 
 
 def _json_or_none(path):
+    from roofline.core.inputs import read_json   # the bounded reader
+    from roofline.io.errors import RooflineError
+
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
+        doc = read_json(path)
+    except (RooflineError, OSError, ValueError, TypeError):
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -254,6 +254,9 @@ def parse_env(data: Any, file: str = "env_report.json") -> Env:
     return env
 
 
+CONFIG_STR_KEYS = ("model_type", "_name_or_path")   # read as names, never judged: of another type, left out
+
+
 def parse_config(data: Any, file: str = "config.json") -> dict:
     """A Hugging Face config.json. Multimodal configs keep the LM under `text_config`; it is merged
     over the top level. Only numbers are read from it, by name, when a shape needs them: those
@@ -273,6 +276,9 @@ def parse_config(data: Any, file: str = "config.json") -> dict:
         n = v.int_(x, where)  # "64" or true is refused, never coerced
         if n < 0 or n > MAX_DIM:
             v.fail(where, f"an integer in 0..{MAX_DIM}", x)
+    for k in CONFIG_STR_KEYS:   # names read as text (the model family): one of another type is no name
+        if k in merged and not isinstance(merged[k], str):
+            del merged[k]
     return merged
 
 

@@ -48,7 +48,8 @@ def tp_degree(raw, env_tp: int | None = None) -> tuple[int | None, str]:
     `tp` and an all-reduce group size that disagree: not known (the notes say both)."""
     raw = raw if isinstance(raw, dict) else {}
     sizes = sorted({s["group_size"] for e in raw.get("entries") or [] if isinstance(e, dict)
-                    for s in e.get("shapes") or [] if isinstance(s, dict) and s.get("coll") == "all_reduce"
+                    for s in (e["shapes"] if isinstance(e.get("shapes"), list) else [])   # a bad one: its entry's problem
+                    if isinstance(s, dict) and s.get("coll") == "all_reduce"
                     and isinstance(s.get("group_size"), int) and not isinstance(s.get("group_size"), bool)
                     and s["group_size"] >= 1})
     unknown = "the run's tensor-parallel degree is not known"

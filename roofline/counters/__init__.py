@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import io
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -36,34 +35,49 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
 
     p = Path(path)
     try:
-        # a regular file only (never blocks on a FIFO or reads /dev/zero), within the size limit;
-        # gzip is decompressed within the same limit and the ratio limit (no bomb expands)
-        raw = safeio.read_bytes(p, limit_env="ROOFLINE_MAX_COUNTER_BYTES", gunzip=False)
+        # opened once: a regular file only (never blocks on a FIFO or reads /dev/zero), within the size limit
+        with safeio.open_regular(p) as f:
+            if f.read(2) == b"\x1f\x8b":   # inflated in pieces to a file, never whole in memory
+                return _load_gzipped(p, mops_f8_factor, f)
+            f.seek(0)
+            raw = safeio.read_open(f, p, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
     except FileNotFoundError:
         raise CounterReadError(p, "no such file") from None
     except safeio.UnsafeInput as e:
         raise CounterReadError(p, e.problem) from None
+    except (EOFError, zlib.error) as e:
+        raise CounterReadError(p, f"gzip data is corrupt ({e})") from e
     except OSError as e:
-        raise CounterReadError(p, f"cannot be read ({e.strerror or e})") from e
-    if not raw.strip():
-        raise CounterReadError(p, "the file is empty")
-    if raw[:2] == b"\x1f\x8b":                 # gzip: any of the formats below, compressed
-        try:
-            raw = safeio.gunzip_bytes(raw, p, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
-        except safeio.UnsafeInput as e:
-            raise CounterReadError(p, e.problem) from None
-        except (OSError, EOFError, zlib.error) as e:
-            raise CounterReadError(p, f"gzip data is corrupt ({e})") from e
-        if b"\x00" in raw[:_SNIFF] or not _is_utf8(raw):
+        raise CounterReadError(p, safeio.os_problem(e)) from e
+    return _load_raw(p, raw, mops_f8_factor)
+
+
+def _load_gzipped(p: Path, mops_f8_factor, f) -> list[KernelCounters]:
+    """A gzipped counter file of any format (`f`: it, open): inflated in pieces (size and ratio
+    limits) into a temporary file, read from there; messages name `p`."""
+    from roofline.io import safeio
+
+    tmp = safeio.gunzip_to_tempfile(p, limit_env="ROOFLINE_MAX_COUNTER_BYTES", suffix=".ncu-rep", fileobj=f)
+    try:
+        with open(tmp, "rb") as f:
+            head = f.read(_SNIFF)
+        if b"\x00" in head or not _is_utf8(head, partial=True):
             from .ncu import read_ncu_rep
 
-            with tempfile.TemporaryDirectory(prefix="roofline-ncu-") as d:
-                tmp = Path(d) / (p.name[:-3] if p.name.endswith(".gz") else p.name + ".ncu-rep")
-                tmp.write_bytes(raw)
-                try:
-                    return read_ncu_rep(tmp)
-                except CounterReadError as e:
-                    raise CounterReadError(p, e.problem) from e
+            try:
+                return read_ncu_rep(tmp)
+            except CounterReadError as e:
+                raise CounterReadError(p, e.problem) from e
+        raw = safeio.read_bytes(tmp, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return _load_raw(p, raw, mops_f8_factor)
+
+
+def _load_raw(p: Path, raw, mops_f8_factor) -> list[KernelCounters]:
+    """The counters of a file's (uncompressed) content `raw`."""
+    if not raw.strip():
+        raise CounterReadError(p, "the file is empty")
     text = raw.decode("utf-8-sig") if b"\x00" not in raw[:_SNIFF] and _is_utf8(raw) else None
     if text is None:
         from .ncu import read_ncu_rep
@@ -92,9 +106,12 @@ def load(path, *, mops_f8_factor: float | None = None) -> list[KernelCounters]:
                               "R --csv --page raw`, a rocprofv3 counter-collection CSV, or a rerun_counters.json)")
 
 
-def _is_utf8(raw: bytes) -> bool:
+def _is_utf8(raw: bytes, partial: bool = False) -> bool:
+    """Whether `raw` is UTF-8 text (partial: the first piece of a file, which may end mid-character)."""
+    import codecs
+
     try:
-        raw.decode("utf-8-sig")
+        codecs.getincrementaldecoder("utf-8-sig")().decode(raw, final=not partial)
     except UnicodeDecodeError:
         return False
     return True

@@ -316,12 +316,14 @@ def rep_launches(path: str | Path, metrics=WANTED, *, dims: bool = False) -> lis
 
 
 def read_ncu_rep(path: str | Path) -> list[KernelCounters]:
+    from roofline.io import safeio
+
+    with safeio.open_regular(path) as f:
+        magic = f.read(4)
+    if magic[:3] != b"NVR":   # every .ncu-rep seen here starts with b"NVR\0": refused before ncu_report loads it
+        raise CounterReadError(path, "binary file that is not an Nsight Compute report (no NVR header)")
     launches = rep_launches(path)
     if not launches:
-        with open(path, "rb") as f:
-            magic = f.read(4)
-        if magic[:3] != b"NVR":   # every .ncu-rep seen here starts with b"NVR\0"
-            raise CounterReadError(path, "binary file that is not an Nsight Compute report (no NVR header)")
         raise CounterReadError(path, "the Nsight Compute report holds no kernel results (empty or truncated)")
     return launch_records(launches, "ncu-rep")
 

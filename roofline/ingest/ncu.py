@@ -133,24 +133,16 @@ def _read_of(kept: list, regime: str, source: str, bad: int) -> NcuRead:
 
 
 def _gunzip_to_temp(path: str, size: int) -> str:
-    """A gzipped report, inflated (bounded: ROOFLINE_MAX_COUNTER_BYTES) into a temporary .ncu-rep
-    the caller removes; a failure removes it here."""
+    """A gzipped report, inflated in pieces (bounded: ROOFLINE_MAX_COUNTER_BYTES) into a temporary
+    .ncu-rep the caller removes (roofline.io.safeio.gunzip_to_tempfile, as stage C's counters)."""
     from roofline.io import safeio
 
-    fd, tmp = tempfile.mkstemp(suffix=".ncu-rep")
     try:
-        with os.fdopen(fd, "wb") as fo, safeio.open_regular(path) as raw:
-            fi = safeio.GzipLimited(raw, path, size, limit_env="ROOFLINE_MAX_COUNTER_BYTES")
-            try:
-                shutil.copyfileobj(fi, fo)
-            except safeio.UnsafeInput as exc:
-                raise NcuError(exc.problem) from None
-            except zlib.error as exc:
-                raise NcuError(f"gzip data is corrupt ({exc})") from None
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
+        return safeio.gunzip_to_tempfile(path, limit_env="ROOFLINE_MAX_COUNTER_BYTES", suffix=".ncu-rep")
+    except safeio.UnsafeInput as exc:
+        raise NcuError(exc.problem) from None
+    except zlib.error as exc:
+        raise NcuError(f"gzip data is corrupt ({exc})") from None
 
 
 def read_ncu_rep(path: str, regime: str):

@@ -38,6 +38,7 @@ import re
 
 from roofline.ingest.trace_fast import LAUNCH_CATS_B, NO_LAUNCH_CATS_B, fast_parse
 from roofline.ingest.trace_ijson import ijson_parse
+from roofline.io import safeio
 from roofline.ingest.trace_parallel import parallel_parse
 from roofline.ingest.trace_sink import Sink
 # the tables and the error, importable from here (the CLI, the Top-N builder and the tests do)
@@ -145,7 +146,7 @@ def _fast_once(path, rxs, keep_all_ops, workers, cats) -> ParsedTrace:
     """One fast-path pass reading the items of categories ``cats``; several processes for a large
     uncompressed file (falls back to one when the split is not possible)."""
     if workers > 1 and os.path.getsize(path) >= _PARALLEL_MIN_BYTES:
-        with open(path, "rb") as f:
+        with safeio.open_regular(path) as f:   # special files refused, never blocks
             gz = f.read(2) == b"\x1f\x8b"
         if not gz:
             try:

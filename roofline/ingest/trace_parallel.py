@@ -9,11 +9,12 @@ from array import array
 from roofline.ingest.trace_fast import find_head, scan_items
 from roofline.ingest.trace_sink import Sink
 from roofline.ingest.trace_tables import ParsedTrace, TraceError, Unsupported
+from roofline.io import safeio
 
 
 def _bounds(path: str, pt: ParsedTrace, workers: int):
     """(item marker, byte offsets where each worker's range starts, the file size + 1 end)."""
-    with open(path, "rb") as f:
+    with safeio.open_regular(path) as f:   # special files refused, never blocks
         marker, _, j = find_head(f, pt)
         if marker is None:
             raise Unsupported()
@@ -50,7 +51,7 @@ def parallel_parse(path: str, rxs, keep_all_ops: bool, workers: int, cats=None) 
         wr.close()
         jobs.append((p, rd))
     sink = Sink(pt, rxs, keep_all_ops)
-    with open(path, "rb") as f:
+    with safeio.open_regular(path) as f:   # special files refused, never blocks
         f.seek(bounds[0])
         lim = _Limited(f, bounds[1] - bounds[0])
         scan_items(lim.read, b"", marker, sink, last=(workers == 1), cats=cats)
@@ -92,7 +93,7 @@ def _worker(conn, path, a, b, marker, rxs, keep_all_ops, last, cats=None):
     try:
         pt = ParsedTrace(path=path)
         sink = Sink(pt, rxs, keep_all_ops)
-        with open(path, "rb") as f:
+        with safeio.open_regular(path) as f:   # special files refused, never blocks
             f.seek(a)
             scan_items(_Limited(f, b - a).read, b"", marker, sink, last=last, cats=cats)
         pt.n_events = sink.n

@@ -36,12 +36,14 @@ KINDS = {
 def _head_bytes(path: Path) -> tuple[bytes, bool, bool]:
     """(head bytes, was gzipped, whole file read). A FIFO, device or socket is never opened (a
     read could block forever): it sniffs as empty, and the reader that follows refuses it."""
-    import stat
+    from roofline.io.safeio import NotRegularFile, open_regular
 
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    try:
+        f = open_regular(path)   # O_NONBLOCK + fstat: a FIFO swapped in after a check never blocks
+    except NotRegularFile:
         return b"", False, False
-    with open(path, "rb") as f:
-        raw = f.read(_HEAD if path.stat().st_size > _SMALL else _SMALL + 1)
+    with f:
+        raw = f.read(_HEAD if os.fstat(f.fileno()).st_size > _SMALL else _SMALL + 1)
     if raw[:2] == b"\x1f\x8b":
         try:
             d = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -73,10 +75,13 @@ def kind_of_doc(doc) -> str:
 def sniff(path) -> str:
     """One of KINDS, or "missing" / "directory"."""
     p = Path(path)
-    if not p.exists():
+    try:
+        if not p.exists():
+            return "missing"
+        if p.is_dir():
+            return "directory"
+    except (OSError, ValueError):   # a name over the system's limit, an unreadable folder: the reader says
         return "missing"
-    if p.is_dir():
-        return "directory"
     low = p.name.lower()
     if low.endswith(".ncu-rep") or low.endswith(".ncu-rep.gz"):
         return "ncu_report"
@@ -110,10 +115,12 @@ _MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"%PD
 
 def what_is(path) -> str | None:
     """'a PNG image', ... for a file of a well-known binary kind (its first bytes), else None."""
+    from roofline.io.safeio import open_regular
+
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(16)
-    except OSError:
+    except (OSError, ValueError):
         return None
     return next((what for magic, what in _MAGIC if head.startswith(magic)), None)
 

@@ -5,7 +5,6 @@ of the kernels that changed (roofline/stagec/playbook.py). `roofline compare`.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -14,68 +13,140 @@ from roofline.io.errors import FeedbackError
 from roofline.stagec import playbook, samework
 from roofline.stagec.feedback import _num
 from roofline.core.judge import NoiseBands, judge_e2e, judge_isolated
+from roofline.core.topn_entry import REGIMES
+from roofline.io.values import MAX_DIM, MAX_LATENCY_MS, MIN_LATENCY_MS, finite
+
+def _read(f: Path) -> dict:
+    """One round file, read as every input is (bounded size and depth, special files refused,
+    NaN / 1e5000 kept as non-finite numbers): a dict with an entries array, else one line."""
+    from roofline.core.inputs import read_json
+    from roofline.io.errors import InputError
+
+    try:
+        doc = read_json(f)
+    except InputError as exc:
+        raise FeedbackError(str(exc)) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise FeedbackError(f"{f}: neither a Top-N nor an artifact (no entries array)")
+    return doc
+
+
+def _checked_artifact(doc: dict, f: Path) -> dict:
+    """An artifact compare may judge and record from: one that validates against its schema."""
+    from roofline.io.schema import validate_artifact
+
+    try:
+        validate_artifact(doc)
+    except Exception as exc:  # noqa: BLE001 - jsonschema.ValidationError: the file's problem, one line
+        where = "$." + ".".join(str(x) for x in getattr(exc, "absolute_path", []))
+        raise FeedbackError(f"{f}: not a valid artifact: {where}: "
+                            f"{' '.join(str(getattr(exc, 'message', exc)).split())[:160]}") from None
+    return doc
+
+
+def _checked_topn(doc: dict, f: Path) -> dict:
+    """A Top-N whose file-level fields hold (docs/input_policy.md; its entries are judged one by one)."""
+    from roofline.core.inputs import parse_topn
+    from roofline.io.errors import InputError
+
+    try:
+        parse_topn(doc, str(f))
+    except InputError as exc:
+        raise FeedbackError(str(exc)) from None
+    return doc
+
+
+def _is_file(f: Path) -> bool:
+    """There is something by that name (a FIFO or a device too: its reader says what it is)."""
+    try:
+        return f.exists() and not f.is_dir()
+    except (OSError, ValueError):
+        return False
+
 
 def _load_round(path: str | Path) -> dict:
     """A round: {"artifact": dict|None, "topn": dict|None, "where": str}. `path` is a round
     directory (profile_roofline.json and/or profile_topN.json in it), an artifact or a Top-N."""
+    from roofline.io.safeio import path_problem
+
     p = Path(path)
+    bad = path_problem(p)
+    if bad:
+        raise FeedbackError(f"{p}: {bad}")
     out: dict[str, Any] = {"artifact": None, "topn": None, "where": str(p)}
-    files = [p / "profile_roofline.json", p / "profile_topN.json"] if p.is_dir() else [p]
-    if not any(f.is_file() for f in files):
-        raise FeedbackError(f"{p}: no profile_roofline.json or profile_topN.json")
+    if not p.exists():
+        raise FeedbackError(f"{p}: no such file or folder: expected a round folder (profile_roofline.json and/or "
+                            "profile_topN.json in it), an artifact or a Top-N")
+    is_dir = p.is_dir()
+    files = [p / "profile_roofline.json", p / "profile_topN.json"] if is_dir else [p]
+    if is_dir and not any(_is_file(f) for f in files):
+        raise FeedbackError(f"{p}: a folder with no profile_roofline.json or profile_topN.json")
     for f in files:
-        if not f.is_file():
+        if is_dir and not _is_file(f):
             continue
-        try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise FeedbackError(f"{f}: not JSON ({exc.__class__.__name__})") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
-            raise FeedbackError(f"{f}: neither a Top-N nor an artifact (no entries array)")
+        doc = _read(f)
         if doc.get("skill") == "roofline":
-            out["artifact"] = doc
-            src = (doc.get("inputs") or {}).get("topn")
-            if out["topn"] is None and not p.is_dir() and src and Path(src).is_file():
+            out["artifact"] = _checked_artifact(doc, f)
+            src = samework.inputs_of({"artifact": doc}).get("topn")
+            if out["topn"] is None and not is_dir and isinstance(src, str) and _is_file(Path(src)):
                 try:
-                    out["topn"] = json.loads(Path(src).read_text(encoding="utf-8"))
-                except ValueError:
-                    pass
+                    out["topn"] = _checked_topn(_read(Path(src)), Path(src))
+                except FeedbackError:
+                    pass   # the artifact's source Top-N, moved or damaged since: the artifact alone
         else:
-            out["topn"] = doc
+            out["topn"] = _checked_topn(doc, f)
     return out
 
 
+def _time(v) -> float | None:
+    """A launch time in ms as the input policy reads it (1e-6..1e9), else None."""
+    return float(v) if finite(v) and MIN_LATENCY_MS <= v <= MAX_LATENCY_MS else None
+
+
+def _launches(v) -> float | None:
+    return float(v) if finite(v) and 0 < v <= MAX_DIM else None
+
+
+def _pct(v) -> float | None:
+    return float(v) if finite(v) and 0 <= v <= 100 else None
+
+
 def _kernel_times(rnd: dict) -> dict[str, dict]:
-    """name -> {regime: (t_ms per launch, launches per step)}, from the Top-N, else the artifact."""
+    """name -> {regime: (t_ms per launch, launches per step)}, from the Top-N, else the artifact. A
+    time or launch count outside the input policy's ranges (negative, NaN, a string) is no time:
+    that regime of that kernel is not compared, the others are."""
     out: dict[str, dict] = {}
     if rnd["topn"] is not None:
         for t in rnd["topn"]["entries"]:
             if not isinstance(t, dict) or not isinstance(t.get("name"), str):
                 continue
             regs = {}
-            for r, v in (t.get("regimes") or {}).items():
-                try:
-                    regs[r] = (float(v["base_latency_ms"]), float(v["launches_per_step"]))
-                except (KeyError, TypeError, ValueError):
-                    continue
-            out.setdefault(t["name"], {"regimes": regs, "pct_gpu_time": t.get("pct_gpu_time"),
+            bad_pct = "pct_gpu_time" in t and _pct(t["pct_gpu_time"]) is None   # the entry's problem: no times
+            for r, v in (t["regimes"].items() if isinstance(t.get("regimes"), dict) and not bad_pct else ()):
+                if r in REGIMES and isinstance(v, dict):
+                    tm, ln = _time(v.get("base_latency_ms")), _launches(v.get("launches_per_step"))
+                    if tm is not None and ln is not None:
+                        regs[r] = (tm, ln)
+            out.setdefault(t["name"], {"regimes": regs, "pct_gpu_time": _pct(t.get("pct_gpu_time")),
                                        "short_name": t.get("short_name") if isinstance(t.get("short_name"), str)
                                        else None})
     elif rnd["artifact"] is not None:
         for e in rnd["artifact"]["entries"]:
-            if e.get("t_ms") and e.get("launches_per_step") and e.get("regime"):
-                out.setdefault(e["name"], {"regimes": {e["regime"]: (float(e["t_ms"]), float(e["launches_per_step"]))},
-                                           "pct_gpu_time": e.get("pct_gpu_time")})
+            tm, ln = _time(e.get("t_ms")), _launches(e.get("launches_per_step"))
+            if tm is not None and ln is not None and e.get("regime") in REGIMES:
+                out.setdefault(e["name"], {"regimes": {e["regime"]: (tm, ln)}, "pct_gpu_time": _pct(e.get("pct_gpu_time"))})
     return out
 
 
 def _gpu_ms_per_step(topn: dict | None) -> float | None:
     if not topn:
         return None
-    tot, sv = topn.get("total_gpu_time_ms"), topn.get("serving") or {}
-    steps = (sv.get("n_decode_steps") or 0) + (sv.get("n_prefill_steps") or 0)
-    if not isinstance(tot, (int, float)) or tot <= 0:
+    tot, sv = topn.get("total_gpu_time_ms"), topn.get("serving")
+    sv = sv if isinstance(sv, dict) else {}
+    counts = [sv.get(k) for k in ("n_decode_steps", "n_prefill_steps")]
+    if not finite(tot) or tot <= 0 or not all(c is None or (finite(c) and 0 <= c <= MAX_DIM) for c in counts):
         return None
+    steps = sum(c or 0 for c in counts)
     return tot / steps if steps else None
 
 
@@ -127,8 +198,9 @@ def compare(round_a, round_b, *, bands: NoiseBands = NoiseBands(), e2e_delta_pct
 
 
 def _steps(rnd: dict) -> dict:
-    sv = (rnd["topn"] or {}).get("serving") or {}
-    return {r: sv.get(f"n_{r}_steps") or 0 for r in ("decode", "prefill")}
+    sv = (rnd["topn"] or {}).get("serving")
+    sv = sv if isinstance(sv, dict) else {}
+    return {r: sv.get(f"n_{r}_steps") if finite(sv.get(f"n_{r}_steps")) else 0 for r in ("decode", "prefill")}
 
 
 def workload_warnings(a: dict, b: dict) -> list[str]:
@@ -137,7 +209,7 @@ def workload_warnings(a: dict, b: dict) -> list[str]:
     out = []
     ea, eb = samework.round_env(a)[0], samework.round_env(b)[0]
     if ea is not None and eb is not None:
-        wa, wb = ea.get("workload") or {}, eb.get("workload") or {}
+        wa, wb = (e.get("workload") if isinstance(e.get("workload"), dict) else {} for e in (ea, eb))
         diff = [f"{k} {wa.get(k)} -> {wb.get(k)}" for k in ("isl", "osl", "conc") if wa.get(k) != wb.get(k)]
         diff += [f"{k} {ea.get(k)} -> {eb.get(k)}" for k in ("gpu_name", "gfx", "model_dtype")
                  if ea.get(k) != eb.get(k)]
@@ -191,15 +263,15 @@ def _compare_kernel(name: str, ka, kb, pe: dict, bands: NoiseBands) -> dict:
     if row["step_ms_a"] and row["step_ms_b"]:
         s = row["step_ms_a"] / row["step_ms_b"]
         row["measured_inrun_speedup"] = s
-        iso = judge_isolated(s, row["predicted_attainable_speedup"], bands)
+        pa = row["predicted_attainable_speedup"]
+        iso = judge_isolated(s, pa if finite(pa) and pa > 0 else None, bands)
         row.update(time_change_real=iso["real"], verdict=f"in-run {s:.3f}x per step: {iso['verdict']}",
                    model_contradicted=iso["model_contradicted"])
-        if isinstance(row["pct_gpu_time_a"], (int, float)):
+        if finite(row["pct_gpu_time_a"]):
             row["measured_kernel_e2e_gain_pct"] = row["pct_gpu_time_a"] * (1 - 1 / s)
-    elif row["step_ms_a"] and kb is None:
-        row.update(time_change_real=True, verdict="gone in B: its whole share is saved", model_contradicted=False)
-        if isinstance(row["pct_gpu_time_a"], (int, float)):
-            row["measured_kernel_e2e_gain_pct"] = float(row["pct_gpu_time_a"])
+    elif kb is None or ka is None:   # in one round only: its work may have moved into another kernel
+        row.update(time_change_real=None, model_contradicted=False,
+                   verdict=row["status"] + ": not a measured saving (its work may run in another kernel now)")
     else:
         row.update(time_change_real=None, verdict=row["status"], model_contradicted=False)
     return row
@@ -213,8 +285,10 @@ def _fill_playbook(out: dict, a: dict, b: dict, rows: list[dict], pred: dict, e2
     recs = []
     for row in rows:
         pe = pred.get(row["kernel"])
-        if pe is None or row["status"].startswith("different work") or (not row.get("time_change_real") and row["kernel"] not in kernels
-                          and row.get("short_name") not in kernels):
+        s = row["measured_inrun_speedup"]
+        if pe is None or row["status"] != "both" or not (finite(s) and s > 0):
+            continue   # no measured time change of this kernel in both rounds: nothing to record
+        if not row.get("time_change_real") and row["kernel"] not in kernels and row.get("short_name") not in kernels:
             continue
         recs.append(playbook.record(
             a["artifact"], pe, measured_inrun_speedup=row["measured_inrun_speedup"], measured_e2e_delta_pct=e2e,

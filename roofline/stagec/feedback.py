@@ -7,7 +7,6 @@ Pure except `record_feedback` (which reads and rewrites the artifact and appends
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict
 from pathlib import Path
@@ -26,15 +25,25 @@ def _num(x, what: str, positive: bool = False) -> float:
 
 
 def load_artifact(path: str | Path) -> dict:
+    """The artifact (or the one in a round folder), read through the bounded reader; one line when
+    it cannot be looked at, is missing or is not an artifact."""
+    from roofline.core.inputs import read_json   # the bounded reader (size, depth, special files, UTF-8)
+    from roofline.io.errors import InputError
+    from roofline.io.safeio import path_problem
+
     p = Path(path)
-    if p.is_dir():
+    bad = path_problem(p)
+    if not bad and p.is_dir():
         p = p / "profile_roofline.json"
+        bad = path_problem(p)
+    if bad:
+        raise FeedbackError(f"{p}: {bad}")
+    if not p.exists():
+        raise FeedbackError(f"{p}: no such artifact")
     try:
-        art = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FeedbackError(f"{p}: no such artifact") from None
-    except (OSError, ValueError) as exc:
-        raise FeedbackError(f"{p}: not a JSON artifact ({exc.__class__.__name__})") from None
+        art = read_json(p)
+    except InputError as exc:
+        raise FeedbackError(f"{exc}: not a JSON artifact") from None
     if not isinstance(art, dict) or art.get("skill") != "roofline" or not isinstance(art.get("entries"), list):
         raise FeedbackError(f"{p}: not a profile_roofline.json (no skill 'roofline' with entries)")
     return art
@@ -85,9 +94,9 @@ def record_feedback(artifact: str | Path, kernel: str, isolated_speedup: float, 
     Returns {"entry", "feedback", "playbook"}. Raises FeedbackError (one line) on unusable input."""
     from roofline.report import artifact as report
 
+    art = load_artifact(artifact)   # a path that cannot be looked at is one line there
     p = Path(artifact)
     p = p / report.ARTIFACT_JSON if p.is_dir() else p
-    art = load_artifact(p)
     rec = apply_feedback(art, kernel, isolated_speedup, e2e_delta_pct, bands=bands, source=source, where=str(p))
     e = find_entry(art, kernel, str(p))
     report.write_artifact(art, p.parent)

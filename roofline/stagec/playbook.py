@@ -82,9 +82,22 @@ def read_records(directory: str | Path) -> list[dict]:
     jl = p / "backend_playbook.jsonl" if p.is_dir() else p
     if not jl.is_file():
         return []
-    # an older record lacks the keys this schema added: they read as unknown (None), never measured
-    return [{**dict.fromkeys(RECORD_KEYS), "model_contradicted": False, **json.loads(line)}
-            for line in jl.read_text(encoding="utf-8").splitlines() if line.strip()]
+    from roofline.io import safeio
+
+    # the bounded reader (size, special files); a line that is no record (not JSON, not an object,
+    # nested past the limit: a damaged file) is skipped, never read as one
+    text = bytes(safeio.read_bytes(jl)).decode("utf-8", "replace")
+    out = []
+    for line in text.splitlines():
+        if not line.strip() or not safeio.json_depth_ok(line):
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):   # an older record lacks the keys this schema added: unknown (None)
+            out.append({**dict.fromkeys(RECORD_KEYS), "model_contradicted": False, **rec})
+    return out
 
 
 def fill_e2e(directory: str | Path, round_id, kernels: set[str], e2e_delta_pct: float) -> int:

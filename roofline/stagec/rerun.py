@@ -12,22 +12,50 @@ re-run that uses it (`roofline.rerun.rerun_artifact`: the hook's and `roofline r
    re-run writes and the analysis merges."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from roofline.counters.base import KernelCounters
 from roofline.io.errors import CounterCollectError, RerunError
 
 
+def _read_json(path: Path, what: str):
+    """A JSON input of the re-run through the one bounded reader (size, depth, special files,
+    UTF-8): a file problem is RerunError, one line naming the file."""
+    from roofline.core.inputs import read_json
+    from roofline.io.errors import InputError
+
+    try:
+        return read_json(path)
+    except InputError as exc:
+        raise RerunError(f"{exc}: not {what}, nothing re-run") from None
+
+
 def read_artifact(artifact: Path) -> dict:
     """The artifact a re-run starts from; RerunError (one line) when it is none."""
-    try:
-        art = json.loads(artifact.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RerunError(f"{artifact}: not a JSON artifact ({exc.__class__.__name__}): nothing re-run") from None
+    art = _read_json(artifact, "a JSON artifact")
     if not isinstance(art, dict) or not isinstance(art.get("entries"), list):
         raise RerunError(f"{artifact}: $.entries: expected a profile_roofline.json artifact with a list of entries")
     return art
+
+
+def read_dispatch(dispatch: Path | None) -> dict | None:
+    """The dispatch table given with --dispatch (None: the shipped ones); one line when it is none:
+    a JSON object whose `classes` is an object of arrays of row objects."""
+    if dispatch is None:
+        return None
+    from roofline.io.values import found
+
+    doc = _read_json(dispatch, "a dispatch table")
+    if not isinstance(doc, dict):
+        raise RerunError(f"{dispatch}: expected a dispatch table (a JSON object), got {found(doc)}")
+    cls = doc.get("classes")
+    if not isinstance(cls, dict) or not all(isinstance(v, list) and all(isinstance(r, dict) for r in v)
+                                            for v in cls.values()):
+        raise RerunError(f"{dispatch}: classes: expected an object of arrays of rows, got {found(cls)}")
+    for k in ("contract", "dtype", "arch"):
+        if k in doc and not isinstance(doc[k], str):
+            raise RerunError(f"{dispatch}: {k}: expected a string, got {found(doc[k])}")
+    return doc
 
 
 def measure_heads(art: dict, entries=(), counters: bool = False, dispatch: Path | None = None, progress=None,
@@ -37,7 +65,7 @@ def measure_heads(art: dict, entries=(), counters: bool = False, dispatch: Path 
     keeps the timing and the error (`rerun["counters"]`), no counter reading."""
     from roofline.stagec import measurement, profiler, timing
 
-    table = _tables(json.loads(dispatch.read_text()) if dispatch else None)
+    table = _tables(read_dispatch(dispatch))   # a bad table is said before the GPU is looked for
     arch = timing.device_arch()
     if arch is None:
         raise RerunError(f"{timing.no_gpu_reason()}: nothing re-run, artifact unchanged")
