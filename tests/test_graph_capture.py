@@ -1,4 +1,4 @@
-"""CUDA-graph replays (roofline/ingest/graph_capture.py): a replayed inductor kernel takes the arguments its
+"""CUDA-graph replays (roofline/ingest/graph_capture.py) and static caches written by inductor kernels (roofline/ingest/compiled_caches.py): a replayed inductor kernel takes the arguments its
 launcher cpu_op (named like the kernel) recorded where the window holds one; a replay-only window
 (fixtures/corpus/qwen3_compile_cudagraphs: torch.compile mode="reduce-overhead", every kernel a replay)
 degrades with a reason that says what would give a verdict."""
@@ -36,3 +36,26 @@ def test_a_replay_only_window_says_what_would_give_a_verdict():
     e = next(x for x in art["entries"] if x["name"].startswith("triton_poi_fused__scaled_dot_product"))
     assert not e["modeled"] and e["avoidable_gain_pct"] is None
     assert "replayed from a CUDA graph" in e["notes"] and "capture" in e["notes"] and "--counters" in e["notes"]
+
+
+def test_a_static_cache_written_by_an_inductor_kernel_bounds_the_attention():
+    # qwen2moe_compile_grouped: index_copy_ fused by inductor writes one token a step into a [32, 16, 2048, 128]
+    # cache (its cpu_op's arguments and numel); the SDPA reads all 2048 slots, the filled ones are the workload's
+    # isl + osl / 2 (no prompt write in the window: said so)
+    from compiled_corpus import config, events, meta
+
+    case = "qwen2moe_compile_grouped"
+    art, cfg, m = cli_artifact(case), config(case), meta(case)
+    w = next(e for e in events(case) if e.get("cat") == "cpu_op" and e["name"].startswith("triton_")
+             and "index_copy" in e["name"] and [32, 16, 2048, 128] in e["args"]["Input Dims"])
+    numel = int([c for c, t in zip(w["args"]["Concrete Inputs"], w["args"]["Input type"]) if t == "Scalar"][-1])
+    assert numel == 32 * 16 * 128          # one token per write
+    e = next(x for x in art["entries"] if x.get("op_kind") == "attn")
+    assert e["shape"]["seq_len"] == 2048
+    isl, osl = m["prefill"]["tokens_per_seq"], max(m["decode"]["steps"], 1)
+    filled = isl + osl / 2
+    hkv, d = cfg["num_key_value_heads"], cfg["hidden_size"] // cfg["num_attention_heads"]
+    want = 32 * filled * hkv * d * 2 * 2
+    assert abs(e["bytes_necessary"] / want - 1) < 1e-9
+    assert any("index_copy fused" in x and "not from the trace" in x for x in e["necessary_evidence"])
+    assert e["avoidable_gain_pct"] > 0.7 * e["regime_pct_gpu_time"]
