@@ -1,4 +1,4 @@
-"""The corpus cases of issue #40's findings (compiled kernels, gathers, last-position logits): each case
+"""The corpus cases of compiled kernels, gathers, last-position logits and expert loops: each case
 through the CLI as a user runs it (`roofline topn TRACE --isl --osl --conc --config`, then `roofline
 analyze`), and what the trace itself records, read here with json (never through roofline's readers),
 for the expected figures."""

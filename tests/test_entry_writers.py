@@ -1,4 +1,4 @@
-"""Who writes the artifact entry (issue #39: the entry is written from the steps' values in one place,
+"""Who writes the artifact entry (it is written from the steps' values in one place,
 roofline/core/entry.py). Read from the source with ast: a module "writes an entry" where it stores an
 artifact-entry field (roofline/io/schema/fields.json, artifact.entry) by its string key into a dict
 named as the package names entries (out, entry, ent, e, v, head): `out["key"] = ...`, `out["key"] += ...`,

@@ -73,7 +73,7 @@ def test_necessity_rules_are_asked_in_rank_order_each_registered_once():
     names = {c: [f"{f.__module__.rsplit('.', 1)[1]}.{f.__name__}" for f in jobs.rules(c)] for c in ("gemm", "norm")}
     # a decode bmm over a KV cache keeps the cache rule's verdict: it is asked before the score-chain rule
     assert names["gemm"] == ["gemm.kv_necessary", "expert_gather.gemm_necessary", "last_logits.necessary",
-                             "eager_attention.necessary"]
+                             "expert_loop.necessary", "eager_attention.necessary"]
     assert names["norm"] == ["ssd_reference.necessary", "eager_attention.necessary", "expert_gather.gather_necessary"]
     with pytest.raises(ValueError, match="registered twice"):
         jobs.rule("gemm", rank=40)(lambda shape, dt, b, ctx: None)         # a rank taken

@@ -1,4 +1,4 @@
-"""Unknown is not zero (issue #40, finding 4): an Nsight Compute report alone measures what each kernel
+"""Unknown is not zero: an Nsight Compute report alone measures what each kernel
 moves, never whether it needs to. On the real ncu step of the corpus's compiled static-cache decode
 (fixtures/corpus/ncu/qwen3_compile_static__decode.csv.gz: inductor's fused repeat_kv, 996 MB a launch,
 which a GQA-aware attention does not need at all), `avoidable_gain_pct` is null (JSON null) and the table

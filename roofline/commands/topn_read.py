@@ -66,6 +66,8 @@ def _topn_of_trace(source, decode_steps, prefill_steps, regime, decode_range, pr
         pt = parse_trace(source, range_regex=[decode_range, prefill_range], workers=workers)
         gl = _scan_graphs(source, pt)
         aggs, steps, notes = aggregate_trace(pt, plan, graph_corr=gl.corr if gl else None)
+        from roofline.ingest.graph_capture import capture_shapes
+        capture_shapes(pt, aggs, gl.corr if gl else None, notes)   # replayed inductor kernels: their launcher's args
     except TraceError as exc:
         _fail(source, str(exc))
     src = {"kind": "torch_trace", "path": os.path.basename(source), "kernel_launches": pt.n_kernels,

@@ -33,6 +33,7 @@ class Assessment:
     levers: list = field(default_factory=list)      # (kind, text, evidence, its share of the avoidable bytes,
                                                      #  the kernels it removes as well)
     flops_dtype: str | None = None                   # the roof the necessary FLOPs run at (None: the kernel's)
+    time_priced: bool = False                        # the saving is priced by the measured time (Necessary.time_priced)
 
 
 def tp_degree(raw, env_tp: int | None = None) -> tuple[int | None, str]:
@@ -108,6 +109,7 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
             a.flops = sum(wt * (n.flops if n.flops is not None else r.candidates[
                 min(chosen_i, len(r.candidates) - 1)].flops_est) for wt, n, r in zip(w.weights, per, w.results))
     a.removable = all(n.removable for n in per)
+    a.time_priced = any(n.time_priced for n in per)
     a.flops_dtype = next((n.flops_dtype for n in per if n.flops_dtype), None)
     # each kind's share of the avoidable bytes (launch-weighted): what its lever saves of the whole
     avoid: dict[str, float] = {}
@@ -124,8 +126,9 @@ def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
                 a.evidence.append(x)
         if n.lever and n.kind not in [lv[0] for lv in a.levers]:
             covers = frozenset().union(*(m.covers for m in per if m.kind == n.kind))
-            a.levers.append((n.kind, n.lever, "; ".join(n.evidence), avoid.get(n.kind, 0.0) / total if total else None,
-                             covers))
+            # NB: a time-priced kind avoids no bytes: its lever saves the whole avoidable gain where it is the only one
+            share = avoid.get(n.kind, 0.0) / total if total else (1.0 if n.time_priced else None)
+            a.levers.append((n.kind, n.lever, "; ".join(n.evidence), share, covers))
     return a
 
 
@@ -144,11 +147,13 @@ def time_kept(bytes_est: float, flops_est: float, bytes_nec: float, flops_nec: f
 
 
 def record(a: Assessment, model_bytes: float, model_flops: float, peak_bw: float, peak_flops: float | None,
-           share_pct: float, notes: list[str], peaks=None, flops_issued: float | None = None) -> Necessity:
+           share_pct: float, notes: list[str], peaks=None, flops_issued: float | None = None,
+           t_ms: float | None = None, target_eff: float | None = None) -> Necessity:
     """The entry's necessity: bytes_necessary / flops_necessary / necessary_evidence / avoidable_gain_pct
     (``share_pct``: the regime's share of the GPU time, what the gain is on; ``flops_issued``: stage C's
     issued FLOPs where counters gave them; ``peaks``: the roof of the necessary FLOPs where they run at
-    another dtype's, a.flops_dtype)."""
+    another dtype's, a.flops_dtype; ``t_ms``, ``target_eff``: the launch's time and its class's prior, for
+    a saving priced by time, a.time_priced)."""
     peak_flops_nec = peaks.compute_peak(a.flops_dtype) if peaks is not None and a.flops_dtype else None
     if a.bytes is None:
         notes.append(f"bytes_necessary unknown: {a.missing}")
@@ -157,12 +162,24 @@ def record(a: Assessment, model_bytes: float, model_flops: float, peak_bw: float
     issued = flops_issued or model_flops
     kept = 0.0 if a.removable else time_kept(model_bytes, issued, a.bytes, flops_nec, peak_bw, peak_flops,
                                              peak_flops_nec)
+    if a.time_priced:
+        kept = min(kept, priced_by_time(t_ms, target_eff, a.bytes, peak_bw))
     gain = share_pct * (1.0 - kept)
     avoidable = gain if (1.0 - kept) >= AVOIDABLE_MIN_FRAC else 0.0
     if a.kinds:
         notes.append(f"necessary work: {a.bytes / 1e6:.4g} MB per launch of the {model_bytes / 1e6:.4g} MB moved "
                      f"({', '.join(a.kinds)}): removing the rest saves {avoidable:.2f}% of GPU time")
     return Necessity(a.bytes, a.flops, list(a.evidence), avoidable)
+
+
+def priced_by_time(t_ms: float | None, tgt: float | None, bytes_nec: float, peak_bw: float) -> float:
+    """The share of the measured time `t_ms` per launch kept when the same bytes move at the class's target
+    efficiency `tgt` (an eager per-expert loop replaced by one grouped launch): (bytes / (peak BW x target_eff))
+    / t per launch, at most 1."""
+    t_s = (t_ms or 0.0) / 1e3
+    if not (t_s > 0 and tgt and peak_bw):
+        return 1.0
+    return min(1.0, bytes_nec / (peak_bw * tgt) / t_s)
 
 
 def larger_gain(e: dict) -> float | None:

@@ -450,7 +450,8 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     ci = alts.index(chosen)
     nec = necessary.assess(op_class, w, ci, ctx := necessary.context(topn, env, config, place.regime, w, e, ci))
     need = necessary.record(nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, place.regime_pct_gpu_time,
-                            notes, peaks, meas.get("flops_issued") if meas is not None else None)
+                            notes, peaks, meas.get("flops_issued") if meas is not None else None, place.t_ms,
+                            tgt.target_eff)
     out = entry_fields(head, place, sides, fig, tgt, flags, verdict, need)
     lv = route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
     return with_levers(out, lv, notes), w.res.info

@@ -155,7 +155,7 @@ from roofline.core.opclasses import (gemm, moe, attn, stream, comm, routing_sort
                                 recurrent, chunk_scan, causal_conv, scatter_add, inductor)
 # the necessity rules (each registers itself for the classes whose bytes it reads: jobs.rule)
 from roofline.core.opclasses import (ssd_reference, eager_attention, expert_gather, last_logits,  # noqa: E402,F401
-                                gqa_copy)
+                                gqa_copy, expert_loop)
 
 
 def _check_jobs() -> None:

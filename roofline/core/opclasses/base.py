@@ -221,7 +221,9 @@ class Necessary:
     covers:    kernels whose work the same lever removes as well (a fused attention removes every op of an
                eager attention's score chain): no fusion lever names them (one lever per cause);
     flops_dtype: the necessary FLOPs run at that dtype's roof (a fused kernel's tensor-core matmuls), not
-               at the moved work's (None: the same roof)."""
+               at the moved work's (None: the same roof);
+    time_priced: the same bytes, but the launches that move them need not be this many: the saving is the
+               measured time against those bytes at the class's target efficiency (roofline.core.necessary.record)."""
     bytes: float | None
     flops: float | None = None
     kind: str = "as_modelled"
@@ -231,6 +233,8 @@ class Necessary:
     lever: str | None = None
     flops_dtype: str | None = None      # the dtype whose compute roof prices `flops` (None: the kernel's own)
     covers: frozenset = frozenset()     # kernels the lever removes as well (no fusion lever with them)
+    time_priced: bool = False           # the saving is the launches' measured time against the same bytes at the
+                                        # class's target (an eager per-expert loop), not bytes avoided
 
 
 REGISTRY: dict[str, OpClass] = {}

@@ -148,6 +148,12 @@ def model(shape: dict, dt: dict) -> ModelResult:
 @job("fill", "inductor")
 def fill(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     """No stage-A size: a generated kernel's bytes are its arguments', which only its launching cpu_op records."""
+    if "arg_bytes" not in s and isinstance(e.raw, dict) and e.raw.get("cuda_graph_replayed"):
+        raise EntryError("inductor kernel replayed from a CUDA graph (torch.compile mode=\"reduce-overhead\"): a replay "
+                         "has no launching cpu_op, and the window holds no call of this kernel outside the graph, so its "
+                         "arguments are not in the trace. What gives a verdict: a window that includes the graph's "
+                         "capture (profile from the first compiled call: its launcher cpu_op records the arguments), the "
+                         "same step compiled without CUDA graphs (mode=\"default\"), or stage-C counters (--counters)")
     if "arg_bytes" not in s:
         why = e.raw.get("shape_unknown") if isinstance(e.raw, dict) else None
         raise EntryError("inductor kernel without its arguments: " + (why if isinstance(why, str) else
