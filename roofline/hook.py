@@ -118,7 +118,8 @@ def _run(round_dir, env, config, analysis_skill, head_threshold_pct, stage, coun
     if analysis_skill is None or (isinstance(analysis_skill, str) and analysis_skill == "none"):
         return None  # L0
     try:
-        from roofline import api, peaks as _p  # noqa: F401
+        import roofline.api  # noqa: F401
+        import roofline.peaks  # noqa: F401
         from roofline.core import analysis as _a
         from roofline.report import artifact as report
         from roofline.io.schema import validate_artifact  # noqa: F401  (probed: a missing piece is L0)
@@ -156,7 +157,7 @@ def _topn_path(round_dir: Path) -> Path:
 def _analyze_safely(topn_path: Path, env, config, peaks, stage, counters, head_threshold_pct, head_cap,
                     errors: list[dict]) -> dict:
     """The artifact (schema-checked), or the empty one with the failure in `errors` (L5)."""
-    from roofline import api
+    import roofline.api as api
     from roofline.io.schema import validate_artifact
 
     art = None

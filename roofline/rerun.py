@@ -55,7 +55,7 @@ def rerun_artifact(artifact: Path, entries=(), counters: bool = False, dispatch:
 def write_counters(path: Path, records: list) -> Path:
     """This re-run's records into the counters file `path`, beside the records of heads an earlier
     re-run measured and this one did not (a head's record is its latest re-run's)."""
-    from roofline import counters as _counters
+    import roofline.counters as _counters
     from roofline.counters.records import records_text
     from roofline.report.artifact import atomic_write
 
@@ -88,7 +88,7 @@ def merged(art: dict, artifact: Path, path: Path, records: list) -> dict:
 def analyze_with(art: dict, artifact: Path, counters_path: Path) -> dict:
     """`analyze --counters counters_path` of the Top-N behind the artifact, with its own inputs and
     head settings. Raises RerunError when the Top-N cannot be found."""
-    from roofline import api
+    import roofline.api as api
     from roofline.core.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT
 
     inp = art.get("inputs") or {}

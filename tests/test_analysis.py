@@ -131,14 +131,12 @@ def test_impossible_values_degrade():
 
 
 def test_l5_a_model_that_raises_degrades_its_entry_and_lands_in_skill_errors(monkeypatch):
-    import dataclasses
-
-    from roofline.core import opclasses
+    from roofline.core.opclasses import jobs
 
     def boom(shape, dt):
         raise ZeroDivisionError("bad model")
 
-    monkeypatch.setitem(opclasses.REGISTRY, "norm", dataclasses.replace(opclasses.get("norm"), model=boom))
+    monkeypatch.setitem(jobs._TABLE["model"], "norm", (boom, {}))
     a = run(entry("rms_norm_kernel", 30, 0.05, shapes=[{"elems_in": 1 << 20}]), gemm_entry("g", 20, 64, 4096, 4096, 0.5))
     assert a["skill_errors"][0]["error"] == "ZeroDivisionError: bad model"
     assert a["degraded"][0]["reason"] == "internal error: ZeroDivisionError: bad model"

@@ -27,7 +27,7 @@ REG_DIR = PKG / "core" / "opclasses"
 CLASSES = frozenset(classify.OP_CLASSES)
 # the modules of roofline/core/opclasses/ that register classes (the rest are shared helpers)
 CLASS_MODULES = ("gemm", "moe", "attn", "stream", "comm", "routing_sort", "unmodelled", "recurrent", "chunk_scan",
-                 "causal_conv", "scatter_add")
+                 "causal_conv", "scatter_add", "inductor")
 # where the four jobs are done outside the registry: path -> the functions that do them (None: all)
 JOB_SITES = {"roofline/core/shapes.py": None, "roofline/core/models/__init__.py": None,
              "roofline/core/models/gemm.py": None, "roofline/core/models/moe.py": None, "roofline/core/models/attention.py": None,
@@ -51,13 +51,7 @@ def _names_a_class(n) -> bool:
 
 def _registered_functions():
     """(module, name) of every function the registry wires."""
-    out = set()
-    for oc in opclasses.REGISTRY.values():
-        for f in dataclasses.fields(oc):
-            fn = getattr(oc, f.name)
-            if callable(fn):
-                out.add((fn.__module__, fn.__name__))
-    return out
+    return opclasses.jobs.functions()
 
 
 def _job_scope(tree: ast.AST, funcs):
@@ -139,21 +133,21 @@ def test_a_second_registration_is_refused():
 
 
 def test_each_class_registers_its_jobs():
-    modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.model is not None}
+    modelled = {c for c, oc in opclasses.REGISTRY.items() if oc.has("model")}
     assert modelled == {"gemm", "moe", "attn", "elementwise", "norm", "quant", "comm", "routing_sort", "recurrent",
-                        "chunk_scan", "causal_conv", "scatter_add"}
+                        "chunk_scan", "causal_conv", "scatter_add", "inductor"}
     for c in modelled:
         oc = opclasses.get(c)
-        assert oc.fill is not None and oc.shape_keys and not oc.not_modelled, c
+        assert oc.has("fill") and oc.shape_keys and not oc.not_modelled, c
     # the memory axis of every class is HBM but for collectives, whose roof is the link
     assert {c: oc.roof for c, oc in opclasses.REGISTRY.items() if oc.roof != "hbm"} == {"comm": "interconnect"}
     for c in CLASSES - modelled:   # unknown: no job, a reason instead
         oc = opclasses.get(c)
-        assert oc.not_modelled and (oc.fill, oc.trace_shape, oc.gemm_problems) == (None, None, None), c
-    assert {c for c, oc in opclasses.REGISTRY.items() if oc.gemm_problems} == {"gemm", "moe"}
-    assert {c for c, oc in opclasses.REGISTRY.items() if oc.trace_shape} == {
+        assert oc.not_modelled and not any(oc.has(j) for j in ("fill", "trace_shape", "gemm_problems")), c
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.has("gemm_problems")} == {"gemm", "moe"}
+    assert {c for c, oc in opclasses.REGISTRY.items() if oc.has("trace_shape")} == {
         "gemm", "moe", "attn", "elementwise", "norm", "quant", "routing_sort", "recurrent", "chunk_scan", "causal_conv",
-        "scatter_add"}
+        "scatter_add", "inductor"}
 
 
 def test_the_lookups_answer_through_the_registration():

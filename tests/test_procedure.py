@@ -26,12 +26,14 @@ def _gemm(t, N, K):
 def test_regime_and_logical_time_come_from_the_entry(real):
     t, env, cfg, pk = real
     e = _gemm(t, 14336, 4096)
-    out, notes = {}, []
-    regime, reg = P.place_regime(e, t, out, notes)
-    assert regime == "decode" and out["t_ms"] == e.regimes["decode"].base_latency_ms
+    notes = []
+    place, reg = P.place_regime(e, t, notes)
+    assert place.regime == "decode" and place.t_ms == e.regimes["decode"].base_latency_ms
     assert "decode" in notes[0]
-    t_s, n_l = P.logical_time(e, reg, out, notes)
-    assert n_l == e.launches_per_logical_op and t_s == pytest.approx(reg.base_latency_ms * n_l / 1e3)
+    n_l = e.launches_per_logical_op
+    place, t_s = P.logical_time(reg, place, n_l, notes)
+    assert place.launches_per_logical_op == n_l and t_s == pytest.approx(reg.base_latency_ms * n_l / 1e3)
+    assert place.t_logical_op_ms == pytest.approx(reg.base_latency_ms * n_l)
 
 
 def test_work_of_a_captured_gemm_is_2mnk(real):
@@ -65,24 +67,23 @@ def test_byte_model_choice_is_the_largest_feasible_else_flags_all_infeasible(rea
 
 def test_verdict_flags_dispatch_floor_and_l3(real):
     m = {"hbm_util": 0.9, "compute_util": 0.1}
-    out, notes = {"roof_axis": "memory"}, []
-    assert P.verdict_flags(out, m, 0.5, 0.9, 1e6, 4.8e12, 5e-4, notes) is True
-    assert out["bound_type"] == "memory" and not out["dispatch_bound"] and not out["suspect"]
-    out, notes = {"roof_axis": "memory"}, []
-    assert P.verdict_flags(out, m, P.DISPATCH_FLOOR_MS * 0.8, 0.9, 1e6, 4.8e12, 4e-6, notes) is False
-    assert out["dispatch_bound"] and out["bound_type"] == "latency"
-    out, notes = {"roof_axis": "memory"}, []
-    assert P.verdict_flags(out, m, 0.5, 1.5, 1e6, 4.8e12, 5e-4, notes) is False     # impossible ratio
-    assert out["suspect"] and out["bytes_upper_bound"] == pytest.approx(4.8e12 * 5e-4)
+    f = P.verdict_flags("memory", m, 0.5, 0.9, 1e6, 4.8e12, 5e-4, [])
+    assert f.verdict is True and f.bound_type == "memory" and not f.dispatch_bound and not f.suspect
+    f = P.verdict_flags("memory", m, P.DISPATCH_FLOOR_MS * 0.8, 0.9, 1e6, 4.8e12, 4e-6, [])
+    assert f.verdict is False and f.dispatch_bound and f.bound_type == "latency"
+    f = P.verdict_flags("memory", m, 0.5, 1.5, 1e6, 4.8e12, 5e-4, [])     # impossible ratio
+    assert f.verdict is False and f.suspect and f.stage_c_candidate and f.bytes_upper_bound == pytest.approx(4.8e12 * 5e-4)
+    # served from the L2: no verdict, unless stage C measured the bytes
+    assert P.verdict_flags("memory", m, 0.5, 0.9, 1e6, 4.8e12, 5e-4, [], l2_resident=True).verdict is False
+    assert P.verdict_flags("memory", m, 0.5, 0.9, 1e6, 4.8e12, 5e-4, [], l2_resident=True, measured=True).verdict
 
 
 def test_attainable_speedup_is_capped_at_the_dispatch_floor():
-    out, notes = {}, []
     t_ms = 2 * P.DISPATCH_FLOOR_MS
-    assert P.attainable_speedup(out, 0.8, 0.1, t_ms, notes) == pytest.approx(2.0)
-    assert out["attainable_speedup_uncapped"] == pytest.approx(8.0)
-    assert P.attainable_speedup({}, 0.8, 0.4, 1.0, []) == pytest.approx(2.0)   # far above the floor: target / achieved
-    assert P.attainable_speedup({}, None, 0.4, 1.0, []) is None
+    attain, uncapped = P.attainable_speedup(0.8, 0.1, t_ms, [])
+    assert attain == pytest.approx(2.0) and uncapped == pytest.approx(8.0)
+    assert P.attainable_speedup(0.8, 0.4, 1.0, []) == (pytest.approx(2.0), None)   # far above the floor: target / achieved
+    assert P.attainable_speedup(None, 0.4, 1.0, []) == (None, None)
 
 
 def test_unmodellable_entries_are_refused(real):

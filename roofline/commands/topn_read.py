@@ -111,6 +111,10 @@ def _trace_evidence(doc: dict, pt, plan, aggs) -> None:
     chains = score_chains(pt, *step_ranges(pt, plan)[:2], {e["name"]: e["op_class"] for e in doc["entries"]})
     if chains:
         doc.setdefault("trace_evidence", {})["score_chains"] = chains
+    from roofline.ingest.gathers import gather_records
+    gathers = gather_records(pt)    # aten::index calls sized from their consumer (docs/method.md section 13)
+    if gathers:
+        doc.setdefault("trace_evidence", {})["expert_gathers"] = gathers
 
 
 def _wall_time(doc: dict, source, pt, plan, gl, notes: list) -> None:

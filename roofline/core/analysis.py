@@ -12,6 +12,7 @@ from typing import Any
 from roofline.core import contract, multirank, opclasses, routing
 from roofline.core.contract import gain_order_key, gain_rank_key, rankings  # noqa: F401  (the two rankings: the artifact contract)
 from roofline.core.classify import classify, short_name as _short_name
+from roofline.core.entry import with_note, with_run_context
 from roofline.core.defaults import HEAD_CAP, HEAD_THRESHOLD_PCT, SKILL, SKILL_VERSION, empty_artifact  # noqa: F401  (SKILL, SKILL_VERSION re-exported)
 from roofline.io.errors import EntryError
 from roofline.core.hints import with_fix
@@ -77,11 +78,9 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
             art["degraded"].append({"name": e.name, "reason": f"internal error: {exc.__class__.__name__}: {exc}"})
             art["skill_errors"].append({"where": f"entry {e.name}", "error": f"{exc.__class__.__name__}: {exc}",
                                         "traceback": traceback.format_exc(limit=4)})
-        if ent.get("modeled"):
-            _other_regimes(ent, e, topn, env, config, peaks, art, readings.get(e.name), all_light)
-        multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
-        ent["aten_ops"] = _aten_ops(e)
-        art["entries"].append(contract.complete_entry(ent))
+        others = _other_regimes(ent, e, topn, env, config, peaks, art, all_light) if ent.get("modeled") else None
+        ranks, coll = multirank.annotate(ent, e)     # a Top-N of several ranks: each rank's figures
+        art["entries"].append(contract.complete_entry(with_run_context(ent, others, ranks, coll, _aten_ops(e))))
     if stage is None and art["stage"] == "C" and not any(_counters_used(x) for x in art["entries"]):
         # matched counters that no entry used (L4: implausible or unreadable) leave the stage the shapes give
         art["stage"] = "B" if any_captured else "A"
@@ -114,8 +113,8 @@ def _counters_used(ent: dict) -> bool:
     return isinstance(c, dict) and not c.get("implausible") and bool(ent.get("modeled"))
 
 
-def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Peaks, art: dict, counters,
-                   all_light) -> None:
+def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Peaks, art: dict,
+                   all_light) -> list[dict] | None:
     """A kernel that runs in both regimes gets a verdict per regime that carries real time (at least
     REAL_TIME_PCT of the GPU time), each on its own launches, shapes and share of the GPU time
     (`regime_verdicts`, the entry's own regime first). Counters from one step are not split by
@@ -123,7 +122,7 @@ def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Pea
     shares = regime_shares(e, topn)
     others = [r for r in e.regimes if r != ent["regime"] and shares.get(r, 0.0) >= REAL_TIME_PCT]
     if not others:
-        return
+        return None
     out = [{k: v for k, v in ent.items() if k != "regime_verdicts"}]
     for r in sorted(others, key=lambda r: -shares[r]):
         try:
@@ -132,7 +131,7 @@ def _other_regimes(ent: dict, e: Entry, topn: TopN, env: Env, config, peaks: Pea
         except EntryError as exc:
             out.append({"regime": r, "regime_pct_gpu_time": shares[r], "modeled": False,
                         "headroom_class": "unknown", "notes": f"degraded (L2): {with_fix(str(exc), bool(e.shapes))}"})
-    ent["regime_verdicts"] = out
+    return out
 
 
 def _match_counters(head: list[Entry], order: list[Entry], counters: list) -> tuple[dict, list[str]]:
@@ -187,10 +186,9 @@ def check_counter_time(ent: dict) -> None:
     r = c["t_ms"] / t
     c["t_ms_over_trace"] = r
     if not 1 / (1 + COUNTER_TIME_BAND) <= r <= 1 + COUNTER_TIME_BAND:
-        ent["notes"] += ("; " if ent["notes"] else "") + (
-            f"stage C: the counters time one launch at {c['t_ms']:.4g} ms, {r:.2f}x the trace's {t:.4g} ms, beyond "
-            f"the {COUNTER_TIME_BAND:.0%} an isolated run of the same work differs by: they may measure other work "
-            "(another run, other shapes); matched by name only")
+        with_note(ent, f"stage C: the counters time one launch at {c['t_ms']:.4g} ms, {r:.2f}x the trace's {t:.4g} "
+                       f"ms, beyond the {COUNTER_TIME_BAND:.0%} an isolated run of the same work differs by: they may "
+                       "measure other work (another run, other shapes); matched by name only")
 
 
 def _aten_ops(e: Entry) -> dict[str, int]:

@@ -44,15 +44,19 @@ def seed_op_class(kind: str | None) -> str:
 
 def complete_entry(e: dict) -> dict:
     """An entry with every contract field, in the documented order first: a missing field becomes null
-    (lists: empty; model_contradicted: false). Returns a new dict."""
-    for k in SEED_ENTRY_FIELDS + L3_FIELDS + OWN_ENTRY_FIELDS:
-        if k not in e:
-            e[k] = [] if k in ("byte_reduction_levers", "other_levers", "levers_detail") else (False if k == "model_contradicted"
-                                                                                else None)
-    if e.get("notes") is None:
-        e["notes"] = ""
+    (lists: empty; model_contradicted: false; notes: ""). Returns a new dict; `e` is not changed."""
     first = SEED_ENTRY_FIELDS + L3_FIELDS + OWN_ENTRY_FIELDS
-    return {**{k: e[k] for k in first}, **{k: v for k, v in e.items() if k not in first}}
+    return {**{k: _field(e, k) for k in first}, **{k: v for k, v in e.items() if k not in first}}
+
+
+def _field(e: dict, k: str):
+    """The value of contract field `k` in entry `e`, or the contract's value for a missing one."""
+    if k == "notes":
+        return "" if e.get("notes") is None else e["notes"]
+    if k in e:
+        return e[k]
+    return [] if k in ("byte_reduction_levers", "other_levers", "levers_detail") else (False if k == "model_contradicted"
+                                                                                       else None)
 
 
 def gain_rank_key(e: dict) -> tuple[float, bool]:

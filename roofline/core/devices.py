@@ -23,7 +23,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from roofline import peaks as _peaks
+import roofline.peaks as _peaks
 from roofline.peaks import Peaks, PeaksError, from_table, norm_dtype
 
 CATALOGUE_FILE = "datasheet_catalogue.yaml"

@@ -14,7 +14,7 @@ GRAPH_HOWTO = ("replayed kernels carry no shapes (their ops ran at capture time,
 
 def _classes() -> str:
     """The classes a `classification` may name (those with a model)."""
-    return ", ".join(c for c, x in opclasses.REGISTRY.items() if x.model is not None)
+    return ", ".join(c for c, x in opclasses.REGISTRY.items() if x.has("model"))
 
 
 def with_fix(reason: str, has_shapes: bool = False) -> str:

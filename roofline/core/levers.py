@@ -81,7 +81,7 @@ def experts(out: dict, op: str, info: dict) -> list[dict]:
     """What the class's kernel reads that the work does not use (its stop_reading_levers: an MoE's
     unrouted experts), with the model's count as evidence."""
     oc = opclasses.of(op)
-    if oc.stop_reading_levers is None:
+    if not oc.has("stop_reading_levers"):
         return []
     hit, E = info.get("experts_hit"), info.get("E")
     return [_lever("stop_reading_experts", t, f"experts_hit model: {hit:.1f} of {E} experts for the entry's rows", None)
@@ -128,14 +128,13 @@ def detail(out: dict, op: str, necessary_levers: list, me: dict, all_light: list
 
 
 def apply(out: dict, op: str, necessary_levers: list, all_light: list[dict], info: dict, dt: dict, ctx=None,
-          notes: list[str] | None = None) -> None:
-    """levers_detail, and its texts as the contract's byte_reduction_levers (saturated heads) or, for any
-    other head, in front of other_levers."""
+          notes: list[str] | None = None, other: list | None = None) -> tuple[list, list, list]:
+    """(levers_detail, byte_reduction_levers, other_levers) of the entry `out`: the detail's texts are the
+    contract's byte_reduction_levers on a saturated head; on any other head they go in front of
+    `other` (the routing's other_levers)."""
     me = next((o for o in all_light if o.get("name") == out.get("name")), {})
-    out["levers_detail"] = detail(out, op, necessary_levers, me, all_light, info, dt, ctx, notes)
-    texts = [d["text"] for d in out["levers_detail"] if d["kind"] in BYTE_KINDS]
+    lv = detail(out, op, necessary_levers, me, all_light, info, dt, ctx, notes)
+    texts = [d["text"] for d in lv if d["kind"] in BYTE_KINDS]
     if out.get("headroom_class") == "saturated":
-        out["byte_reduction_levers"] = texts
-    else:
-        out["byte_reduction_levers"] = []
-        out["other_levers"] = texts + [x for x in out.get("other_levers", []) if x not in texts]
+        return lv, texts, list(other or [])
+    return lv, [], texts + [x for x in other or [] if x not in texts]

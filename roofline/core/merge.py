@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from roofline.core.entry import UNSET, Measured
 from roofline.counters.base import KernelCounters
 from roofline.peaks import Peaks
 from roofline.core.plausible import implausible
@@ -77,32 +78,29 @@ def _usable(kc: KernelCounters | None) -> bool:
     return kc is not None and kc.dram_bytes is not None and kc.dram_bytes > 0 and not kc.unstable
 
 
-def apply_counters(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
+def apply_counters(kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
     """A modelled entry: measured bytes on the memory axis. L4 on missing/unstable counters.
-    Returns (metrics, bytes on the memory axis, confidence)."""
+    Returns (metrics, bytes on the memory axis, confidence, Measured)."""
     from roofline.core.roofmath import _metrics
 
     from roofline.counters.ncu import rate_notes
 
-    out["counters"] = counters_block(kc)
     if not _usable(kc):
         why = "unstable across launches" if kc.unstable else "no DRAM byte counter"
         notes.append(f"L4: counters matched but {why}: stage A/B analytic result kept, confidence not raised")
-        return m, bytes_est, confidence
+        return m, bytes_est, confidence, Measured(counters_block(kc))
     measured_bytes = kc.dram_bytes * n_l
-    out["bytes_model"] = bytes_est
-    out["bytes_measured"] = measured_bytes
-    out["flops_useful"] = flops_est
-    if kc.flops_issued:
-        out["flops_issued"] = kc.flops_issued * n_l
-        out["padding_waste_ratio"] = out["flops_issued"] / flops_est if flops_est > 0 else None
-    out["bytes_measured_over_model"] = measured_bytes / bytes_est if bytes_est > 0 else None
+    issued = kc.flops_issued * n_l if kc.flops_issued else UNSET
+    waste = UNSET if issued is UNSET else (issued / flops_est if flops_est > 0 else None)
+    meas = Measured(counters_block(kc), bytes_model=bytes_est, bytes_measured=measured_bytes, flops_useful=flops_est,
+                    flops_issued=issued, padding_waste_ratio=waste,
+                    bytes_measured_over_model=measured_bytes / bytes_est if bytes_est > 0 else None)
     mm = _metrics(measured_bytes, flops_est, t_s, peak_bw, peak_flops)
     notes.append("stage C: roofline_pct uses MEASURED DRAM bytes on the memory axis and the model's USEFUL "
                  f"FLOPs on the compute axis ({kc.source}, {kc.launches} launch(es) averaged); measured/model "
                  f"bytes = {measured_bytes / bytes_est:.2f}" if bytes_est > 0 else "stage C: measured bytes")
     notes.extend(rate_notes(kc))
-    return mm, measured_bytes, "high"
+    return mm, measured_bytes, "high", meas
 
 
 def issued_work(kc: KernelCounters) -> tuple[float, str | None, str]:
@@ -145,28 +143,26 @@ def measured_result(kc: KernelCounters | None, n_l: int, fallback_dtype: str | N
                        assumptions=["no shapes: the measured counters are the work"], info={})
 
 
-def apply_measured(out, kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
+def apply_measured(kc, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l, confidence, notes):
     """An entry with no model whose work came from its counters (measured_result): record them and
     say what each axis is. Confidence high on the memory axis (measured bytes and time); medium
-    on the compute axis (issued, not useful, FLOPs). Returns (metrics, bytes, confidence)."""
+    on the compute axis (issued, not useful, FLOPs). Returns (metrics, bytes, confidence, Measured)."""
     from roofline.counters.ncu import rate_notes
 
-    out["counters"] = counters_block(kc)
-    out["bytes_measured"] = bytes_est
-    out["flops_useful"] = None
-    if flops_est > 0:
-        out["flops_issued"] = flops_est
     _, dtype, what = issued_work(kc)
     notes.append(f"measured input: memory axis = MEASURED DRAM bytes, {bytes_est / 1e6:.3f} MB per logical op "
                  f"({kc.source}, {kc.launches} launch(es) averaged); compute axis = {what}"
                  + ("" if dtype is None else ", at least the useful work")
                  + "; useful FLOPs unknown (no shapes: profile with record_shapes=True for the model's count)")
     notes.extend(rate_notes(kc))
+    groups = UNSET
     if kc.unstable and kc.groups:
-        out["measured_groups"] = measured_groups(kc, peak_bw, peak_flops)
+        groups = measured_groups(kc, peak_bw, peak_flops)
         notes.append(f"the launches differ in work ({len(kc.groups)} groups of like launches, measured_groups): the "
                      "verdict is their summed DRAM bytes over their summed time; each group's own figures beside it")
-    return m, bytes_est, "high" if m["roof_axis"] == "memory" else "medium"
+    meas = Measured(counters_block(kc), bytes_measured=bytes_est, flops_useful=None,
+                    flops_issued=flops_est if flops_est > 0 else UNSET, measured_groups=groups)
+    return m, bytes_est, "high" if m["roof_axis"] == "memory" else "medium", meas
 
 
 def measured_groups(kc: KernelCounters, peak_bw: float, peak_flops: float | None) -> list[dict]:
@@ -185,31 +181,31 @@ def measured_groups(kc: KernelCounters, peak_bw: float, peak_flops: float | None
     return rows
 
 
-def apply_stage_c(out: dict, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
+def apply_stage_c(op_kind: str, chosen: dict, shape_source: str, counters: Any | None, peaks: Peaks, cdtype: str,
                   peak_flops: float | None, t_s: float, peak_bw: float, n_l: int, notes: list[str]):
     """The chosen model's metrics, replaced by the measured ones where stage-C counters match
     (measured bytes on the memory axis, useful FLOPs on the compute axis).
-    Returns (metrics, bytes on the memory axis, confidence, compute dtype, compute peak)."""
+    Returns (metrics, bytes on the memory axis, confidence, compute dtype, compute peak, Measured or None)."""
     m = dict(chosen["_m"])
     bytes_est, flops_est = chosen["bytes_est"], chosen["flops_est"]
     confidence = "medium" if shape_source == "captured" else "low"
     if shape_source not in ("captured", "measured"):
         notes.append("stage A shapes (estimated): display only, do not rank on it")
-    if counters is not None:
-        why = implausible(counters, peaks, out["op_kind"], shape_source, bytes_est, t_s / n_l, n_l)
-        if why:  # L4: a reading the hardware or the work rules out is not believed
-            out["counters"] = {**counters_block(counters), "implausible": why}
-            notes.append(f"L4: implausible counters ({'; '.join(why)}): stage A/B analytic result kept, "
-                         "confidence not raised")
-            return m, bytes_est, confidence, cdtype, peak_flops
-        tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
-        if tdt and shape_source != "measured":   # measured work is already on its issued dtype
-            measured_dt = max(tdt, key=tdt.get)
-            if measured_dt != cdtype and peaks.compute_peak(measured_dt):
-                notes.append(f"stage C: the tensor cores ran {measured_dt} (counters), not {cdtype}: the "
-                             f"{measured_dt} compute roof is used")
-                cdtype, peak_flops = measured_dt, peaks.compute_peak(measured_dt)
-        merge = apply_measured if shape_source == "measured" else apply_counters
-        m, bytes_est, confidence = merge(out, counters, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l,
-                                         confidence, notes)
-    return m, bytes_est, confidence, cdtype, peak_flops
+    if counters is None:
+        return m, bytes_est, confidence, cdtype, peak_flops, None
+    why = implausible(counters, peaks, op_kind, shape_source, bytes_est, t_s / n_l, n_l)
+    if why:  # L4: a reading the hardware or the work rules out is not believed
+        notes.append(f"L4: implausible counters ({'; '.join(why)}): stage A/B analytic result kept, "
+                     "confidence not raised")
+        return m, bytes_est, confidence, cdtype, peak_flops, Measured({**counters_block(counters), "implausible": why})
+    tdt = {d: v for d, v in (counters.tensor_flops_by_dtype or {}).items() if v}
+    if tdt and shape_source != "measured":   # measured work is already on its issued dtype
+        measured_dt = max(tdt, key=tdt.get)
+        if measured_dt != cdtype and peaks.compute_peak(measured_dt):
+            notes.append(f"stage C: the tensor cores ran {measured_dt} (counters), not {cdtype}: the "
+                         f"{measured_dt} compute roof is used")
+            cdtype, peak_flops = measured_dt, peaks.compute_peak(measured_dt)
+    merge = apply_measured if shape_source == "measured" else apply_counters
+    m, bytes_est, confidence, meas = merge(counters, m, bytes_est, flops_est, t_s, peak_bw, peak_flops, n_l,
+                                           confidence, notes)
+    return m, bytes_est, confidence, cdtype, peak_flops, meas

@@ -75,15 +75,10 @@ def entry_collective(e: Entry) -> dict | None:
                  int_lists=("aligned_launches", "last_arrivals"))
 
 
-def annotate(ent: dict, e: Entry) -> None:
-    """Put the entry's per-rank block and its collective split (when the Top-N has them) into the
-    artifact entry `ent`."""
-    rb = entry_ranks(e, ent.get("regime"))
-    if rb is not None:
-        ent["ranks"] = rb
-    c = entry_collective(e)
-    if c is not None:
-        ent["collective"] = c
+def annotate(ent: dict, e: Entry) -> tuple[dict | None, dict | None]:
+    """The per-rank block and the collective split of the artifact entry `ent` of Top-N entry `e`
+    (None where the Top-N has none)."""
+    return entry_ranks(e, ent.get("regime")), entry_collective(e)
 
 
 def _stream(c: dict) -> dict:

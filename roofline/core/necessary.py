@@ -12,8 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from roofline.core import opclasses
+from roofline.core.entry import Necessity
 from roofline.core.opclasses.base import Necessary, NecessaryCtx
 
+MEASURED_ONLY = ("the counters are the only evidence of this kernel's work (no shape): what it moves is measured, "
+                 "whether it needs to is not; a trace with record_shapes (roofline topn TRACE) gives the shapes the "
+                 "necessary rules read")
 AVOIDABLE_MIN_FRAC = 0.02   # an avoidable part under 2% of the kernel's time is within the model's own error: none
 
 
@@ -81,12 +85,17 @@ def context(topn, env, config, regime: str, w, e=None, chosen_i: int = 0) -> Nec
 def assess(op_class: str, w, chosen_i: int, ctx: NecessaryCtx) -> Assessment:
     """Each shape through its class's necessary job (the model's own bytes where the class has
     none: they count every operand once, the fewest the op itself needs); launch-weighted."""
-    hook = getattr(opclasses.get(op_class), "necessary", None)
+    oc = opclasses.get(op_class)
+    hook = oc.necessary if oc is not None else None       # its rules, then its own job (None: the model's bytes)
     per: list[Necessary] = []
-    if w.shape_source == "measured":
-        hook = None          # counters stand in for a model: no shape to reason about
+    measured = w.shape_source == "measured"
     for sh, dt, r in zip(w.shapes, w.dts, w.results):
         c = r.candidates[min(chosen_i, len(r.candidates) - 1)]
+        if measured:
+            # NB: counters stand in for a model: no shape to reason about, so whether the bytes are needed is
+            # unknown (never "all of them": an ncu report alone of a materialised copy is not proof it must run)
+            per.append(Necessary(None, missing=MEASURED_ONLY))
+            continue
         n = hook(sh, dt, c.bytes_est, ctx) if hook is not None else None
         per.append(n if n is not None else Necessary(c.bytes_est))
     miss = [n.missing for n in per if n.bytes is None]
@@ -134,29 +143,26 @@ def time_kept(bytes_est: float, flops_est: float, bytes_nec: float, flops_nec: f
     return min(1.0, t(bytes_nec, flops_nec, pn) / t0) if t0 > 0 else 1.0
 
 
-def record(out: dict, a: Assessment, model_bytes: float, model_flops: float, peak_bw: float,
-           peak_flops: float | None, notes: list[str], peaks=None) -> None:
-    """bytes_necessary / flops_necessary / necessary_evidence / avoidable_gain_pct into the entry
-    (``peaks``: the roof of the necessary FLOPs where they run at another dtype's, a.flops_dtype)."""
+def record(a: Assessment, model_bytes: float, model_flops: float, peak_bw: float, peak_flops: float | None,
+           share_pct: float, notes: list[str], peaks=None, flops_issued: float | None = None) -> Necessity:
+    """The entry's necessity: bytes_necessary / flops_necessary / necessary_evidence / avoidable_gain_pct
+    (``share_pct``: the regime's share of the GPU time, what the gain is on; ``flops_issued``: stage C's
+    issued FLOPs where counters gave them; ``peaks``: the roof of the necessary FLOPs where they run at
+    another dtype's, a.flops_dtype)."""
     peak_flops_nec = peaks.compute_peak(a.flops_dtype) if peaks is not None and a.flops_dtype else None
-    out["bytes_necessary"] = a.bytes
-    if a.flops is not None:
-        out["flops_necessary"] = a.flops
-    out["necessary_evidence"] = list(a.evidence)
     if a.bytes is None:
-        out["avoidable_gain_pct"] = None
         notes.append(f"bytes_necessary unknown: {a.missing}")
-        return
+        return Necessity(None, a.flops, list(a.evidence), None)
     flops_nec = a.flops if a.flops is not None else model_flops
-    issued = out.get("flops_issued") or model_flops
+    issued = flops_issued or model_flops
     kept = 0.0 if a.removable else time_kept(model_bytes, issued, a.bytes, flops_nec, peak_bw, peak_flops,
                                              peak_flops_nec)
-    share = out.get("regime_pct_gpu_time", out.get("pct_gpu_time", 0.0))
-    gain = share * (1.0 - kept)
-    out["avoidable_gain_pct"] = gain if (1.0 - kept) >= AVOIDABLE_MIN_FRAC else 0.0
+    gain = share_pct * (1.0 - kept)
+    avoidable = gain if (1.0 - kept) >= AVOIDABLE_MIN_FRAC else 0.0
     if a.kinds:
         notes.append(f"necessary work: {a.bytes / 1e6:.4g} MB per launch of the {model_bytes / 1e6:.4g} MB moved "
-                     f"({', '.join(a.kinds)}): removing the rest saves {out['avoidable_gain_pct']:.2f}% of GPU time")
+                     f"({', '.join(a.kinds)}): removing the rest saves {avoidable:.2f}% of GPU time")
+    return Necessity(a.bytes, a.flops, list(a.evidence), avoidable)
 
 
 def larger_gain(e: dict) -> float | None:

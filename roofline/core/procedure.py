@@ -1,20 +1,25 @@
 """One head entry through the procedure of docs/method.md sections 1-5, as named steps a reader can test
 one by one (roofline.core.analysis runs them over the heads and assembles the artifact):
 
-  entry_head -> place_regime -> check_modelable -> model_work (or measured_work: no model, but
-  counters) -> logical_time -> compute_roof
-  -> choose_byte_model -> apply_stage_c -> cap_confidence -> record_figures -> record_target
-  -> at_compute_wall -> verdict_flags -> record_headroom -> route_and_levers
+  entry_head (Head) -> place_regime (Placement) -> check_modelable -> model_work (Work; or measured_work:
+  no model, but counters) -> logical_time -> compute_roof -> choose_byte_model -> apply_stage_c
+  -> cap_confidence -> record_figures (Figures) -> record_target -> at_compute_wall (Target)
+  -> verdict_flags (Flags) -> attainable_speedup -> record_headroom (Verdict) -> necessary.record (Necessity)
+  -> entry_fields (the entry) -> route_and_levers
 
-Each step writes its fields into the artifact entry `out` (in the artifact's key order) and its
-notes into `notes` (in reading order). Pure. Units: ms (per launch unless *_logical_*), bytes, FLOPs, /s.
+Each step returns a frozen value (roofline.core.entry: Head, Placement, Figures, Target, Flags, Verdict)
+and appends its notes to `notes` (in reading order); the artifact entry is written once from those
+values (entry.entry_fields), then the necessity and the levers are read off it. Pure. Units: ms (per
+launch unless *_logical_*), bytes, FLOPs, /s.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.core import contract, necessary, opclasses, routing
+from roofline.core import necessary, opclasses, routing
+from roofline.core.entry import (Figures, Flags, Head, Levers, Placement, Sides, Target, Verdict, entry_fields,
+                                 with_levers)
 from roofline.core.classify import classify, is_splitk_reduce, short_name as _short_name
 from roofline.io.errors import EntryError
 from roofline.core.inputs import Entry, Env, TopN
@@ -65,29 +70,26 @@ def _shape_dtypes(dt: dict, override: dict) -> dict:
     return out
 
 
-def entry_head(e: Entry) -> tuple[dict, str]:
-    """The fields every entry has, modelled or not; and the finer op kind that picks the model."""
+def entry_head(e: Entry) -> tuple[Head, str]:
+    """What every entry has, modelled or not; and the finer op kind that picks the model."""
     # op_class is the contract's closed set in the artifact (the class's seed_class); the class itself
     # (norm, quant, comm, ...) picks the model and the prior here and is kept as op_kind
     op_class = classify(e.name, e.classification)
-    sname = e.short_name or _short_name(e.name)
-    out: dict[str, Any] = {"name": e.name, "short_name": sname, "pct_gpu_time": _verbatim_pct(e),
-                           "op_class": opclasses.seed_class(op_class), "op_kind": op_class,
-                           "editable": e.editable, "modeled": False}
-    return out, op_class
+    head = Head(e.name, e.short_name or _short_name(e.name), _verbatim_pct(e), opclasses.seed_class(op_class),
+                op_class, e.editable)
+    return head, op_class
 
 
-def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str | None = None):
-    """The e2e-critical regime (or the one asked for) and its timing fields, with its share of the
-    GPU time (regime_pct_gpu_time: what its gain is computed on); returns (regime, its Regime record)."""
+def place_regime(e: Entry, topn: TopN, notes: list[str], regime: str | None = None):
+    """The e2e-critical regime (or the one asked for) and its timing, with its share of the GPU time
+    (regime_pct_gpu_time: what its gain is computed on); returns (Placement, the Regime record)."""
     if regime is None:
         regime, why = pick_regime(e, topn)
     else:
         why = f"the {regime} regime, analysed beside the kernel's e2e-critical one"
     reg = e.regimes[regime]
-    out.update(regime=regime, t_ms=reg.base_latency_ms, launches_per_step=_verbatim_lps(e, regime, reg),
-               launches_per_logical_op=e.launches_per_logical_op,
-               regime_pct_gpu_time=regime_shares(e, topn)[regime])
+    place = Placement(regime, reg.base_latency_ms, _verbatim_lps(e, regime, reg), e.launches_per_logical_op,
+                      regime_shares(e, topn)[regime])
     notes.append(why)
     notes.extend(n for n in [share_note(e, topn)] if n)
     raw = e.raw if isinstance(e.raw, dict) else {}
@@ -96,13 +98,13 @@ def place_regime(e: Entry, topn: TopN, out: dict, notes: list[str], regime: str 
     tnotes = topn.raw.get("notes") if isinstance(topn.raw, dict) else None
     notes.extend(n for n in (tnotes if isinstance(tnotes, list) else [])
                  if isinstance(n, str) and n.startswith("ASSUMED: regime"))
-    return regime, reg
+    return place, reg
 
 
 def check_modelable(e: Entry, op_class: str, peaks: Peaks, counters: Any | None = None) -> None:
     """Raise EntryError (L2) for an entry no model may be put on (counters with DRAM bytes: measured_work)."""
     oc = opclasses.get(op_class)
-    if (oc is None or oc.model is None) and not (counters is not None and counters.dram_bytes):
+    if (oc is None or not oc.has("model")) and not (counters is not None and counters.dram_bytes):
         raise EntryError(opclasses.not_modelled_reason(op_class, e.raw if isinstance(e.raw, dict) else {}))
     no_roof = opclasses.missing_roof_reason(peaks, op_class)
     if no_roof:
@@ -182,20 +184,17 @@ def launches_per_logical_op(e: Entry, op_class: str, w: "Work", reg, config: dic
     """The launches forming one logical op: the class's rule where it has one and it applies (a fused
     MoE layer: launches per step over config.json's MoE layers), else the Top-N's count."""
     oc = opclasses.of(op_class)
-    n = oc.launches(e, w, reg, config, notes) if oc.launches is not None else None
+    n = oc.launches(e, w, reg, config, notes)
     return e.launches_per_logical_op if n is None else n
 
 
-def logical_time(e: Entry, reg, out: dict, notes: list[str], n_l: int | None = None) -> tuple[float, int]:
+def logical_time(reg, place: Placement, n_l: int, notes: list[str]) -> tuple[Placement, float]:
     """Per-launch vs per-logical-op: the model counts one logical op; it is compared with the
-    summed time of the launches forming it. Returns (t_s of one logical op, launches in it)."""
-    n_l = e.launches_per_logical_op if n_l is None else n_l
-    out["launches_per_logical_op"] = n_l
+    summed time of the `n_l` launches forming it. Returns (the placement with it, t_s of one logical op)."""
     t_logical_ms = reg.base_latency_ms * n_l
-    out["t_logical_op_ms"] = t_logical_ms
     notes.append(f"unit: one logical op = {n_l} launch(es), {t_logical_ms:.6g} ms"
                  if n_l > 1 else f"unit: one launch, {t_logical_ms:.6g} ms")
-    return t_logical_ms / 1e3, n_l
+    return replace(place, launches_per_logical_op=n_l, t_logical_op_ms=t_logical_ms), t_logical_ms / 1e3
 
 
 def compute_roof(peaks: Peaks, dtype: str, shape_source: str, notes: list[str]) -> tuple[float | None, str, float]:
@@ -220,7 +219,7 @@ def choose_byte_model(op_class: str, res: ModelResult, t_s: float, peak_bw: floa
     feasible = [a for a in alts if a["feasible"]]
     chosen = max(feasible, key=lambda a: a["bytes_est"]) if feasible else min(alts, key=lambda a: a["bytes_est"])
     oc = opclasses.of(op_class)
-    own = oc.choose_model(alts, notes) if oc.choose_model is not None else None
+    own = oc.choose_model(alts, notes)
     if own is not None:
         # the class's own rule (attention: the mean context, the max only the top of the range)
         chosen = own
@@ -250,66 +249,58 @@ def cap_confidence(peaks: Peaks, roof_axis: str, cdtype: str, confidence: str, n
     return confidence
 
 
-def record_figures(out: dict, op_class: str, w: Work, m: dict, bytes_est: float, chosen: dict, alts: list[dict],
-                   cdtype: str, e: Entry, regime: str, peak_bw: float, peaks: Peaks, notes: list[str]) -> float:
-    """The model's figures into the entry: bytes/FLOPs, utilizations, roof axis, dtypes, shapes
-    (per shape where several), byte model and its alternatives. Returns roofline_pct_raw.
-    `m` is consumed (its roofline_pct_raw and roof_axis are taken out)."""
-    pct_raw = m.pop("roofline_pct_raw")
-    roof_axis = m.pop("roof_axis")
-    out.update(modeled=True, bytes_est=bytes_est, flops_est=chosen["flops_est"], **m)
-    out["roof_axis"] = roof_axis
-    out["compute_dtype"] = cdtype
-    out["dtypes"] = {k: w.dt[k] for k in ("act", "weight", "out", "kv")}
-    out["shape"] = {k: v for k, v in w.shapes[0].items() if k not in ("seq_len_candidates",)}
+def record_figures(op_class: str, w: Work, m: dict, bytes_est: float, chosen: dict, alts: list[dict], cdtype: str,
+                   e: Entry, peak_bw: float, peaks: Peaks, notes: list[str]) -> Figures:
+    """The model's figures: bytes/FLOPs, utilizations, roof axis, dtypes, shapes (per shape where
+    several), byte model and its alternatives."""
+    rates = {k: v for k, v in m.items() if k not in ("roofline_pct_raw", "roof_axis")}
+    shapes_used = per_shape = alternatives = None
     if len(w.shapes) > 1:
-        out["shapes_used"] = [{"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"},
-                               "weight": wt, **({"dtypes": {k: d[k] for k in ("act", "out")}} if w.shape_dts[i] else {})}
-                              for i, (sh, wt, d) in enumerate(zip(w.shapes, w.weights, w.dts))]
+        shapes_used = [{"shape": {k: v for k, v in sh.items() if k != "seq_len_candidates"},
+                        "weight": wt, **({"dtypes": {k: d[k] for k in ("act", "out")}} if w.shape_dts[i] else {})}
+                       for i, (sh, wt, d) in enumerate(zip(w.shapes, w.weights, w.dts))]
         if w.shape_t_ms:
-            out["per_shape"] = _per_shape(w, e, [a["model"] for a in alts].index(chosen["model"]), peak_bw, peaks)
-            _flag_rows_over_roof(out["per_shape"], peaks, notes)
-    out["shape_source"] = w.shape_source
-    out["byte_model"] = chosen["model"]
+            per_shape = _per_shape(w, e, [a["model"] for a in alts].index(chosen["model"]), peak_bw, peaks)
+            _flag_rows_over_roof(per_shape, peaks, notes)
     if len(alts) > 1:
-        out["alternatives"] = [{k: v for k, v in a.items() if k != "_m"} for a in alts]
-        oc = opclasses.of(op_class)
-        if oc.model_notes is not None:
-            oc.model_notes(alts, notes)
-    return pct_raw
+        alternatives = [{k: v for k, v in a.items() if k != "_m"} for a in alts]
+        opclasses.of(op_class).model_notes(alts, notes)
+    return Figures(bytes_est, chosen["flops_est"], rates, m["roof_axis"], cdtype,
+                   {k: w.dt[k] for k in ("act", "weight", "out", "kv")},
+                   {k: v for k, v in w.shapes[0].items() if k not in ("seq_len_candidates",)}, w.shape_source,
+                   chosen["model"], m["roofline_pct_raw"], shapes_used, per_shape, alternatives)
 
 
-def record_target(out: dict, op_class: str, regime: str, alts: list[dict], pct_raw: float,
-                  paged: bool | None = None, notes: list[str] | None = None) -> float | None:
-    """The class prior (target efficiency), the range over the feasible byte models and the
-    reported ratio (clamped into [0, 1], the raw one kept). Returns the target."""
+def record_target(op_class: str, regime: str, alts: list[dict], pct_raw: float, measured: bool,
+                  paged: bool | None = None, notes: list[str] | None = None) -> Target:
+    """The class prior (target efficiency), the range over the feasible byte models (none where
+    stage C measured the bytes) and the reported ratio (clamped into [0, 1], the raw one kept)."""
     key, why = opclasses.of(op_class).prior(regime, {"paged": paged})
     tgt = routing.TARGET_EFF.get(key)
-    out["target_eff"] = tgt
     if why and regime == "decode" and notes is not None:
         notes.append(f"target_eff {tgt:g}: {why}")
     feas_pcts = [a["roofline_pct_raw"] for a in alts if a["feasible"]]
-    if len(feas_pcts) > 1 and "bytes_measured" not in out:
+    pct_range = speed_range = None
+    if len(feas_pcts) > 1 and not measured:
         lo, hi = min(feas_pcts), max(feas_pcts)
-        out["roofline_pct_range"] = [lo, hi]
+        pct_range = [lo, hi]
         if tgt:
-            out["attainable_speedup_range"] = [max(1.0, tgt / hi), max(1.0, tgt / lo)]
-    out["roofline_pct_raw"] = pct_raw
-    out["roofline_pct"] = min(max(pct_raw, 0.0), 1.0)
-    return tgt
+            speed_range = [max(1.0, tgt / hi), max(1.0, tgt / lo)]
+    return Target(tgt, pct_raw, min(max(pct_raw, 0.0), 1.0), pct_range, speed_range)
 
 
-def at_compute_wall(out: dict, pct_raw: float, tol_c: float, hbm_util: float, cdtype: str,
-                    notes: list[str]) -> float:
+def at_compute_wall(tgt: Target, roof_axis: str, tol_c: float, hbm_util: float, cdtype: str,
+                    notes: list[str]) -> tuple[Target, float]:
     """At the compute wall: the FLOPs are exact (captured shapes) and the excess over the roof is
     inside the roof's own measured run-to-run spread, so it is the denominator's uncertainty,
-    not a wrong model: read as 100% of the roof (a verdict), raw ratio kept. Returns the ratio read."""
-    if out["roof_axis"] == "compute" and 1.0 < pct_raw <= 1.0 / (1.0 - tol_c) and hbm_util <= 1.0:
-        out["at_compute_wall"] = True
+    not a wrong model: read as 100% of the roof (a verdict), raw ratio kept. Returns (the target
+    with the flag, the ratio read)."""
+    pct_raw = tgt.roofline_pct_raw
+    if roof_axis == "compute" and 1.0 < pct_raw <= 1.0 / (1.0 - tol_c) and hbm_util <= 1.0:
         notes.append(f"at the compute wall: {pct_raw:.1%} of the {cdtype} envelope roof, inside the roof's "
                      f"measured run-to-run spread ({tol_c:.1%}: lowest recorded run vs the envelope): read as 100%")
-        pct_raw = 1.0
-    return pct_raw
+        return replace(tgt, at_compute_wall=True), 1.0
+    return tgt, pct_raw
 
 
 def bound_of(hbm_util: float, compute_util: float, roof_axis: str, t_ms: float) -> str:
@@ -321,32 +312,25 @@ def bound_of(hbm_util: float, compute_util: float, roof_axis: str, t_ms: float) 
     return roof_axis
 
 
-def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: float, peak_bw: float, t_s: float,
-                  notes: list[str], l2_resident: bool = False, oc: opclasses.OpClass | None = None) -> bool:
-    """Bound type and the no-verdict cases (dispatch floor, L3 suspect). Returns whether a
-    verdict may be given."""
-    out["suspect"] = False
-    out["dispatch_bound"] = False
-    out["stage_c_candidate"] = False
-    bound = bound_of(m["hbm_util"], m["compute_util"], out["roof_axis"], t_ms)
-    verdict = True
+def verdict_flags(roof_axis: str, m: dict, t_ms: float, pct_raw: float, bytes_est: float, peak_bw: float,
+                  t_s: float, notes: list[str], l2_resident: bool = False, oc: opclasses.OpClass | None = None,
+                  measured: bool = False) -> Flags:
+    """Bound type and the no-verdict cases (dispatch floor, L3 suspect, served from the L2 without
+    measured bytes, the class's own): whether a verdict may be given."""
+    bound = bound_of(m["hbm_util"], m["compute_util"], roof_axis, t_ms)
+    verdict, dispatch, suspect, upper = True, False, False, None
     if t_ms <= DISPATCH_FLOOR_MS:
         # No verdict: the launch is timed by dispatch, not by its transfer or math.
-        out["dispatch_bound"] = True
-        bound = "latency"
-        verdict = False
+        dispatch, bound, verdict = True, "latency", False
         notes.append(f"dispatch-bound: {t_ms * 1e3:.2f} us per launch is within launch-overhead "
                      "scale (~5 us): no verdict; the lever is fusion / graph capture")
     if not (SUSPECT_LOW <= pct_raw <= 1.0) or bytes_est <= 0:
         # L3: an impossible ratio is the model being wrong, never a verdict.
-        out["suspect"] = True
-        out["stage_c_candidate"] = True
-        out["bytes_upper_bound"] = peak_bw * t_s
-        verdict = False
+        suspect, upper, verdict = True, peak_bw * t_s, False
         notes.append(f"L3 suspect: roofline_pct_raw {pct_raw:.3g} is outside [{SUSPECT_LOW}, 1]; shown clamped, "
                      f"no verdict; the model's bytes may not exceed {peak_bw * t_s:.4g} (peak_bw x t); "
                      "stage-C counter measurement candidate")
-    if l2_resident and "bytes_measured" not in out:
+    if l2_resident and not measured:
         # the L2 serves it: the HBM ratio is no evidence about the kernel (cache_residency); the bound
         # type stays the utilizations' (the contract defines it by them)
         verdict = False
@@ -355,62 +339,55 @@ def verdict_flags(out: dict, m: dict, t_ms: float, pct_raw: float, bytes_est: fl
         # utilizations' (the contract defines it by them)
         verdict = False
         notes.append(oc.no_verdict)
-    out["bound_type"] = bound if bound in BOUND_TYPES else UNKNOWN
-    return verdict
+    return Flags(bound if bound in BOUND_TYPES else UNKNOWN, verdict, suspect, dispatch, suspect, upper, l2_resident)
 
 
-def attainable_speedup(out: dict, tgt: float | None, pct_raw: float, t_ms: float, notes: list[str]) -> float | None:
+def attainable_speedup(tgt: float | None, pct_raw: float, t_ms: float, notes: list[str]) -> tuple[float | None, float | None]:
     """target / achieved (at least 1x), capped at the dispatch floor: no launch gets faster than the
-    same ~5 us that makes a launch dispatch-bound (continuous at the floor: no cliff)."""
+    same ~5 us that makes a launch dispatch-bound (continuous at the floor: no cliff). Returns
+    (the speedup, the uncapped one where the cap applied, else None)."""
     attain = max(1.0, tgt / pct_raw) if (tgt and pct_raw > 0) else None
     if attain is not None:
         floor_cap = max(1.0, t_ms / DISPATCH_FLOOR_MS)
         if attain > floor_cap:
             notes.append(f"attainable speedup capped at the dispatch floor: {t_ms * 1e3:.2f} us / "
                          f"{DISPATCH_FLOOR_MS * 1e3:g} us = {floor_cap:.3g}x (the roofline alone says {attain:.3g}x)")
-            out["attainable_speedup_uncapped"] = attain
-            attain = floor_cap
-    return attain
+            return floor_cap, attain
+    return attain, None
 
 
-def record_headroom(out: dict, e: Entry, tgt: float | None, pct_raw: float, attain: float | None, verdict: bool,
-                    confidence: str) -> None:
+def record_headroom(share_pct: float, tgt: float | None, pct_raw: float, attain: float | None, verdict: bool,
+                    confidence: str, uncapped: float | None = None, groups: list | None = None) -> Verdict:
     """Headroom class, speedup and e2e gain: a verdict only when allowed and not low-confidence
-    (else provisional)."""
+    (else provisional); each measured group of like launches judged on the same rules."""
     # NB: the gain is on the share of GPU time of the regime analysed, never the kernel's whole share
-    gain = out["regime_pct_gpu_time"] * (1.0 - 1.0 / attain) if attain else None
+    gain = share_pct * (1.0 - 1.0 / attain) if attain else None
     band = routing.headroom_class(pct_raw, tgt) if tgt else UNKNOWN
     if verdict and confidence != "low":
-        out["headroom_class"] = band
-        out["attainable_speedup"], out["expected_e2e_gain_pct"] = attain, gain
+        v = Verdict(band, attain, gain, confidence, None, uncapped)
     else:
-        out["headroom_class"] = UNKNOWN
-        out["attainable_speedup"] = attain if verdict else None
-        out["expected_e2e_gain_pct"] = gain if verdict else None
-        if verdict:
-            out["provisional_headroom_class"] = band
-    out["confidence"] = confidence
-    for g in (x for x in out.get("measured_groups") or [] if x.get("roofline_pct") is not None):
+        v = Verdict(UNKNOWN, attain if verdict else None, gain if verdict else None, confidence,
+                    band if verdict else None, uncapped)
+    for g in (x for x in groups or [] if x.get("roofline_pct") is not None):
         # each group of like launches on the entry's rules (no band for one timed by dispatch)
         g["bound_type"] = bound_of(g["hbm_util"], g["compute_util"], g["roof_axis"], g["t_ms"])
         g["headroom_class"] = routing.headroom_class(g["roofline_pct"], tgt) if tgt and g["t_ms"] > DISPATCH_FLOOR_MS else UNKNOWN
+    return v
 
 
 def route_and_levers(out: dict, op_class: str, all_light: list[dict], info: dict, dt: dict,
-                     necessary_levers: list | None = None, ctx=None, notes: list[str] | None = None) -> None:
+                     necessary_levers: list | None = None, ctx=None, notes: list[str] | None = None) -> Levers:
     """Route (docs/method.md section 5; by the larger of the tuning and the avoidable gain) and levers
     with their evidence (roofline.core.levers: levers_detail; byte_reduction_levers on saturated heads
     only, docs/artifact.md; every other lever goes to other_levers)."""
     from roofline.core import levers
 
-    out["route"] = routing.route_by_gain(out)
-    out["route_reason"] = routing.route_reason(out)
-    out["other_levers"] = routing.other_levers(out)
-    levers.apply(out, op_class, necessary_levers or [], all_light, info, dt, ctx, notes)
-    oc = opclasses.of(op_class)
-    if oc.finish_levers is not None:
-        # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
-        oc.finish_levers(out, all_light, info, dt)
+    route = routing.route_by_gain(out)
+    detail, byte_red, other = levers.apply(out, op_class, necessary_levers or [], all_light, info, dt, ctx, notes,
+                                           routing.other_levers(out))
+    lv = Levers(route, routing.route_reason(out, route), other, detail, byte_red)
+    # the class's last word (a collective's levers replace these; an MoE's infeasible all-expert model)
+    return opclasses.of(op_class).finish_levers(out, lv, all_light, info, dt)
 
 
 def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Peaks, stage: str,
@@ -418,44 +395,52 @@ def analyze_entry(e: Entry, topn: TopN, env: Env, config: dict | None, peaks: Pe
     """One head entry in one regime (default: its e2e-critical one) -> (artifact entry, model info).
     Raises EntryError to degrade it (L2)."""
     notes: list[str] = list(e.notes)
-    out, op_class = entry_head(e)
+    head, op_class = entry_head(e)
     if e.problems:
         raise EntryError("; ".join(e.problems))
-    regime, reg = place_regime(e, topn, out, notes, regime)
+    place, reg = place_regime(e, topn, notes, regime)
     check_modelable(e, op_class, peaks, counters)
-    # a collective: the roofline judges its transfer, not its wait for the other ranks
     oc = opclasses.of(op_class)
-    reg, split = oc.judged_time(e, reg, out, notes) if oc.judged_time is not None else (reg, None)
+    # a collective: the roofline judges its transfer, not its wait for the other ranks
+    reg, split = oc.judged_time(e, reg, notes)
     try:
-        w = model_work(op_class, e, env, config, regime, notes)
+        w = model_work(op_class, e, env, config, place.regime, notes)
     except EntryError as exc:
         w = measured_work(e, env, counters, exc, notes, reg.base_latency_ms)   # re-raises exc without usable counters
-    t_s, n_l = logical_time(e, reg, out, notes, launches_per_logical_op(e, op_class, w, reg, config, notes))
-    peak_bw, _ = opclasses.memory_roof(peaks, op_class)
+    n_l = launches_per_logical_op(e, op_class, w, reg, config, notes)
+    place, t_s = logical_time(reg, place, n_l, notes)
+    peak_bw, roof = opclasses.memory_roof(peaks, op_class)
     peak_flops, cdtype, tol_c = compute_roof(peaks, w.res.compute_dtype, w.shape_source, notes)
     alts, chosen = choose_byte_model(op_class, w.res, t_s, peak_bw, peak_flops, tol_c, notes)
-    l2_resident = cache_residency(op_class, w, chosen, peaks, out, notes)
+    l2_resident = cache_residency(op_class, w, chosen, peaks, notes)
     if counters is not None and w.shape_source == "captured":
         ci = alts.index(chosen)
         counters = explained_by_mix(counters, [(wt, r.candidates[min(ci, len(r.candidates) - 1)].bytes_est,
                                                 r.candidates[min(ci, len(r.candidates) - 1)].flops_est)
                                                for wt, r in zip(w.weights, w.results)], notes)
-    m, bytes_est, confidence, cdtype, peak_flops = apply_stage_c(out, chosen, w.shape_source, counters, peaks,
-                                                                 cdtype, peak_flops, t_s, peak_bw, n_l, notes)
+    m, bytes_est, confidence, cdtype, peak_flops, meas = apply_stage_c(op_class, chosen, w.shape_source, counters,
+                                                                       peaks, cdtype, peak_flops, t_s, peak_bw, n_l, notes)
+    measured = meas is not None and meas.get("bytes_measured") is not None
     confidence = cap_confidence(peaks, m["roof_axis"], cdtype, confidence, notes)
-    pct_raw = record_figures(out, op_class, w, m, bytes_est, chosen, alts, cdtype, e, regime, peak_bw, peaks, notes)
+    fig = record_figures(op_class, w, m, bytes_est, chosen, alts, cdtype, e, peak_bw, peaks, notes)
     paged = w.shapes[0].get("paged")
-    tgt = record_target(out, op_class, regime, alts, pct_raw, paged if isinstance(paged, bool) else None, notes)
-    pct_raw = at_compute_wall(out, pct_raw, tol_c, m["hbm_util"], cdtype, notes)
-    verdict = verdict_flags(out, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident, oc)
-    attain = attainable_speedup(out, tgt, pct_raw, reg.base_latency_ms, notes)
-    attain = oc.kernel_speedup(split, attain, out, notes) if oc.kernel_speedup is not None else attain
-    record_headroom(out, e, tgt, pct_raw, attain, verdict, confidence)
-    nec = necessary.assess(op_class, w, alts.index(chosen), ctx := necessary.context(topn, env, config, regime, w, e, alts.index(chosen)))
-    necessary.record(out, nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, notes, peaks)
-    route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
-    out["notes"] = "; ".join(notes)
-    return out, w.res.info
+    tgt = record_target(op_class, place.regime, alts, fig.roofline_pct_raw, measured,
+                        paged if isinstance(paged, bool) else None, notes)
+    tgt, pct_raw = at_compute_wall(tgt, fig.roof_axis, tol_c, m["hbm_util"], cdtype, notes)
+    flags = verdict_flags(fig.roof_axis, m, reg.base_latency_ms, pct_raw, bytes_est, peak_bw, t_s, notes, l2_resident,
+                          oc, measured)
+    attain, uncapped = attainable_speedup(tgt.target_eff, pct_raw, reg.base_latency_ms, notes)
+    sides = Sides(None if roof == "hbm" else roof, split, attain if split is not None else None, meas)
+    attain = oc.kernel_speedup(split, attain, notes)
+    verdict = record_headroom(place.regime_pct_gpu_time, tgt.target_eff, pct_raw, attain, flags.verdict, confidence,
+                              uncapped, meas.get("measured_groups") if meas is not None else None)
+    ci = alts.index(chosen)
+    nec = necessary.assess(op_class, w, ci, ctx := necessary.context(topn, env, config, place.regime, w, e, ci))
+    need = necessary.record(nec, chosen["bytes_est"], chosen["flops_est"], peak_bw, peak_flops, place.regime_pct_gpu_time,
+                            notes, peaks, meas.get("flops_issued") if meas is not None else None)
+    out = entry_fields(head, place, sides, fig, tgt, flags, verdict, need)
+    lv = route_and_levers(out, op_class, all_light, w.res.info, w.dt, nec.levers, ctx, notes)
+    return with_levers(out, lv, notes), w.res.info
 
 
 def _per_shape(w: "Work", e: Entry, cand_i: int, peak_bw, peaks) -> list[dict]:

@@ -6,16 +6,14 @@ from __future__ import annotations
 from roofline.core import opclasses
 from roofline.peaks import Peaks
 
-def cache_residency(op_class: str, w, chosen: dict, peaks: Peaks, out: dict, notes: list[str]) -> bool:
+def cache_residency(op_class: str, w, chosen: dict, peaks: Peaks, notes: list[str]) -> bool:
     """Where the L2 decides the DRAM bytes (docs/method.md section 4), measured on the real-model
     corpus with ncu in the run's own cache state: each class's rule (roofline/core/opclasses/, `residency`):
     a streaming op served from the L2 gets no verdict (returns True); a GEMM operand, an expert's
     weights or an attention mask above half the L2 is re-read from DRAM (a note)."""
     l2 = peaks.l2_bytes()
     oc = opclasses.of(op_class)
-    if not l2 or oc.residency is None:
-        return False
-    return bool(oc.residency(w, chosen, l2, out, notes))
+    return bool(l2) and oc.residency(w, chosen, l2, notes)
 
 
 def _flag_rows_over_roof(rows: list[dict], peaks: Peaks, notes: list[str]) -> None:

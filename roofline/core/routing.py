@@ -84,8 +84,7 @@ def other_levers(entry: dict) -> list[str]:
            "shorter dependency chains: more independent work in flight per warp",
            "fusion with a neighbouring kernel"]
     oc = opclasses.of(opclasses.kind_of(entry))
-    if oc.latency_levers is not None:
-        out += oc.latency_levers(entry)
+    out += oc.latency_levers(entry)
     return out
 
 
@@ -101,11 +100,11 @@ def route_by_gain(entry: dict) -> str:
     return r
 
 
-def route_reason(entry: dict) -> str:
-    """The route in words; a route the avoidable gain decided says both gains."""
-    text = ROUTES[entry["route"]]
+def route_reason(entry: dict, route_: str) -> str:
+    """The route (`route_`, the entry's) in words; a route the avoidable gain decided says both gains."""
+    text = ROUTES[route_]
     avoid, tune = entry.get("avoidable_gain_pct"), entry.get("expected_e2e_gain_pct")
-    if entry["route"] == "byte_reduction" and avoid and avoid > (tune or 0.0):
+    if route_ == "byte_reduction" and avoid and avoid > (tune or 0.0):
         text += (f" - removing the avoidable bytes saves {avoid:.2f}% of GPU time, tuning the kernel "
                  + (f"{tune:.2f}%" if tune is not None else "an unknown share (no verdict)"))
         if entry.get("editable") is False:

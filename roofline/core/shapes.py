@@ -26,7 +26,7 @@ def resolve_shapes(op_class: str, e: Entry, env: Env, config: dict | None, regim
             for k, v in e.est_shape.items():
                 _fill(s, k, v, "from est_shape", assumed)
         oc = opclasses.get(op_class)
-        fill = oc.fill if oc is not None else None
+        fill = oc.fill if oc is not None and oc.has("fill") else None
         if fill is None:
             raise EntryError(f"op class {op_class!r} has no byte/FLOP model")
         need = fill(s, op_class, e, env.workload, config, regime, assumed)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from roofline.core.entry import with_wall_shares
+
 _KEYS = ("steps", "wall_ms", "step_wall_ms", "gpu_busy_pct", "memcpy_pct", "idle_pct")
 
 
@@ -65,7 +67,6 @@ def add_wall_shares(entries: list[dict], wall: dict | None) -> None:
         share = None
         if w and _ok(t) and _ok(lps):
             share = 100.0 * t * lps / w["step_wall_ms"]
-        e["pct_of_step_wall"] = share
         a = e.get("attainable_speedup")
-        e["expected_gain_pct_of_step_wall"] = (share * (1.0 - 1.0 / a) if share is not None and _ok(a) and a >= 1
-                                               and e.get("expected_e2e_gain_pct") is not None else None)
+        with_wall_shares(e, share, share * (1.0 - 1.0 / a) if share is not None and _ok(a) and a >= 1
+                         and e.get("expected_e2e_gain_pct") is not None else None)

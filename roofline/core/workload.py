@@ -24,6 +24,7 @@ Pure: artifact entries and the Top-N in, fields out.
 """
 from __future__ import annotations
 
+from roofline.core.entry import with_workload_gain
 from roofline.io.values import UNKNOWN
 
 import math
@@ -88,7 +89,7 @@ def project(art: dict, topn, wl: dict | None, source: str | None) -> dict:
                  "steps_per_batch": None, "how": None, "reason": None}
     for e in art["entries"]:
         for v in [e] + list(e.get("regime_verdicts") or []):
-            v["expected_workload_gain_pct"] = None
+            with_workload_gain(v, None)
     art["workload_projection"] = out
     if not wl or not all(_num(wl.get(k)) and wl[k] > 0 for k in ("isl", "osl", "conc")):
         out["reason"] = "no workload given (isl, osl, conc): the gains are shares of the profiled mix"
@@ -123,8 +124,8 @@ def project(art: dict, topn, wl: dict | None, source: str | None) -> dict:
         saved = {v["regime"]: n.get(v["regime"], 0.0) * v["t_ms"] * v["launches_per_step"]
                  * (1.0 - 1.0 / v["attainable_speedup"]) for v in vs}
         for v in vs:
-            v["expected_workload_gain_pct"] = 100.0 * saved[v["regime"]] / total
-        e["expected_workload_gain_pct"] = 100.0 * sum(saved.values()) / total
+            with_workload_gain(v, 100.0 * saved[v["regime"]] / total)
+        with_workload_gain(e, 100.0 * sum(saved.values()) / total)
     dec = (f"{osl:g} decode steps at batch {conc:g}, each {g['decode']:.4g} ms as profiled"
            + ("" if b is None or b == conc else f" at batch {b} (assumed constant in the batch: a decode step "
                                                  "reads the weights once)"))

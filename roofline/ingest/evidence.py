@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from math import prod
 
 from roofline.core.opclasses.aten import NON_TENSOR, broadcast_dims, tensor_list
+from roofline.ingest.compiled_caches import triton_cache_write
 
 # in-place writes of new K/V into a cache tensor: op -> (index of the destination, of the source,
 # of the `dim` argument in Concrete Inputs or None (index_put_: the index tuple says the dim))
@@ -52,6 +53,9 @@ def kv_caches(pt) -> list[dict]:
         sig = pt.sigs[s]
         if sig.name in ("aten::cat", "aten::_cat"):
             _cat_cache(sig, n, recs)
+            continue
+        if sig.name.startswith("triton_"):
+            triton_cache_write(sig, n, recs)     # index_copy_ fused by inductor (roofline.ingest.compiled_caches)
             continue
         spec = CACHE_WRITES.get(sig.name)
         if spec is None or len(sig.dims) <= max(spec[:2]):

@@ -76,6 +76,8 @@ def parse_trace(path: str, *, range_regex=None, keep_all_ops: bool = False, engi
         pt = _parse_trace(path, range_regex, keep_all_ops, engine, workers)
         check_one_device(pt)          # a Top-N is one GPU's
         drop_duplicate_kernels(pt)    # the same launch written twice counts once (noted)
+        from roofline.ingest.gathers import resolve_index_outputs
+        resolve_index_outputs(pt)     # an aten::index's rows from the op consuming its output (noted)
         return pt
     except Fatal as exc:
         raise TraceError(str(exc)) from None

@@ -230,7 +230,11 @@ def _cpu_op_reader(sink: Sink):
             ei = data.find(b', "Ev Idx"', x, nxt)
             if 0 < cm_ < ei:
                 key = data[cm_ + 1:ei]
-                if b'"Sequence number"' not in key and b'"Fwd thread id"' not in key:
+                # NB: a compiled graph's Triton launch records its args AFTER "Ev Idx" (External id,
+                # Record function id, Ev Idx, Input Dims, ..., kernel_name): the key then holds no
+                # signature, and the search below reads it
+                if b'"Sequence number"' not in key and b'"Fwd thread id"' not in key \
+                        and (b'"Input Dims"' in key or data.find(b'"Input Dims"', ei, nxt) < 0):
                     try:
                         ext = int(data[x:cm_])
                     except ValueError:

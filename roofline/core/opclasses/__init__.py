@@ -1,18 +1,10 @@
 """One registration per op class, the way torch.utils.flop_counter registers one formula per op.
 
 An op class (classify.py: gemm, moe, attn, elementwise, norm, quant, comm, unknown) is what the
-tool knows about a kind of kernel. Each one is registered once, in its module here, with
-``register(OpClass(...))`` (base.py), and everything else looks it up:
-
-=============  ===================================================  =============================
-job            the registered function                             looked up by
-=============  ===================================================  =============================
-model          (shape, dtypes) -> ModelResult (roofline/core/models/)    roofline.core.procedure
-stage-A fill   a shape from config.json and the workload            roofline.core.shapes
-trace shape    a recorded aten op -> (shape, dtypes)                roofline.ingest.topn
-GEMM problems  an artifact entry -> the GEMMs of one logical op     roofline.rerun (stage C)
-shape keys     the keys its model reads                             roofline.core.lint
-=============  ===================================================  =============================
+tool knows about a kind of kernel. Each one is registered once, in its module here: its data with
+``register(OpClass(...))`` (base.py) and each of its jobs with ``@job("<job>", "<class>")`` (jobs.py: one
+registration per job and class; the job's default where a class registers none). Everything else asks
+the record: ``of(op_class).necessary(...)``, ``of(op_class).judged_time(...)``, ... (docs/opclasses.md).
 
 Modules: gemm.py, moe.py, attn.py, stream.py (elementwise, norm, quant), comm.py (collectives, on
 the interconnect roof), routing_sort.py, recurrent.py and chunk_scan.py (linear-attention /
@@ -28,6 +20,8 @@ that nothing else wires these jobs.
 from __future__ import annotations
 
 from roofline.core.opclasses.base import REGISTRY, OpClass, Problem, register  # noqa: F401
+from roofline.core.opclasses import jobs
+from roofline.core.opclasses.jobs import job  # noqa: F401
 
 
 # the class of a kernel no rule recognised (unmodelled.py registers it): listed, never guessed
@@ -95,7 +89,7 @@ def prior_key(op_class: str | None, regime: str | None, shape: dict | None = Non
 
 def regime_voters() -> list[OpClass]:
     """The classes whose recorded ops' shapes say the regime, in the order they decide."""
-    return sorted((oc for oc in REGISTRY.values() if oc.regime_vote is not None), key=lambda oc: oc.regime_vote_rank)
+    return sorted((REGISTRY[c] for c in jobs.serving("regime_vote")), key=lambda oc: jobs.meta("regime_vote", oc.name)["rank"])
 
 
 def with_role(role: str) -> frozenset:
@@ -116,7 +110,7 @@ def not_modelled_reason(op_class: str, raw: dict) -> str:
     ops = ", ".join(raw.get("aten_ops") or {}) if isinstance(raw.get("aten_ops"), dict) else ""
     return ((oc.not_modelled if oc is not None and oc.not_modelled else f"op class {op_class!r} cannot be modelled: "
              "no guess is made") + " (classification: one of "
-            + ", ".join(c for c, x in REGISTRY.items() if x.model is not None) + ")"
+            + ", ".join(c for c, x in REGISTRY.items() if x.has("model")) + ")"
             + (f"; its launches ran inside {ops} (the op the trace records around them)" if ops else ""))
 
 
@@ -125,7 +119,7 @@ def kernel_evidence(launches: dict) -> dict:
     trace_evidence (each class's kernel_evidence job; a key given twice is an error)."""
     out: dict = {}
     for oc in REGISTRY.values():
-        for k, v in (oc.kernel_evidence(launches) if oc.kernel_evidence is not None else {}).items():
+        for k, v in oc.kernel_evidence(launches).items():
             if k in out:
                 raise ValueError(f"trace evidence {k!r} is given by two op classes")
             out[k] = v
@@ -135,7 +129,7 @@ def kernel_evidence(launches: dict) -> dict:
 def trace_shape(op_class: str, sig):
     """(shape dict, dtypes dict) for a kernel of ``op_class`` launched by ``sig``, or None."""
     oc = REGISTRY.get(op_class)
-    return oc.trace_shape(sig) if oc is not None and oc.trace_shape is not None else None
+    return oc.trace_shape(sig) if oc is not None else None
 
 
 def dim_keys() -> frozenset:
@@ -146,16 +140,30 @@ def dim_keys() -> frozenset:
 def rerunnable(op_class: str | None) -> bool:
     """Whether stage C can re-run a head of this class on the GEMM ladder (it registers GEMM problems)."""
     oc = REGISTRY.get(op_class) if op_class else None
-    return oc is not None and oc.gemm_problems is not None
+    return oc is not None and oc.has("gemm_problems")
 
 
 def gemm_problems(entry: dict) -> list[Problem]:
     """The GEMMs that form one logical op of a head entry (its op class's rule; [] for a class
     that has none: only GEMM-like classes are re-run at stage C)."""
     oc = REGISTRY.get(entry.get("op_class"))
-    return oc.gemm_problems(entry) if oc is not None and oc.gemm_problems is not None else []
+    return oc.gemm_problems(entry) if oc is not None else []
 
 
 # import the modules so that their register() runs
 from roofline.core.opclasses import (gemm, moe, attn, stream, comm, routing_sort, unmodelled,  # noqa: E402,F401
-                                recurrent, chunk_scan, causal_conv, scatter_add)
+                                recurrent, chunk_scan, causal_conv, scatter_add, inductor)
+# the necessity rules (each registers itself for the classes whose bytes it reads: jobs.rule)
+from roofline.core.opclasses import (ssd_reference, eager_attention, expert_gather, last_logits,  # noqa: E402,F401
+                                gqa_copy)
+
+
+def _check_jobs() -> None:
+    """Every job registration names a registered class (a typo in @job(...) is an error at import)."""
+    for name in jobs.JOBS:
+        stray = [c for c in jobs.serving(name) if c not in REGISTRY]
+        if stray:
+            raise ValueError(f"job {name!r} is registered for {stray}, which are no op classes")
+
+
+_check_jobs()

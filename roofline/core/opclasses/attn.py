@@ -8,6 +8,7 @@ from __future__ import annotations
 from roofline.core.models import attention as _model
 from roofline.core.opclasses import kvcache
 from roofline.core.opclasses.aten import distinct_elems, dtype_of
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, l2_resident, register
 from roofline.core.opclasses.levers import narrower
 from roofline.core.opclasses.stage_a import cfg, fill, require, workload
@@ -45,6 +46,7 @@ def _mask_bytes(sig) -> int:
     return int(distinct_elems(sig.dims[3], st) * DTYPE_BYTES.get(dt, 1))
 
 
+@job("trace_shape", "attn")
 def trace_shape(sig):
     """batch, lengths, heads and head_dim of a recorded attention op (4-D, or varlen 3-D), causal
     when the op says, with its q / kv dtypes."""
@@ -84,6 +86,7 @@ def trace_shape(sig):
     return out, {kk: v for kk, v in dt.items() if v}
 
 
+@job("fill", "attn")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     heads = cfg(config, "num_attention_heads", "n_head")
     fill(s, "n_q_heads", heads, "config.json", assumed)
@@ -123,6 +126,7 @@ DECODE_Q_LEN_MAX = 1           # q_len <= this: decode (speculative decoding's f
 PREFILL_Q_LEN_MIN = 16         # q_len >= this: prefill
 
 
+@job("regime_vote", "attn", rank=1, label="attention")
 def regime_vote(shp: dict):
     if "q_len" in shp:
         q = shp["q_len"]
@@ -133,6 +137,7 @@ def regime_vote(shp: dict):
     return None
 
 
+@job("prior_key", "attn")
 def prior_key(regime: str | None, shape: dict) -> tuple[str, str | None]:
     """Attention by regime and, at decode, by KV access pattern (paged = block-table gathers, the
     default where nothing says; contiguous = a sequential read)."""
@@ -146,6 +151,7 @@ def prior_key(regime: str | None, shape: dict) -> tuple[str, str | None]:
     return ("attn_decode_contiguous" if contiguous else "attn_decode"), note
 
 
+@job("choose_model", "attn")
 def choose_model(alts: list[dict], notes: list[str]):
     """docs/method.md section 2: attention's seq_len is the CURRENT average context (isl + osl/2), not
     the max. The max context is no second byte model for the feasibility rule: it is only the upper
@@ -164,7 +170,8 @@ def choose_model(alts: list[dict], notes: list[str]):
     return mean_ctx
 
 
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+@job("residency", "attn")
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A mask above half the L2 is re-read (a note). A memory-axis attention whose whole traffic fits in half
     the L2 and whose q, K and V were all written in this step reads them from the L2 (no verdict): a prefill
     attention (q_len > 1: the projections before it just wrote them), or a decode attention whose K length
@@ -187,10 +194,11 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     why = ("a prefill attention: the projections before it just wrote q, K and V" if prefill else
            f"its K length grows one position per step ({lens[0]} -> {lens[-1]}): the cache is re-copied whole "
            "by a cat each step, just before it")
-    return l2_resident(out, notes, "the attention", chosen["bytes_est"], l2, f", and {why}: it reads them from the L2",
+    return l2_resident(notes, "the attention", chosen["bytes_est"], l2, f", and {why}: it reads them from the L2",
                        "fusion with its producer or consumer")
 
 
+@job("precision_levers", "attn")
 def precision_levers(entry: dict, dtypes: dict, ctx, notes: list[str]) -> list[tuple]:
     """A fused attention's K / V are its KV cache: the lower-precision KV lever (no saving computed)."""
     return [("lower_precision_kv", t, "a fused attention reads K / V, its KV cache", None)
@@ -213,6 +221,7 @@ def _filled(shape: dict, ctx) -> tuple[float | None, str]:
     return kvcache.filled(cache, ctx)
 
 
+@job("necessary", "attn")
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx):
     """A decode attention needs the K and V of its KV heads over the filled context only:
     - KV heads: config.json's num_key_value_heads (/ tp on one rank of a TP run whose degree is known:
@@ -271,9 +280,8 @@ register(OpClass("attn", seed_class="attn",
                      "attn_prefill": 0.70,  # NB: no source figure; flash-style prefill reaches ~0.6-0.75 of the
                                             # tensor roof on Hopper
                  },
-                 prior_key=prior_key, choose_model=choose_model, residency=residency, precision_levers=precision_levers,
-                 regime_vote=regime_vote, regime_vote_rank=1, regime_label="attention", dtype_roles=("kv",),
-                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, necessary=necessary,
+                 dtype_roles=("kv",),
                  shape_keys=frozenset({"batch", "seq_len", "q_len", "n_q_heads", "n_kv_heads", "head_dim", "paged",
                                        "causal", "regime", "mask_bytes"}),
                  dim_keys=frozenset({"batch", "seq_len", "n_q_heads", "n_kv_heads", "head_dim"})))
+job("model", "attn")(_model.model)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Mapping
+
+from roofline.core.opclasses import jobs
 
 
 @dataclass
@@ -32,146 +34,153 @@ class Problem:
 SEED_CLASSES = ("gemm", "moe", "attn", "elementwise", "unknown")
 
 
+FLAGS = ("fusable", "compulsory_bytes", "folds_splitk_reduce")
+
+
 @dataclass(frozen=True)
 class OpClass:
-    """Everything the tool knows about one op class, registered once. Every field but ``name`` has
-    a default, so a class file gives only what it does; nothing outside roofline/core/opclasses/ names
-    a class (tests/test_opclasses.py scans the package for class-name literals).
+    """What the tool knows about one op class as data, registered once; what it DOES is its jobs,
+    registered per job and per class with ``@job(...)`` (jobs.py; each job is a method here that runs
+    the class's registration or the job's default). Every field but ``name`` has a default, so a class
+    file gives only what it has; nothing outside roofline/core/opclasses/ names a class
+    (tests/test_opclasses.py scans the package for class-name literals).
 
-    Identity
     name:          the class (the artifact's `op_kind`, and the key of everything below);
     seed_class:    the contract's closed op_class enum value (SEED_CLASSES) the artifact's `op_class`
-                   holds for it (norm -> elementwise; a class the contract has no word for -> unknown).
-
-    Classification (roofline.core.classify builds its tables from these, ordered by rank)
+                   holds for it (norm -> elementwise; a class the contract has no word for -> unknown);
     name_rules:    ((rank, regex), ...) searched case-insensitively in the kernel name; over all
-                   classes, the lowest rank that matches wins (a class may hold rows at several ranks);
+                   classes, the lowest rank that matches wins (roofline.core.classify);
     op_rules:      ((rank, regex), ...) on an op-name hint (the aten op that launched the kernel),
                    used only when no name rule matches;
-    hint_aliases:  profiler classification words that mean this class ("attention" -> attn); the
-                   class's own name always does.
-
-    Shape
-    fill:          stage-A fill of one shape from the workload and config.json:
-                   fill(shape, op_class, entry, workload, config, regime, assumed) -> the keys it
-                   needs (roofline.core.shapes.resolve_shapes checks them);
-    trace_shape:   a recorded aten-op signature (roofline.ingest.trace_tables.OpSig) ->
-                   (shape, dtypes) or None (roofline topn);
+    hint_aliases:  profiler classification words that mean this class ("attention" -> attn);
     shape_keys:    the shape keys the model reads, plus what `roofline topn` writes for provenance
                    (roofline.core.lint warns about the others);
     dim_keys:      those of them that are dimensions: a number or null in a Top-N, never coerced;
     missing_hint:  what gives a missing dimension, for the L2 reason ("" = the generic hint);
-    regime_vote:   shape of a recorded op -> (regime, evidence) or None: what the op's shape says
-                   about prefill / decode (roofline.ingest.regime_shapes); classes vote in
-                   regime_vote_rank order, and regime_label names them in the evidence.
-
-    Byte/FLOP model
-    model:         (shape, dtypes) -> roofline.core.models.ModelResult, a pure byte/FLOP model whose
-                   candidates are the class's byte models;
     not_modelled:  why the class has no model (the L2 reason), for a class without one;
-    choose_model:  (alternatives, notes) -> the chosen alternative, or None for the generic rule
-                   (the largest feasible candidate; docs/method.md section 2);
-    model_notes:   (alternatives, notes) -> None: what the class says about its candidates once the
-                   figures are recorded;
-    roof:          the bandwidth roof of its memory axis: "hbm" (the peak table's hbm_bw_bytes_s) or
-                   "interconnect" (interconnect_bw_bytes_s: collectives);
-    compulsory_bytes: its model counts bytes the kernel must move at least once (the counters'
-                   plausibility rule 4: DRAM bytes far under them are implausible).
-
-    Time and launches
-    launches:      (entry, work, regime record, config, notes) -> launches per logical op, or None
-                   (the Top-N's launches_per_logical_op);
-    judged_time:   (entry, regime record, out, notes) -> (the regime record the roofline judges,
-                   a split passed to kernel_speedup): the part of the kernel time the roof judges;
-    kernel_speedup: (split, speedup of the judged part, out, notes) -> the kernel's speedup.
-
-    Prior and verdict
-    target_eff:    {prior key: target efficiency}: how close a well-implemented kernel of this
-                   class gets to its roofline bound (docs/method.md section 4; routing.TARGET_EFF
-                   is every class's);
-    prior_key:     (regime, shape) -> (prior key, note or None); None: the class's name;
-    residency:     (work, chosen alternative, L2 bytes, out, notes) -> whether the L2, not HBM,
-                   serves the op (True: no verdict); notes where DRAM bytes above the model are expected;
-    no_verdict:    why the roof gives no headroom verdict on this class ("" = it does): the figures
-                   are shown, the note says this, the class's levers stand.
-
-    Levers (roofline.core.routing; docs/method.md section 5)
-    fusable:       a kernel of this class may be fused into its producer / consumer (named by the
-                   fuse lever of a neighbouring saturated kernel);
-    stop_reading_levers: (entry, model info) -> levers: bytes read that the work does not use;
-    precision_levers: (entry, dtypes, NecessaryCtx, notes) -> [(kind, text, evidence, share of the bytes
-                   saved)]: lower-precision levers (LOSSY) of the operand the class's origin rule says is a
-                   weight or the KV cache, with their saving (opclasses/origin.py, levers.operand_levers);
-                   none, with a note, where the origin is unknown;
-    latency_levers: (entry) -> extra levers of a latency-bound kernel;
-    finish_levers: (out, model info, dtypes) -> None: the class's last word on the levers (it may
-                   replace them: collectives).
-
-    Elsewhere
-    gemm_problems: an artifact entry -> the GEMMs of one logical op (list[Problem]) for the
-                   stage-C re-run (roofline.rerun);
-    folds_splitk_reduce: a split-K reduce kernel launched right after it is half of its op;
-    dtype_roles:   the dtype roles its Top-N entries speak for in the env report's starter
-                   ("weight": model_dtype; "kv": kv_cache_dtype);
+    roof:          the bandwidth roof of its memory axis: "hbm" or "interconnect" (collectives);
+    target_eff:    {prior key: target efficiency} (docs/method.md section 4);
+    no_verdict:    why the roof gives no headroom verdict on this class ("" = it does);
+    flags:         what holds of it, from FLAGS: "fusable" (a fuse lever may name it as a neighbour),
+                   "compulsory_bytes" (its model counts bytes the kernel must move at least once: the
+                   counters' plausibility rule 4), "folds_splitk_reduce" (a split-K reduce launched
+                   right after it is half of its op);
+    dtype_roles:   the dtype roles its Top-N entries speak for in the env report's starter;
     arch_class:    the model_arch_class a kernel of this class implies ("moe"), or None.
-    kernel_evidence: {kernel name: launches} of the whole trace -> {key: record} for the Top-N's
-                   trace_evidence (roofline topn), read back by the necessary jobs (NecessaryCtx);
-    necessary:     (shape, dtypes, bytes the model moves, NecessaryCtx) -> Necessary: the fewest bytes
-                   (and FLOPs) the same result needs for one launch of that shape, with the trace
-                   evidence that says so (roofline.core.necessary); None: the model's bytes are the fewest.
     """
     name: str
     seed_class: str = "unknown"
-    # classification
     name_rules: tuple = ()
     op_rules: tuple = ()
     hint_aliases: tuple = ()
-    # shape
-    fill: Callable | None = None
-    trace_shape: Callable | None = None
     shape_keys: frozenset = frozenset()
     dim_keys: frozenset = frozenset()
     missing_hint: str = ""
-    regime_vote: Callable | None = None
-    regime_vote_rank: int = 0
-    regime_label: str = ""
-    # byte/FLOP model
-    model: Callable | None = None
     not_modelled: str = ""
-    choose_model: Callable | None = None
-    model_notes: Callable | None = None
-    necessary: Callable | None = None
-    kernel_evidence: Callable | None = None
     roof: str = "hbm"
-    compulsory_bytes: bool = False
-    # time and launches
-    launches: Callable | None = None
-    judged_time: Callable | None = None
-    kernel_speedup: Callable | None = None
-    # prior and verdict
     target_eff: Mapping = field(default_factory=dict)
-    prior_key: Callable | None = None
-    residency: Callable | None = None
     no_verdict: str = ""
-    # levers
-    fusable: bool = False
-    stop_reading_levers: Callable | None = None
-    precision_levers: Callable | None = None
-    latency_levers: Callable | None = None
-    finish_levers: Callable | None = None
-    # elsewhere
-    gemm_problems: Callable | None = None
-    folds_splitk_reduce: bool = False
+    flags: frozenset = frozenset()
     dtype_roles: tuple = ()
     arch_class: str | None = None
+
+    def __post_init__(self) -> None:
+        bad = set(self.flags) - set(FLAGS)
+        if bad:
+            raise ValueError(f"op class {self.name!r}: unknown flags {sorted(bad)} (one of {FLAGS})")
 
     def __hash__(self) -> int:          # target_eff is a dict: one registration per name
         return hash(self.name)
 
+    # flags
+    @property
+    def fusable(self) -> bool:
+        return "fusable" in self.flags
+
+    @property
+    def compulsory_bytes(self) -> bool:
+        return "compulsory_bytes" in self.flags
+
+    @property
+    def folds_splitk_reduce(self) -> bool:
+        return "folds_splitk_reduce" in self.flags
+
+    # the jobs (jobs.py): the class's registration, else the job's default
+    def has(self, name: str) -> bool:
+        """Whether the class registers its own `name` job."""
+        return jobs.lookup(name, self.name) is not None
+
+    def _run(self, name: str, default, *args):
+        f = jobs.lookup(name, self.name)
+        return f(*args) if f is not None else default
+
+    def model(self, shape: dict, dt: dict):
+        f = jobs.lookup("model", self.name)
+        if f is None:
+            raise LookupError(f"op class {self.name!r} has no byte/FLOP model")
+        return f(shape, dt)
+
+    def fill(self, shape, op_class, entry, workload, config, regime, assumed):
+        return self._run("fill", None, shape, op_class, entry, workload, config, regime, assumed)
+
+    def trace_shape(self, sig):
+        return self._run("trace_shape", None, sig)
+
+    def regime_vote(self, shape):
+        return self._run("regime_vote", None, shape)
+
+    @property
+    def regime_label(self) -> str:
+        return jobs.meta("regime_vote", self.name).get("label", "")
+
+    def choose_model(self, alts, notes):
+        return self._run("choose_model", None, alts, notes)
+
+    def model_notes(self, alts, notes) -> None:
+        self._run("model_notes", None, alts, notes)
+
+    def necessary(self, shape, dt, bytes_est, ctx):
+        """The class's necessity rules in rank order (jobs.rule), then its own registration."""
+        for f in jobs.rules(self.name):
+            n = f(shape, dt, bytes_est, ctx)
+            if n is not None:
+                return n
+        return self._run("necessary", None, shape, dt, bytes_est, ctx)
+
+    def kernel_evidence(self, launches) -> dict:
+        return self._run("kernel_evidence", {}, launches)
+
+    def launches(self, e, w, reg, config, notes):
+        return self._run("launches", None, e, w, reg, config, notes)
+
+    def judged_time(self, e, reg, notes):
+        return self._run("judged_time", (reg, None), e, reg, notes)
+
+    def kernel_speedup(self, split, attain, notes):
+        return self._run("kernel_speedup", attain, split, attain, notes)
+
     def prior(self, regime: str | None, shape: dict | None = None) -> tuple[str, str | None]:
         """(the target_eff key of a kernel of this class in ``regime``, a note or None)."""
-        return self.prior_key(regime, shape or {}) if self.prior_key is not None else (self.name, None)
+        return self._run("prior_key", (self.name, None), regime, shape or {})
 
+    def residency(self, w, chosen, l2, notes) -> bool:
+        return bool(self._run("residency", False, w, chosen, l2, notes))
+
+    def stop_reading_levers(self, out, info) -> list:
+        return self._run("stop_reading_levers", [], out, info)
+
+    def precision_levers(self, out, dt, ctx, notes) -> list:
+        return self._run("precision_levers", [], out, dt, ctx, notes)
+
+    def latency_levers(self, entry) -> list:
+        return self._run("latency_levers", [], entry)
+
+    def finish_levers(self, out, lv, all_light, info, dt):
+        """The levers `lv` (entry.Levers) after the class's last word on them (the entry `out` is read only)."""
+        return self._run("finish_levers", lv, out, lv, all_light, info, dt)
+
+    def gemm_problems(self, entry) -> list:
+        return self._run("gemm_problems", [], entry)
 
 
 @dataclass
@@ -238,11 +247,10 @@ def register(oc: OpClass) -> OpClass:
     return oc
 
 
-def l2_resident(out: dict, notes: list[str], what: str, bytes_est: float, l2: float, why: str, lever: str) -> bool:
+def l2_resident(notes: list[str], what: str, bytes_est: float, l2: float, why: str, lever: str) -> bool:
     """The one L2-resident verdict of a class's `residency` rule: the op moves under half the L2 (and
     `why`, the class's own reason, in words), so its bytes come from the L2 and the HBM roof does not
-    bind it: `l2_resident` set, no verdict, the note naming `lever`. Returns True (no verdict)."""
-    out["l2_resident"] = True
+    bind it: no verdict (the entry's `l2_resident`), the note naming `lever`. Returns True."""
     notes.append(f"L2-resident: {what} moves {bytes_est / 1e6:.3g} MB, under half the L2 ({l2 / 1e6:.0f} MB){why}, "
                  f"so the HBM roof does not bind it: no verdict; the lever is {lever}")
     return True

@@ -15,9 +15,12 @@ Lever: the reference path (conv_depthwise2d) where config.json names a model who
 causal conv that the causal-conv1d package replaces (REFERENCE_MODEL_TYPES)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.io.errors import EntryError
 from roofline.core.models import conv as _model
 from roofline.core.opclasses.aten import dtype_of, tensors
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, l2_resident, register
 from roofline.core.opclasses.stage_a import cfg, fill, workload
 
@@ -37,6 +40,7 @@ def _ints(text: str) -> list[int] | None:
         return None
 
 
+@job("trace_shape", "causal_conv")
 def trace_shape(sig):
     if sig.name not in CONV_OPS:
         return None
@@ -77,6 +81,7 @@ def _channels(config) -> int | None:
     return None
 
 
+@job("fill", "causal_conv")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     fill(s, "channels", _channels(config), "config.json: the conv's channels (q, k, v / x, B, C)", assumed)
     fill(s, "k", cfg(config, "linear_conv_kernel_dim", "mamba_d_conv", "conv_kernel"), "config.json: conv taps", assumed)
@@ -95,14 +100,15 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     return ("batch", "channels", "L_in", "k")
 
 
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+@job("residency", "causal_conv")
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A conv whose whole traffic fits in half the L2 reads the activation the kernel before it just wrote
     (Bamba's reference path: the contiguous copy of x, B, C) and writes what the next one reads (the SiLU):
     served from L2, no verdict (True).
     ncu on the corpus: Bamba's prefill conv (4 x 128 tokens, 17.6 MB model) read and wrote 2.2 MB of DRAM;
     Qwen3-Next's (2 x 1024 tokens, 67 MB, above half the L2) 64 MB."""
     if chosen["bytes_est"] <= l2 / 2:
-        return l2_resident(out, notes, "the conv", chosen["bytes_est"], l2,
+        return l2_resident(notes, "the conv", chosen["bytes_est"], l2,
                            ": it reads what the kernel before it just wrote and writes what the next kernel reads, "
                            "served from L2", "fusion (causal-conv1d fuses the conv with its activation)")
     return False
@@ -121,18 +127,20 @@ def reference_lever(out: dict, all_light: list[dict]) -> str | None:
             "fast path the model code calls when present)")
 
 
-def finish_levers(out: dict, all_light: list[dict], info: dict, dt: dict) -> None:
-    lv = reference_lever(out, all_light)
-    if lv:
-        out["other_levers"] = [lv] + [x for x in out.get("other_levers") or [] if x != lv]
+@job("finish_levers", "causal_conv")
+def finish_levers(out: dict, lv, all_light: list[dict], info: dict, dt: dict):
+    ref = reference_lever(out, all_light)
+    if ref:
+        return replace(lv, other_levers=[ref] + [x for x in lv.other_levers or [] if x != ref])
+    return lv
 
 
-register(OpClass("causal_conv", seed_class="elementwise",
+register(OpClass("causal_conv", flags=frozenset({"fusable"}), seed_class="elementwise",
                  name_rules=((28, r"causal_conv1d|conv_depthwise2d|short_conv"),),
                  op_rules=((17, r"^aten::_conv_depthwise2d$|causal_conv1d"),),
                  hint_aliases=("conv1d", "causal_conv"),
-                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
-                 target_eff={"causal_conv": 0.85}, finish_levers=finish_levers, fusable=True, residency=residency,
+                 target_eff={"causal_conv": 0.85},
                  shape_keys=frozenset({"batch", "channels", "L_in", "L_out", "k", "state_update", "model_type"}),
                  dim_keys=frozenset({"batch", "channels", "L_in", "L_out", "k"})))
 
+job("model", "causal_conv")(_model.model)

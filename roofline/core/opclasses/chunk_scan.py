@@ -18,7 +18,8 @@ import re
 
 from roofline.io.errors import EntryError
 from roofline.core.models import linear_attn as _model
-from roofline.core.opclasses import ssd_reference
+from roofline.core.opclasses import ssd_reference  # noqa: F401  (registers the trace evidence this class's heads read)
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, l2_resident, register
 from roofline.core.opclasses.linear_cfg import fill_dims, function_shape, variant
 from roofline.core.opclasses.stage_a import fill, workload
@@ -45,12 +46,14 @@ def role_of(name: str) -> str | None:
     return None
 
 
+@job("trace_shape", "chunk_scan")
 def trace_shape(sig):
     if sig.name not in FUNCTIONS:
         return None
     return function_shape(sig)
 
 
+@job("fill", "chunk_scan")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     role = role_of(e.name)
     if role is None:
@@ -71,7 +74,8 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     return ("batch", "T", "heads", "dk", "dv", "qk_heads", "role")
 
 
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+@job("residency", "chunk_scan")
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A chunk kernel whose whole traffic fits in half the L2 works on what the kernels around it in
     the chain wrote and read (a short prefill's k k^T solve: ncu 2.8 MB of DRAM for 25.7 MB of
     operands on the Qwen3-Next corpus case): served from L2, no verdict (True). A larger one that
@@ -79,7 +83,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     that part may come from L2, so DRAM bytes under the model's are expected (said; False)."""
     info = w.res.info or {}
     if chosen["bytes_est"] <= l2 / 2:
-        return l2_resident(out, notes, "the chunk kernel", chosen["bytes_est"], l2,
+        return l2_resident(notes, "the chunk kernel", chosen["bytes_est"], l2,
                            ", between kernels of one chain that wrote and read the same tensors: served from L2",
                            "fusing the chain")
     back = info.get("chain_in_bytes") or 0.0
@@ -90,19 +94,17 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
-register(OpClass("chunk_scan", seed_class="attn",
+register(OpClass("chunk_scan", flags=frozenset({"fusable"}), seed_class="attn",
                  name_rules=((27, r"chunk_gated_delta|chunk_delta_rule|chunk_gla|chunk_retention|chunk_fwd_kernel|"
                                   r"chunk_local_cumsum|chunk_global_cumsum|gate_chunk_cumsum|scaled_dot_kkt|kkt_solve|"
                                   r"solve_tril|recompute_w_u|_chunk_scan_fwd|_chunk_state_fwd|state_passing_fwd|"
                                   r"bmm_chunk_fwd|_chunk_cumsum_fwd|merge_\d+x\d+_to_\d+x\d+_inverse"),),
                  op_rules=((16, r"^Chunk\w*(DeltaRule|GLA|Retention)\w*Function$"),),
                  hint_aliases=("linear_attention_prefill", "chunk_scan"),
-                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
-                 target_eff={"chunk_scan": 0.70}, residency=residency, fusable=True,
-                 # whether the trace ran the fused chunk scan (else Mamba2's reference path: ssd_reference)
-                 kernel_evidence=ssd_reference.kernel_evidence,
+                 target_eff={"chunk_scan": 0.70},
                  missing_hint=(": give config.json (linear_num_value_heads, linear_key_head_dim, linear_value_head_dim; "
                                "Mamba2: mamba_n_heads, mamba_d_head, mamba_d_state) or profile with record_shapes=True"),
                  shape_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv", "chunk", "role",
                                        "state_in", "state_bytes", "variant", "z", "model_type"}),
                  dim_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv", "chunk"})))
+job("model", "chunk_scan")(_model.model)

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, replace
 
 from roofline.core.models import collective as _model
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, register
 
 # the byte-reduction lever of a saturated collective (the fuse / layout levers of HBM kernels do not apply)
@@ -35,6 +36,7 @@ COMM_BYTE_LEVER = ("fewer bytes on the link: reduce or gather in a narrower dtyp
                    "must pass the accuracy gate")
 
 
+@job("fill", "comm")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     # NB: no guess: the message size and the group are the trace's (or the Top-N writer's) to give
     return ("coll", "nelems", "group_size")
@@ -55,12 +57,12 @@ def _pos(v) -> float | None:
     return float(v)
 
 
-def transfer_split(e, reg, out: dict, notes: list[str]) -> tuple:
+@job("judged_time", "comm")
+def transfer_split(e, reg, notes: list[str]) -> tuple:
     """The regime record the roofline judges (the transfer part of each launch) and the split, or
     (reg, None) when the Top-N holds no transfer time (one trace). `e`: a roofline.core.inputs.Entry, `reg` its
     Regime (not imported: roofline.core.inputs reads the registry). The transfer per launch is the
     median over the ranks of each rank's mean transfer (`collective.transfer_ms_per_launch`)."""
-    out["memory_roof"] = "interconnect"
     c = e.raw.get("collective") if isinstance(e.raw, dict) else None
     t_x = _pos(c.get("transfer_ms_per_launch")) if isinstance(c, dict) else None
     if t_x is None:
@@ -70,19 +72,18 @@ def transfer_split(e, reg, out: dict, notes: list[str]) -> tuple:
     t = reg.base_latency_ms
     t_x = min(t_x, t)
     sp = CommSplit(t, t_x, t - t_x, (t - t_x) / t)
-    out.update(t_transfer_ms=sp.t_transfer_ms, t_waiting_ms=sp.t_waiting_ms, waiting_share=sp.waiting_share)
     notes.append(f"collective: the transfer takes {t_x * 1e3:.2f} of its {t * 1e3:.2f} us per launch (median over the "
                  f"ranks of their aligned collectives); the other {sp.waiting_share:.1%} is waiting for the last rank "
                  "to arrive, which the roofline does not judge")
     return replace(reg, base_latency_ms=sp.t_transfer_ms), sp
 
 
-def kernel_speedup(sp: CommSplit | None, s_transfer: float | None, out: dict, notes: list[str]) -> float | None:
+@job("kernel_speedup", "comm")
+def kernel_speedup(sp: CommSplit | None, s_transfer: float | None, notes: list[str]) -> float | None:
     """The attainable speedup of the whole kernel when only its transfer gets s_transfer x faster."""
     if sp is None or s_transfer is None:
         return s_transfer
     s = sp.t_kernel_ms / (sp.t_waiting_ms + sp.t_transfer_ms / s_transfer)
-    out["attainable_speedup_transfer"] = s_transfer
     notes.append(f"attainable: the transfer {s_transfer:.3g}x faster leaves the waiting, so the kernel is {s:.3g}x "
                  "faster (the e2e gain counts the kernel)")
     return s
@@ -103,16 +104,15 @@ def levers(out: dict) -> list[str]:
     return lv
 
 
-def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+@job("finish_levers", "comm")
+def finish_levers(out: dict, lv, all_entries: list[dict], info: dict, dt: dict):
     """A collective's levers replace the HBM kinds' (fuse / layout do not apply to a link)."""
-    out["byte_reduction_levers"] = [COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else []
-    out["other_levers"] = levers(out)
-    if out.get("attainable_speedup") is None:
-        out.pop("attainable_speedup_transfer", None)
+    return replace(lv, byte_reduction_levers=[COMM_BYTE_LEVER] if out["headroom_class"] == "saturated" else [],
+                   other_levers=levers(out))
 
 
 register(OpClass(
-    "comm", model=_model.model, fill=fill_stage_a, roof="interconnect",
+    "comm", roof="interconnect",
     # NB: the contract's closed op_class enum has no collective: `op_class` says unknown (the contract's word for
     # "no class of mine"), `op_kind` says comm and the collective analysis keeps its own fields
     # (memory_roof, t_transfer_ms, waiting_share, ...)
@@ -126,8 +126,8 @@ register(OpClass(
                                  # link: large NCCL all-reduces over NVLink reach roughly 0.8 of it (protocol
                                  # overhead, channel count), small ones far less (latency); a prior, corrected by
                                  # `roofline playbook`
-    judged_time=transfer_split, kernel_speedup=kernel_speedup, finish_levers=finish_levers,
     shape_keys=frozenset({"coll", "nelems", "group_size", "algo"}), dim_keys=frozenset({"nelems", "group_size"}),
     missing_hint=(": a collective's message size and group come from the trace's collective record (Kineto writes "
                   "'In msg nelems', 'Out msg nelems', 'Group size' and 'dtype' on the NCCL kernel; `roofline topn` "
                   "copies them) or an est_shape in the Top-N")))
+job("model", "comm")(_model.model)

@@ -31,6 +31,7 @@ from math import prod
 
 from roofline.core.opclasses import kvcache, origin
 from roofline.core.opclasses.base import Necessary
+from roofline.core.opclasses.jobs import rule
 from roofline.peaks import DTYPE_BYTES
 
 KIND = "materialised_scores"
@@ -117,6 +118,8 @@ def role(rec: dict, i: int) -> tuple[str, ...]:
     return ()
 
 
+@rule("gemm", rank=40)
+@rule("elementwise", "norm", "quant", rank=20)
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     """The materialised-scores verdict of one shape of a chain link, or None where the rule does not apply."""
     hit = match(shape, ctx)

@@ -8,8 +8,9 @@ from __future__ import annotations
 from math import prod
 
 from roofline.core.models import gemm as _model
-from roofline.core.opclasses import eager_attention, kvcache, origin
+from roofline.core.opclasses import kvcache, origin
 from roofline.core.opclasses.aten import dtype_of
+from roofline.core.opclasses.jobs import job, rule
 from roofline.core.opclasses.base import Necessary, OpClass, Problem, register
 from roofline.core.opclasses.levers import operand_levers, split_k_levers
 from roofline.core.opclasses.stage_a import fill_m
@@ -23,6 +24,7 @@ GEMM_OPS = {
 }
 
 
+@job("trace_shape", "gemm")
 def trace_shape(sig):
     """M, N, K (and batch) of a recorded GEMM op, with its operand dtypes."""
     spec = GEMM_OPS.get(sig.name)
@@ -53,11 +55,13 @@ def trace_shape(sig):
     return out, {k: v for k, v in dt.items() if v}
 
 
+@job("fill", "gemm")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     fill_m(s, wl, regime, assumed)
     return ("M", "N", "K")
 
 
+@job("gemm_problems", "gemm")
 def gemm_problems(entry: dict) -> list[Problem]:
     """The GEMM itself; one kernel name with several captured GEMMs: a launch-weighted mix per launch."""
     sh = entry.get("shape") or {}
@@ -77,6 +81,7 @@ PREFILL_GEMM_ROWS_MIN = 2048   # a GEMM of this many rows or more: prefill (deco
 DECODE_GEMM_ROWS_MAX = 512     # a GEMM of this many rows or fewer: decode
 
 
+@job("regime_vote", "gemm", rank=2, label="GEMM")
 def regime_vote(shp: dict):
     if "M" in shp and "batch" not in shp:
         m = shp["M"]
@@ -87,7 +92,8 @@ def regime_vote(shp: dict):
     return None
 
 
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+@job("residency", "gemm")
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A GEMM operand larger than half the L2 is re-read from DRAM tile by tile: DRAM bytes above
     the fewest-bytes count are expected (prefill GEMMs 1.0-2.1x on the real-model corpus)."""
     half = l2 / 2
@@ -107,14 +113,7 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
-def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
-    """A decode batched GEMM over a KV cache (kv_necessary) first; else the QK^T or PV of an eager
-    attention's score chain (eager_attention: its share of a fused attention's bytes). One lever per
-    cause: a decode QK^T / PV the KV-cache rule explains keeps that rule's verdict."""
-    kv = kv_necessary(shape, dt, bytes_est, ctx)
-    return kv if kv is not None else eager_attention.necessary(shape, dt, bytes_est, ctx)
-
-
+@rule("gemm", rank=10)
 def kv_necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     """A decode batched GEMM of an eager attention over a KV cache (docs/method.md section 12):
     QK^T [B, q, d] x [B, d, S] or PV [B, q, S] x [B, S, d], where the trace's cache record
@@ -154,6 +153,7 @@ def kv_necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | No
     return None
 
 
+@job("precision_levers", "gemm")
 def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
     """Lower precision of the operand that the trace and config.json say is a weight (a linear layer's
     B, a batched MoE's gathered expert weights) or the KV cache (an eager attention's K / V over a cache
@@ -169,7 +169,7 @@ def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
 
 
 register(OpClass(
-    "gemm", seed_class="gemm",
+    "gemm", flags=frozenset({"folds_splitk_reduce", "compulsory_bytes"}), seed_class="gemm",
     # cuBLAS/cuBLASLt incl. nvjet, CUTLASS, ThunderKittens, DeepGEMM, hipBLASLt/Tensile, Marlin/AWQ/GPTQ
     # quantised GEMM, Triton mm templates, GEMV (after MoE and attention, whose names often say "gemm")
     name_rules=((60, r"gemm|gemv|nvjet|cublas|cutlass|xmma|\bs\d{3,5}gemm|_s\d{4,5}|h\d{4,5}gemm|matmul|"
@@ -178,10 +178,9 @@ register(OpClass(
     op_rules=((10, r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|_int_mm|addmv|mv|dot)$"),),
     hint_aliases=("matmul",),
     target_eff={"gemm": 0.90},     # regular, dense compute
-    residency=residency, regime_vote=regime_vote, regime_vote_rank=2, regime_label="GEMM",
-    stop_reading_levers=None, precision_levers=precision_levers, latency_levers=split_k_levers,
-    folds_splitk_reduce=True, dtype_roles=("weight",), compulsory_bytes=True,
-    necessary=necessary, model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
+    dtype_roles=("weight",),
     shape_keys=frozenset({"M", "N", "K", "batch"}), dim_keys=frozenset({"M", "N", "K", "batch"}),
     missing_hint=(": a GEMM's N and K come only from captured shapes (profile with record_shapes=True) or "
                   "an est_shape in the Top-N")))
+job("latency_levers", "gemm")(split_k_levers)
+job("model", "gemm")(_model.model)

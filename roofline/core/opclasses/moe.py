@@ -10,8 +10,11 @@ Model: roofline/core/models/moe.py. Two shapes:
 Stage C: the expert GEMMs at the average rows per hit expert."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.core.models import moe as _model
 from roofline.core.opclasses import origin
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, Problem, register
 from roofline.core.opclasses.aten import dtype_of
 from roofline.core.opclasses.levers import operand_levers, split_k_levers
@@ -24,6 +27,7 @@ from roofline.core.opclasses.stage_a import cfg, fill, fill_m
 GROUPED_OPS = {"aten::_grouped_mm": (0, 1), "aten::_scaled_grouped_mm": (0, 1), "aten::grouped_mm": (0, 1)}
 
 
+@job("trace_shape", "moe")
 def trace_shape(sig):
     """rows, E, N, K of a recorded grouped expert GEMM, with its operand dtypes."""
     spec = GROUPED_OPS.get(sig.name)
@@ -58,6 +62,7 @@ def _projection(s: dict, config, assumed) -> None:
         s["projection"] = "down"
 
 
+@job("fill", "moe")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     if "pairs" in s:
         fill(s, "E", cfg(config, "num_experts", "num_local_experts", "n_routed_experts"), "config.json", assumed)
@@ -72,6 +77,7 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     return ("M", "E", "top_k", "hidden", "inter")
 
 
+@job("gemm_problems", "moe")
 def gemm_problems(entry: dict) -> list[Problem]:
     """The grouped GEMMs of one logical op: pairs = M x top_k rows over E experts (stage 1 gate/up
     N = 2 inter, K = hidden; stage 2 down N = hidden, K = inter), or the recorded grouped form."""
@@ -116,6 +122,7 @@ def moe_layers(config: dict | None) -> int | None:
     return n
 
 
+@job("launches", "moe")
 def fused_moe_launches(e, w, reg, config: dict | None, notes: list[str]) -> int | None:
     """A fused MoE layer model (stage A, no stage in the shape) counts a whole layer's expert work;
     a fused_moe kernel is launched once per stage (gate/up, then down). Where the Top-N does not say
@@ -136,7 +143,8 @@ def fused_moe_launches(e, w, reg, config: dict | None, notes: list[str]) -> int 
     return None
 
 
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+@job("residency", "moe")
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """Each expert's weights above half the L2, over several row tiles: re-read per row tile."""
     info = w.res.info or {}
     if info.get("grouped") and info.get("expert_weight_bytes", 0) > l2 / 2:
@@ -148,12 +156,14 @@ def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
     return False
 
 
+@job("model_notes", "moe")
 def model_notes(alts: list[dict], notes: list[str]) -> None:
     allx = next((a for a in alts if a["model"] == "all_experts"), None)
     if allx is not None:
         notes.append(f"all-expert model: {allx['bytes_est'] / 1e6:.1f} MB -> {allx['roofline_pct_raw']:.1%}")
 
 
+@job("stop_reading_levers", "moe")
 def stop_reading_levers(entry: dict, info: dict) -> list[str]:
     """Routing touches fewer experts than the kernel streams: the unrouted experts' weights."""
     if info.get("experts_hit") is None:
@@ -188,6 +198,7 @@ def _expert_origin(sh: dict, ex) -> origin.Origin:
     return origin.Origin("unknown", None, f"{w}: config.json says {E_cfg} experts of hidden {h} x intermediate {mi}")
 
 
+@job("precision_levers", "moe")
 def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
     """Lower precision of the expert weights (_expert_origin), saving half of the weight bytes the chosen
     model streams (the experts hit, or all E)."""
@@ -210,11 +221,14 @@ def precision_levers(out: dict, dt: dict, ctx, notes: list[str]) -> list[tuple]:
     return operand_levers(origins, wbytes, [d.get("weight") for d in ctx.dts], ctx, ctx.bytes_per_launch, notes)
 
 
-def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+@job("finish_levers", "moe")
+def finish_levers(out: dict, lv, all_entries: list[dict], info: dict, dt: dict):
     """An unsaturated MoE whose all-expert model is infeasible: that is itself evidence for the
     stop-reading lever (other_levers)."""
     if out["headroom_class"] != "saturated" and any(not a["feasible"] for a in out.get("alternatives", [])):
-        out["other_levers"] += [t for t in stop_reading_levers(out, info) if t not in out["other_levers"]]
+        return replace(lv, other_levers=lv.other_levers + [t for t in stop_reading_levers(out, info)
+                                                           if t not in lv.other_levers])
+    return lv
 
 
 register(OpClass("moe", seed_class="moe",
@@ -225,11 +239,10 @@ register(OpClass("moe", seed_class="moe",
                                   r"gating_?softmax|expert"),),
                  op_rules=((40, r"moe|^aten::_grouped_mm$|^aten::_scaled_grouped_mm$"),),
                  target_eff={"moe": 0.90},   # decode weight streaming is essentially a memcpy
-                 launches=fused_moe_launches, residency=residency, model_notes=model_notes,
-                 stop_reading_levers=stop_reading_levers, precision_levers=precision_levers,
-                 latency_levers=split_k_levers, finish_levers=finish_levers, dtype_roles=("weight",),
+                 dtype_roles=("weight",),
                  arch_class="moe",
-                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape, gemm_problems=gemm_problems,
                  shape_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "stage", "pairs", "N", "K",
                                        "projection"}),
                  dim_keys=frozenset({"M", "E", "top_k", "hidden", "inter", "pairs", "N", "K"})))
+job("latency_levers", "moe")(split_k_levers)
+job("model", "moe")(_model.model)

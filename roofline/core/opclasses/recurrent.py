@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from roofline.io.errors import EntryError
 from roofline.core.models import linear_attn as _model
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, register
 from roofline.core.opclasses.linear_cfg import fill_dims, function_shape, variant
 from roofline.core.opclasses.stage_a import cfg, fill, workload
@@ -29,6 +30,7 @@ from roofline.peaks import DTYPE_BYTES, norm_dtype
 FUNCTIONS = ("FusedRecurrentFunction", "FusedRecurrentGatedDeltaRuleFunction", "FusedRecurrentDeltaRuleFunction")
 
 
+@job("trace_shape", "recurrent")
 def trace_shape(sig):
     if sig.name not in FUNCTIONS:
         return None
@@ -60,6 +62,7 @@ def batch_from_grid(grid, heads: int, dv: int) -> int | None:
     return g[0] // per if per and g[0] % per == 0 and g[0] >= per else None
 
 
+@job("fill", "recurrent")
 def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     var = s.get("variant") or variant(e.name, config)
     fill_dims(s, var, config, assumed)
@@ -96,6 +99,7 @@ def fill_stage_a(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]
     return ("batch", "heads", "dk", "dv", "qk_heads")
 
 
+@job("latency_levers", "recurrent")
 def latency_levers(entry: dict) -> list[str]:
     return ["state layout: more state columns per CTA (fla's fused recurrent kernel runs one warp per 8 value "
             "columns); at decode the state read + write is the whole op"]
@@ -106,11 +110,11 @@ register(OpClass("recurrent", seed_class="attn",
                                   r"gated_delta_rule_update|sigmoid_gating_delta_rule"),),
                  op_rules=((15, r"^FusedRecurrent\w*Function$"),),
                  hint_aliases=("linear_attention_decode", "state_update"),
-                 model=_model.model, fill=fill_stage_a, trace_shape=trace_shape,
-                 target_eff={"recurrent": 0.85}, latency_levers=latency_levers,
+                 target_eff={"recurrent": 0.85},
                  missing_hint=(": give config.json (linear_num_value_heads, linear_key_head_dim, linear_value_head_dim; "
                                "Mamba2: mamba_n_heads, mamba_d_head, mamba_d_state, mamba_n_groups) or profile with "
                                "record_shapes=True"),
                  shape_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv", "state_in",
                                        "state_bytes", "state_out_bytes", "variant", "z", "model_type"}),
                  dim_keys=frozenset({"batch", "T", "tokens", "heads", "qk_heads", "dk", "dv"})))
+job("model", "recurrent")(_model.model)

@@ -17,7 +17,10 @@ before the class existed (they were elementwise), so a consumer's routing on op_
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.core.models import elementwise as _model
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, register
 from roofline.core.opclasses.stream import fill_no_guess, trace_shape
 
@@ -26,7 +29,8 @@ def _is_me(o: dict) -> bool:
     return (o.get("op_kind") or o.get("op_class")) == "routing_sort"
 
 
-def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+@job("finish_levers", "routing_sort")
+def finish_levers(out: dict, lv, all_entries: list[dict], info: dict, dt: dict):
     """Fuse the routing into one kernel, only with launch-stream evidence: other routing steps of
     the Top-N launched right before or after this one (its `adjacent` kernels); the fused MoE
     router is named only where the Top-N also holds an MoE kernel (the routing is MoE routing)."""
@@ -35,15 +39,15 @@ def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> N
     steps = sorted((o for o in all_entries if o.get("name") != out.get("name") and o.get("name") in adj
                     and _is_me(o)), key=lambda o: -float(o.get("pct_gpu_time") or 0.0))
     if not steps:
-        return
+        return lv
     pct = float(out.get("pct_gpu_time") or 0.0) + sum(float(o.get("pct_gpu_time") or 0.0) for o in steps)
     names = ", ".join(o.get("short_name") or o["name"] for o in steps[:3])
     moe = any((o.get("op_kind") or o.get("op_class")) == "moe" for o in all_entries)
-    out["other_levers"].append(
+    return replace(lv, other_levers=lv.other_levers + [
         f"fuse the routing into one kernel: {names} run next to this one in the launch stream and are routing steps "
         f"too (sort / top-k / histogram, {pct:.2f}% GPU together, each launch latency-bound)"
         + ("; a fused MoE router (top-k and the per-expert grouping in one or two launches, e.g. vLLM's "
-           "topk_softmax + moe_align_block_size) replaces them" if moe else ""))
+           "topk_softmax + moe_align_block_size) replaces them" if moe else "")])
 
 
 register(OpClass(
@@ -53,9 +57,10 @@ register(OpClass(
     name_rules=((80, r"radix_?sort|sort_?kv|bitonic_?sort|segmented_?sort|\bsort|gather_?topk|sbtopk|mbtopk|"
                      r"\btopk|histogram|histc|bincount"),),
     op_rules=((65, r"^aten::(sort|argsort|topk|histc|bincount|msort)$"),),
-    model=_model.model, trace_shape=trace_shape, fill=fill_no_guess,
     shape_keys=frozenset({"elems_in", "elems_out", "shape"}), dim_keys=frozenset({"elems_in", "elems_out"}),
     # NB: no source figure for a routing sort's efficiency: no verdict is given, so no prior is used
     no_verdict=("routing step (sort / top-k / histogram): latency-bound by nature (a few small dependent passes), so "
-                "the copy model's bytes are shown for reference and the HBM roof gives no verdict"),
-    finish_levers=finish_levers))
+                "the copy model's bytes are shown for reference and the HBM roof gives no verdict")))
+job("model", "routing_sort")(_model.model)
+job("trace_shape", "routing_sort")(trace_shape)
+job("fill", "routing_sort")(fill_no_guess)

@@ -18,10 +18,12 @@ Lever (finish_levers): where several source rows land on each destination row (a
 a gather-and-sum per destination row writes each once, without atomics."""
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 
 from roofline.core.models import scatter as _model
 from roofline.core.opclasses.aten import dtype_of
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.base import OpClass, l2_resident, register
 
 # op -> (index of self, index of the index, index of the source)
@@ -30,6 +32,7 @@ SCATTER_ADD_OPS = {"aten::index_add_": (0, 2, 3), "aten::index_add": (0, 2, 3), 
 _INDEX_BYTES = {"int64": 8, "int32": 4}
 
 
+@job("trace_shape", "scatter_add")
 def trace_shape(sig):
     spec = SCATTER_ADD_OPS.get(sig.name)
     if spec is None or len(sig.dims) <= max(spec):
@@ -51,37 +54,44 @@ def trace_shape(sig):
     return shape, {k: v for k, v in dt.items() if v}
 
 
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+@job("fill", "scatter_add")
+def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
+    """No stage-A fill: a scatter-add's rows come only from its recorded Input Dims."""
+    return ("src_rows", "dst_rows", "row_elems")
+
+
+@job("residency", "scatter_add")
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A scatter-add whose whole traffic fits in half the L2 (a decode step's MoE scatter: a few MB)
     adds into a destination the kernel before it just zeroed and is read by the next one: served
     from L2 (ncu: 0.01 MB of DRAM for a 2 MB decode index_add_ on the fp8 MoE corpus case); the HBM
     roof does not bind it: no verdict (True)."""
     if chosen["bytes_est"] <= l2 / 2:
-        return l2_resident(out, notes, "the scatter-add", chosen["bytes_est"], l2, ": served from L2 in a serving step",
+        return l2_resident(notes, "the scatter-add", chosen["bytes_est"], l2, ": served from L2 in a serving step",
                            "fusion with its producer (the down projection's epilogue)")
     return False
 
 
-def finish_levers(out: dict, all_entries: list[dict], info: dict, dt: dict) -> None:
+@job("finish_levers", "scatter_add")
+def finish_levers(out: dict, lv, all_entries: list[dict], info: dict, dt: dict):
     sh = out.get("shape") or {}
     if out.get("headroom_class") == "saturated" or not sh.get("dst_rows") or not sh.get("src_rows"):
-        return
+        return lv
     per = sh["src_rows"] / sh["dst_rows"]
-    if per >= 2:
-        out["other_levers"].append(
-            f"sum per destination row instead of one atomic add per element: each of the {sh['dst_rows']} destination "
-            f"rows receives {per:g} source rows (an MoE's top_k); gathering a row's sources and summing them (an MoE "
-            "un-permute + sum, e.g. vLLM's moe_sum) writes each row once, with no atomics")
+    if per < 2:
+        return lv
+    return replace(lv, other_levers=lv.other_levers + [
+        f"sum per destination row instead of one atomic add per element: each of the {sh['dst_rows']} destination "
+        f"rows receives {per:g} source rows (an MoE's top_k); gathering a row's sources and summing them (an MoE "
+        "un-permute + sum, e.g. vLLM's moe_sum) writes each row once, with no atomics"])
 
 
-register(OpClass("scatter_add", seed_class="elementwise",
+register(OpClass("scatter_add", flags=frozenset({"fusable", "compulsory_bytes"}), seed_class="elementwise",
                  name_rules=((29, r"indexFunc(?:Large|Small)Index"),),
                  op_rules=((18, r"^aten::index_add_?$|^aten::index_reduce_?$"),),
                  hint_aliases=("scatter", "index_add"),
-                 model=_model.model, trace_shape=trace_shape,
-                 fill=lambda s, op_class, e, wl, config, regime, assumed: ("src_rows", "dst_rows", "row_elems"),
                  missing_hint=": a scatter-add's rows come only from its Input Dims: profile with record_shapes=True",
-                 target_eff={"scatter_add": 0.60}, fusable=True, residency=residency, compulsory_bytes=True,
-                 finish_levers=finish_levers,
+                 target_eff={"scatter_add": 0.60},
                  shape_keys=frozenset({"src_rows", "dst_rows", "row_elems", "index_bytes"}),
                  dim_keys=frozenset({"src_rows", "dst_rows", "row_elems"})))
+job("model", "scatter_add")(_model.model)

@@ -33,6 +33,7 @@ import re
 from roofline.io.kernelnames import short_name
 from roofline.core.models import linear_attn as _scan
 from roofline.core.opclasses.base import Necessary
+from roofline.core.opclasses.jobs import job, rule
 from roofline.core.opclasses.linear_cfg import SSM_MODEL_TYPES
 from roofline.core.opclasses.stage_a import cfg
 from roofline.peaks import DTYPE_BYTES, norm_dtype
@@ -51,6 +52,7 @@ LEVER = ("use the fused Mamba2 kernels (mamba_ssm's SSD Triton kernels and causa
          "[batch, chunks, chunk, chunk, heads, d_state] products on chip instead of writing each to HBM in fp32")
 
 
+@job("kernel_evidence", "chunk_scan")
 def kernel_evidence(launches: dict) -> dict:
     """{kernel name: launches} of the whole trace -> the Top-N's trace_evidence.ssm_kernels: the fused
     Mamba kernels that ran (none: the reference path) and the reference conv's launches."""
@@ -106,6 +108,7 @@ def fused(b: int, chunks: int, m: dict, act_bytes: int) -> tuple[float, float]:
     return sum(c.bytes_est for c in cs), sum(c.flops_est for c in cs)
 
 
+@rule("elementwise", "norm", "quant", rank=10)
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
     """The reference-path verdict of one shape of a streaming op, or None where the rule does not apply."""
     m = mamba_dims(ctx.config)

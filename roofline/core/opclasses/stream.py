@@ -13,8 +13,9 @@ from math import prod
 from roofline.io.errors import EntryError
 from roofline.core.models import elementwise as _model
 from roofline.core.opclasses.aten import NON_TENSOR, broadcast_dims, dtype_of, reread, tensor_elems, tensor_list, tensors
-from roofline.core.opclasses import eager_attention, ssd_reference
+from roofline.core.opclasses import index_gather
 from roofline.core.opclasses.base import Necessary, OpClass, l2_resident, register
+from roofline.core.opclasses.jobs import job
 from roofline.core.opclasses.stage_a import cfg, workload
 from roofline.peaks import DTYPE_BYTES
 
@@ -195,6 +196,7 @@ def _strides_of(sig, k: int) -> tuple:
     return ()
 
 
+@job("trace_shape", "elementwise", "norm", "quant")
 def trace_shape(sig):
     """elementwise / norm / quant: elements read and written.
 
@@ -202,7 +204,7 @@ def trace_shape(sig):
     broadcast result) except for copy_ (out = its first argument, in = the second) and norms
     (out = the normalised input).
     """
-    r = list_copy_shape(sig) or reduce_shape(sig) or rotary_shape(sig)
+    r = index_gather.trace_shape(sig) or list_copy_shape(sig) or reduce_shape(sig) or rotary_shape(sig)
     if r is not None:
         return r
     ts = tensors(sig)
@@ -248,6 +250,7 @@ def trace_shape(sig):
     return out, {k: v for k, v in dt.items() if v}
 
 
+@job("fill", "norm", "quant")
 def fill_per_token(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     """norm / quant: without a shape, tokens x hidden_size (a norm / quant kernel works per token
     over the hidden state: its stage-A size, low confidence, display only)."""
@@ -262,6 +265,7 @@ def fill_per_token(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ..
     return fill_no_guess(s, op_class, e, wl, config, regime, assumed)
 
 
+@job("fill", "elementwise")
 def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...]:
     """elems_in (or a shape), never guessed for a plain elementwise."""
     if "elems_in" not in s and "shape" not in s:
@@ -276,14 +280,15 @@ def fill_no_guess(s, op_class, e, wl, config, regime, assumed) -> tuple[str, ...
     return ("elems_in",) if "shape" not in s else ()
 
 
-def residency(w, chosen: dict, l2: float, out: dict, notes: list[str]) -> bool:
+@job("residency", "elementwise", "norm", "quant")
+def residency(w, chosen: dict, l2: float, notes: list[str]) -> bool:
     """A streaming op whose whole traffic fits in half the L2 reads what the kernel before it just
     wrote and writes what the next one reads: its DRAM bytes were a few % of the model's (decode
     elementwise ops, measured with ncu on the real-model corpus). The HBM roof does not bind it: no
     verdict (True)."""
     if chosen["bytes_est"] <= l2 / 2:
         reread_note(w, l2, notes)
-        return l2_resident(out, notes, "the op", chosen["bytes_est"], l2,
+        return l2_resident(notes, "the op", chosen["bytes_est"], l2,
                            ": in a serving step it is served from L2 (ncu DRAM bytes of such ops are a few % of the "
                            "model's)", "fusion with its producer or consumer")
     reread_note(w, l2, notes)
@@ -346,22 +351,19 @@ def growth_run(lens: list[int], kept: int) -> list[int] | None:
     return run if kept in run and len(run) >= 2 else None
 
 
+@job("necessary", "elementwise", "norm", "quant")
 def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
-    """The fewest bytes a streaming op's result needs (docs/method.md section 12):
+    """The fewest bytes a streaming op's result needs (docs/method.md section 12), where none of the
+    streaming classes' necessity rules answered first (jobs.rule: Mamba2's SSD chunk scan run as torch
+    ops, ssd_reference; a link of an eager attention's score chain, eager_attention; a per-pair gather
+    of expert weights, expert_gather):
     - a copy that materialises a broadcast (its source has stride 0 on a dimension: `broadcast`)
       needs none: its consumer can read the source in place (an expanded view is free; a GQA-aware
       attention reads the KV heads directly). The whole launch need not run;
     - a cat that appends to a cache (`kept_len` + `append_elems`) needs only the appended token(s)
       (read and written once), where the shapes show the kept part is re-copied every step: it grows
       step by step (one shape per step: growth_run), or a constant window is copied in every step;
-    - a product or reduction of Mamba2's SSD chunk scan run as torch ops (transformers' torch_forward,
-      the fused kernels absent): at most the fused chunk scan's bytes (ssd_reference);
-    - a link of an eager attention's score chain (the scale, mask, sink cat, softmax and casts over the
-      [batch, heads, q, kv] scores): its share of a fused attention's bytes (eager_attention);
     - otherwise the model's bytes (each element read and written once)."""
-    ref = ssd_reference.necessary(shape, dt, bytes_est, ctx) or eager_attention.necessary(shape, dt, bytes_est, ctx)
-    if ref is not None:
-        return ref
     f = shape.get("broadcast")
     if isinstance(f, int) and f > 1:
         ev = (f"aten::copy_ from a {shape.get('broadcast_src', '?')} view with stride 0 on dim "
@@ -398,16 +400,18 @@ def necessary(shape: dict, dt: dict, bytes_est: float, ctx) -> Necessary | None:
 
 
 _STREAM_KEYS = frozenset({"elems_in", "elems_out", "shape", "broadcast", "broadcast_dims", "broadcast_src", "kept_len",
-                          "append_elems", "op_launches", "dims", "reduced", "reuse_window_bytes", "reread_bytes"})
+                          "append_elems", "op_launches", "dims", "reduced", "reuse_window_bytes", "reread_bytes"}) \
+    | index_gather.KEYS
 _STREAM_DIMS = frozenset({"elems_in", "elems_out", "op_launches"})
-# the jobs the three streaming classes share: one model, one L2 rule, fusable into a neighbour, and
-# bytes every launch must move at least once (the counters' plausibility rule 4)
-_STREAM = dict(seed_class="elementwise", model=_model.model, trace_shape=trace_shape, residency=residency,
-               fusable=True, compulsory_bytes=True, dim_keys=_STREAM_DIMS, necessary=necessary)
+# what the three streaming classes share: one model (its trace shape, L2 rule and necessary bytes are
+# registered on their functions above), fusable into a neighbour, and bytes every launch must move at
+# least once (the counters' plausibility rule 4)
+job("model", "elementwise", "norm", "quant")(_model.model)
+_STREAM = dict(seed_class="elementwise", flags=frozenset({"fusable", "compulsory_bytes"}), dim_keys=_STREAM_DIMS)
 # reduce: the elementwise shape of a reduction (one op per input element), written by roofline topn.
 # norm and quant stream the same way (one model); their stage-A fill differs
 register(OpClass(
-    "elementwise", fill=fill_no_guess, shape_keys=_STREAM_KEYS | {"reduce"},
+    "elementwise", shape_keys=_STREAM_KEYS | {"reduce"},
     name_rules=(
         (20, r"reshape_and_cache|concat_and_cache|cache_kernel"),   # KV-cache writes are copies, though their
                                                                    # names say "flash"/"mla"
@@ -425,7 +429,7 @@ register(OpClass(
     target_eff={"elementwise": 0.85},   # pure streaming: trivial streams top out near 0.85 of the pin rate
     **_STREAM))
 register(OpClass(
-    "norm", fill=fill_per_token, shape_keys=_STREAM_KEYS,
+    "norm", shape_keys=_STREAM_KEYS,
     # normalisation and softmax (row reductions followed by an elementwise pass; before elementwise:
     # their names say "vectorized"/"reduce")
     name_rules=((50, r"layer_?norm|rms_?norm|rmsnorm|l2_?norm|group_?norm|batch_?norm|instance_?norm|"
@@ -435,7 +439,7 @@ register(OpClass(
     target_eff={"norm": 0.85},   # (seed: 0.85-0.90; the low end, since a row reduction adds a dependency)
     **_STREAM))
 register(OpClass(
-    "quant", fill=fill_per_token, shape_keys=_STREAM_KEYS,
+    "quant", shape_keys=_STREAM_KEYS,
     name_rules=((70, r"quant|fp8|fp4|mxfp|nvfp|cvt_|e4m3|e5m2"),),   # quantisation / conversion to low precision
     op_rules=((60, r"quant"),),
     target_eff={"quant": 0.85},
