@@ -114,7 +114,9 @@ def _bench_result(path: Path, cmd: str) -> dict:
     from roofline.io.filekinds import kind_of_doc, sniff, wrong_kind
 
     try:
-        res = json.loads(path.read_text(encoding="utf-8"))
+        from roofline.io.safeio import load_json
+
+        res = load_json(path)   # bounded: a FIFO, /dev/zero or a 100k-deep file is refused, not read
     except (OSError, UnicodeDecodeError, ValueError):
         k = sniff(path)
         what = wrong_kind(path, k, "a ladder bench result") if k not in ("json", "not_json") else \
@@ -221,9 +223,13 @@ def advise_cmd(source, level, shape, kernel, evidence, fmt):
                        "): advising without it; give --evidence BENCH.json", err=True)
         raw = None
         try:
-            raw = json.loads(source.read_text(encoding="utf-8"))
+            from roofline.io.safeio import UnsafeInput, load_json
+
+            raw = load_json(source)   # bounded: a special file or deep nesting is one line
         except FileNotFoundError:
             _advise_fail(f"{source}: no such file")
+        except UnsafeInput as exc:
+            _advise_fail(f"{source}: {exc.problem}")
         except (UnicodeDecodeError, json.JSONDecodeError, IsADirectoryError):
             raw = None
         if isinstance(raw, (dict, list)):

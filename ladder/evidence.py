@@ -63,7 +63,9 @@ def default_evidence() -> list[Obs]:
 def read_bench(path: Path) -> dict:
     """A bench result ({meta, ceilings, rows}) or AdviseError."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        from roofline.io.safeio import load_json
+
+        data = load_json(path)   # bounded: a special file or deep nesting is one line
     except FileNotFoundError:
         raise AdviseError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

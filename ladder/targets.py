@@ -9,7 +9,6 @@ mid-shape rows (bench_mid.json: `pct_cublas`). Per case the best CHECKED kernel 
 is shown with its p20-p80 range; a target is met only where the stated figure is."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -26,7 +25,9 @@ MID_NAMED = ((200, 6144, 4096), (1000, 3000, 7000), (512, 4096, 4096), (777, 153
 
 
 def _load(paths) -> list[dict]:
-    return [json.loads(Path(p).read_text()) for p in paths]
+    from roofline.io.safeio import load_json   # bounded (size, depth, special files)
+
+    return [load_json(p) for p in paths]
 
 
 def _best(rows):

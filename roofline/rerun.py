@@ -121,6 +121,7 @@ def _write(art: dict, artifact: Path, names: list[str], playbook_dir):
 
 
 if __name__ == "__main__":  # pragma: no cover - the table builder
+    from roofline.io.safeio import load_json   # the bench results, bounded as every input
     if len(sys.argv) >= 4 and sys.argv[1] in ("--build-dispatch", "--build-fp8-dispatch"):
         # BENCH ... [--class CLS BENCH ...] OUT: the benches after --class CLS inform that class only
         from roofline.ladder.dispatch import only_class
@@ -132,13 +133,13 @@ if __name__ == "__main__":  # pragma: no cover - the table builder
             if a == "--class":
                 cls = ""
                 continue
-            b = json.loads(Path(a).read_text())
+            b = load_json(a)
             benches.append(only_class(b, cls) if cls else b)
         tbl = build_dispatch_table(merge_benches(benches), dtype="fp8" if "fp8" in sys.argv[1] else "bf16")
         Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
     elif len(sys.argv) >= 4 and sys.argv[1] in ("--build-grouped-dispatch", "--build-grouped-fp8-dispatch"):
         from roofline.ladder.dispatch import build_grouped_table
-        benches = [json.loads(Path(p).read_text()) for p in sys.argv[2:-1]]
+        benches = [load_json(p) for p in sys.argv[2:-1]]
         tbl = build_grouped_table(merge_benches(benches), dtype="fp8" if "fp8" in sys.argv[1] else "bf16")
         Path(sys.argv[-1]).write_text(json.dumps(tbl, indent=1) + "\n")
     else:

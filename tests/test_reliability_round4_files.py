@@ -282,3 +282,10 @@ def test_a_top_n_is_parsed_once_per_analyze_run(rnd_dir, monkeypatch):
     code, _, err = R.cli(["analyze", str(rnd_dir)])
     assert code == 0, err
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "deep", "notutf8"])
+@pytest.mark.parametrize("cmd", ["render", "plot"])
+def test_ladder_bench_results_go_through_the_bounded_reader(tmp_path, kind, cmd):
+    f = _specials(tmp_path)[kind]
+    one_line_2(["ladder", cmd, f], f.name)

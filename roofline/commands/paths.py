@@ -54,7 +54,7 @@ class FiniteFloat(click.ParamType):
     """A command-line number under the bounds a file's number has (docs/input_policy.md): finite
     (nan, inf, 1e400 and a 400-digit literal are refused), within [lo, hi] (`lo_open`: above lo)."""
 
-    name = "number"
+    name = "float"
 
     def __init__(self, lo: float | None = None, hi: float | None = None, lo_open: bool = False):
         self.lo, self.hi, self.lo_open = lo, hi, lo_open
@@ -79,13 +79,15 @@ class FiniteFloat(click.ParamType):
         return x
 
 
-class Count(click.ParamType):
+class Count(click.IntRange):
     """A command-line count (tokens, requests, steps) in lo..2^48, as the same field in a file
-    (an env report's workload, a Top-N's step counts): 2^48+1, 10^20 and a 400-digit value are refused."""
-
-    name = "integer"
+    (an env report's workload, a Top-N's step counts): 2^48+1, 10^20 and a 400-digit value are refused.
+    An IntRange, so that --help shows the range."""
 
     def __init__(self, lo: int = 1):
+        from roofline.io.values import MAX_DIM
+
+        super().__init__(min=lo, max=MAX_DIM)
         self.lo = lo
 
     def convert(self, value, param, ctx):

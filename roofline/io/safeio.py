@@ -131,6 +131,19 @@ def read_bytes(path, *, limit_env: str = "ROOFLINE_MAX_JSON_BYTES", gunzip: bool
     return raw
 
 
+def load_json(path, *, limit_env: str = "ROOFLINE_MAX_JSON_BYTES"):
+    """A JSON file through the bounded reader (a regular file, the size limit, the nesting limit),
+    for the readers outside the input policy's loaders (ladder bench results, dispatch builds).
+    Raises OSError (UnsafeInput included) for the file, ValueError for its content (not UTF-8,
+    not JSON), as json.loads(Path.read_text()) did."""
+    import json
+
+    raw = read_bytes(path, limit_env=limit_env)
+    if not json_depth_ok(raw):
+        raise InputTooLarge(path, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return json.loads(bytes(raw).decode("utf-8-sig"))
+
+
 def read_open(f, path, *, limit_env: str = "ROOFLINE_MAX_JSON_BYTES") -> bytes:
     """The rest of the open regular file `f` (from its position), at most limit(limit_env) bytes."""
     cap = limit(limit_env)
