@@ -13,7 +13,7 @@ kernel writes, the level launched, then
 The float64 reference is computed on the GPU (cupy float64 matmul) or, with host_ref=True, with
 numpy on the host (used under compute-sanitizer, where only our kernels should run).
 
-The other contracts (registry CONTRACTS: each record names its check here), by the same rules:
+The other contracts (contracts.CONTRACTS: each record holds its check from here), by the same rules:
 Grouped (levels 11-12): random bf16 A [R,K] and W, offsets from a routing (routing.py), output
 poisoned, the level launched; every row the offsets cover must be written, and against a float64
 reference per expert (A_e . W_e^T on the same bf16 inputs) the norm-wise relative error is within

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from .registry import CONTRACTS, DENSE_LEVELS, LEVELS, get_level
+from .contracts import CONTRACTS
+from .registry import DENSE_LEVELS, LEVELS, get_level
 
 
 def _parse_shape(text: str) -> tuple[int, int, int]:

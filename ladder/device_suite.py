@@ -17,7 +17,7 @@ or one subcommand at a time, with the project installed (`pip install --no-index
 (every subcommand but levels and smoke takes --targets, --out DIR and --contract; --out defaults to $OUT).
 
 Targets are registry level ids and VARIANTS names (registry.get_level). What runs for a target is
-read from its Contract record (level.CONTRACTS): the check (check-isolated), the sanitize-mode cases
+read from its Contract record (contracts.CONTRACTS): the check (check-isolated), the sanitize-mode cases
 (sanitize), and for a bench subcommand (a record's `command`) its bench and report. Without
 --targets a subcommand runs its contracts' levels and variants (the benches: the levels only);
 LADDER_LEVELS=4,5,6 narrows the levels, LADDER_SAN_VARIANTS=a,b names the variants. check-isolated
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from . import bench, bench_moe_fp8, check, gpu
-from .level import CONTRACTS, contract_fn
+from .contracts import CONTRACTS, contract_fn
 from .registry import LEVELS, VARIANTS, WRONG, get_level
 
 DENSE = ("gemm-bf16",)

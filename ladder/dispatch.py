@@ -12,7 +12,7 @@ import json
 import statistics
 from importlib import resources
 
-from .level import CONTRACTS
+from .level import CONTRACT_TABLES
 
 NOISE_BAND_ISOLATED = 0.034   # docs/method.md section 9: identical isolated reruns differ by up to ~3.4%
 DECODE_SKINNY_MAX_M = 128
@@ -21,8 +21,8 @@ PREFILL_ALIGN = 128
 SHAPE_CLASSES = ("decode-skinny", "decode-wide", "prefill", "ragged")
 GROUPED_DECODE_MAX_ROWS = 64  # rows per hit expert up to which a grouped GEMM is a weight stream (decode)
 GROUPED_CLASSES = ("grouped-decode", "grouped-prefill")
-# one runtime table per contract (registry.CONTRACTS), package data in roofline/data/
-TABLE_FILES = {name: c.dispatch_table for name, c in CONTRACTS.items()}
+# one runtime table per contract (level.CONTRACT_TABLES; contracts.py the records), package data in roofline/data/
+TABLE_FILES = {name: table for name, (_, table) in CONTRACT_TABLES.items()}
 
 
 MID_MAX_M = 1024              # mid: batched decode / chunked prefill rows above decode-wide
@@ -70,9 +70,17 @@ def build_grouped_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") 
         per.setdefault((grouped_class(r["rows"], r["experts_hit"]), r["level"], _build(r)), []).append(_pct(r))
     classes = _class_rows(per)
     lib = "torch._scaled_grouped_mm" if dtype == "fp8" else "torch._grouped_mm"
-    return {"arch": arch, "dtype": dtype, "contract": f"grouped-{dtype}", "library": lib,
-            "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
-            "classes": {c: dispatch_order(rows) for c, rows in classes.items()}}
+    table = {"arch": arch, "dtype": dtype, "contract": f"grouped-{dtype}", "library": lib,
+             "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
+             "classes": {c: dispatch_order(rows) for c, rows in classes.items()}}
+    rows = [r for r in bench.get("rows", []) if r.get("level", 0) and r.get("check_ok") and r.get("dtype") == dtype
+            and r.get("layout") == "enk" and _pct(r) is not None]
+    cases = case_picks(table, rows, lambda r: grouped_case_key(r.get("E"), r["rows"], r.get("N"), r.get("K")),
+                       lambda t, r: choose_grouped_level(t, r["rows"], r["experts_hit"], r.get("N"), r.get("K"), dtype, arch,
+                                                         E=r.get("E"))[0])
+    if cases:
+        table["cases"] = cases
+    return table
 
 
 def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16") -> dict:
@@ -86,10 +94,75 @@ def build_dispatch_table(bench: dict, arch: str = "sm_90a", dtype: str = "bf16")
             continue
         per.setdefault((shape_class(r["m"], r["n"], r["k"]), r["level"], _build(r)), []).append(_pct(r))
     classes = {c: dispatch_order(rows) for c, rows in _class_rows(per).items()}
-    return {"arch": arch, "dtype": dtype, "contract": "gemm-fp8" if dtype == "fp8" else "gemm-bf16",
-            "library": "torch._scaled_mm" if dtype == "fp8" else "cuBLAS (torch.mm)",
-            "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
-            "classes": classes}
+    table = {"arch": arch, "dtype": dtype, "contract": "gemm-fp8" if dtype == "fp8" else "gemm-bf16",
+             "library": "torch._scaled_mm" if dtype == "fp8" else "cuBLAS (torch.mm)",
+             "device": bench.get("meta", {}).get("device"), "source": bench.get("meta", {}).get("time_utc"),
+             "classes": classes}
+    rows = [r for r in bench.get("rows", []) if r.get("level", 0) and r.get("check_ok") and _pct(r) is not None]
+    cases = case_picks(table, rows, lambda r: dense_case_key(r["m"], r["n"], r["k"]),
+                       lambda t, r: choose_level(t, r["m"], r["n"], r["k"], dtype, arch)[0])
+    if cases:
+        table["cases"] = cases
+    return table
+
+
+# ---------------------------------------------------------------- per-case picks (round 8, round 8)
+CASE_BAND = 0.03   # a benched case's pick is within 3 % of the best build measured in that case
+
+
+def dense_case_key(m: int, n: int, k: int) -> str:
+    return f"{m}x{n}x{k}"
+
+
+def grouped_case_key(E: int | None, rows: int, N: int, K: int) -> str:
+    return f"E{E}-R{rows}-N{N}-K{K}"
+
+
+def _target_of_row(r: dict):
+    b = _build(r)
+    return b or r["level"]
+
+
+def case_picks(table: dict, rows: list[dict], key, pick, band: float = CASE_BAND) -> dict:
+    """Per benched case (key(row)) where the class's pick is not within `band` of the best build measured in
+    that case (or was not measured there): the simplest build within `band` of the best (lowest level, a
+    level's own build before its named builds), with the figures it was chosen on. pick(table, row) -> the
+    target the table (its classes alone) launches for that row's case."""
+    per: dict[str, list[dict]] = {}
+    for r in rows:
+        per.setdefault(key(r), []).append(r)
+    out = {}
+    for k, rs in sorted(per.items()):
+        best = max(_pct(r) for r in rs)
+        got = pick(table, rs[0])
+        mine = [r for r in rs if _target_of_row(r) == got]
+        if mine and _pct(mine[0]) >= best * (1.0 - band):
+            continue
+        near = [r for r in rs if _pct(r) >= best * (1.0 - band)]
+        r = min(near, key=lambda r: (r["level"], _build(r) is not None, -_pct(r)))
+        row = {"level": r["level"], "pct_library": round(_pct(r), 2), "best_pct_library": round(best, 2),
+               "class_pick": got, "class_pick_pct": round(_pct(mine[0]), 2) if mine else None}
+        if _build(r):
+            row["build"] = _build(r)
+        out[k] = row
+    return out
+
+
+def pick_errors(table: dict, rows: list[dict], key, pick, band: float = CASE_BAND) -> list[str]:
+    """The benched cases whose pick (pick(table, row), the shipped lookup) is more than `band` below the best
+    build measured in that case, or was not measured there: one line each (empty: every pick is within)."""
+    per: dict[str, list[dict]] = {}
+    for r in rows:
+        per.setdefault(key(r), []).append(r)
+    bad = []
+    for k, rs in sorted(per.items()):
+        best = max(rs, key=_pct)
+        got = pick(table, rs[0])
+        mine = [r for r in rs if _target_of_row(r) == got]
+        if not mine or _pct(mine[0]) < _pct(best) * (1.0 - band):
+            bad.append(f"{k}: picks {got} ({_pct(mine[0]):.1f} %)" if mine else f"{k}: picks {got} (not benched there)")
+            bad[-1] += f", best {_target_of_row(best)} {_pct(best):.1f} % of the library"
+    return bad
 
 
 def _build(r: dict) -> str | None:
@@ -189,6 +262,10 @@ def choose_grouped_level(table: dict | None, rows: int, experts_hit: float, N: i
     if arch != table.get("arch"):
         return None, f"the ladder kernels need {table.get('arch')}; this device is {arch}"
     cls = grouped_class(rows, experts_hit)
+    hit = table.get("cases", {}).get(grouped_case_key(E, rows, N, K))
+    if hit is not None:
+        return row_target(hit), (f"{cls}: {_what(hit)} measured best (within {CASE_BAND:.0%}) on this case: "
+                                 f"{hit['pct_library']:.0f}% of {table.get('library', 'the library')}")
     rs = table["classes"].get(cls)
     if not rs:   # a decode kernel is no prefill kernel: a class never benched is not dispatched
         return None, f"{cls}: never benched for grouped {dtype} (the table has {', '.join(table['classes']) or 'no class'})"
@@ -226,6 +303,10 @@ def choose_level(table: dict | None, M: int, N: int, K: int, dtype: str, arch: s
         return None, (f"the ladder kernels need {table.get('arch')}; this device is {arch} "
                       "(no portable level in the ladder yet)")
     cls = shape_class(M, N, K)
+    hit = table.get("cases", {}).get(dense_case_key(M, N, K))
+    if hit is not None and _supports(row_target(hit), M, N, K):
+        return row_target(hit), (f"{cls}: {_what(hit)} measured best (within {CASE_BAND:.0%}) on this shape: "
+                                 f"{hit['pct_library']:.0f}% of {table.get('library', 'the library')}")
     rows = [r for r in table["classes"].get(cls, []) if _supports(row_target(r), M, N, K)]
     if rows:
         r = rows[0]

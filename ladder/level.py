@@ -24,9 +24,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels" / "sm90"
 ARCH = "sm_90a"
+
+# Each contract's library op (as reports name it) and its dispatch table (package data under roofline/data/): plain
+# data, for the readers that need no launcher (the dispatch lookup, stage C's timing) and so import no numpy.
+# contracts.py builds the full records from these.
+CONTRACT_TABLES: dict[str, tuple[str, str]] = {
+    "gemm-bf16": ("cuBLAS (torch.mm)", "ladder_dispatch_sm90a_bf16.json"),
+    "gemm-fp8": ("torch._scaled_mm", "ladder_dispatch_sm90a_fp8.json"),
+    "grouped-bf16": ("torch._grouped_mm", "ladder_dispatch_sm90a_grouped_bf16.json"),
+    "grouped-fp8": ("torch._scaled_grouped_mm", "ladder_dispatch_sm90a_grouped_fp8.json"),
+}
+
 
 @dataclass(frozen=True)
 class Contract:
@@ -34,56 +46,22 @@ class Contract:
     launch takes, the launcher, the library op a level is measured beside (in the same process, on
     the same memory), the correctness check of one build and its sanitize-mode cases, the bench
     that times builds beside the library op and its report, the device driver's subcommand that
-    runs that bench, and the dispatch table `roofline rerun` reads for it. Functions are named
-    "module.function" inside roofline.ladder (`contract_fn` resolves them; a test resolves every
-    one); the device driver (device_suite.py) reads them from here, never by contract name."""
+    runs that bench, and the dispatch table `roofline rerun` reads for it. The functions are the
+    functions themselves (contracts.py builds the records, importing the modules that define them);
+    the device driver (device_suite.py) reads them from there, never by contract name."""
     name: str
     formula: str
     operands: str
-    launcher: str
+    launcher: Callable    # (level, ...) -> launch one build
     library: str          # the baseline op, as reports name it
-    library_fn: str
-    check: str            # (level, n_random, seed) -> [check.CheckResult]: the correctness suite of one build
-    sanitize: str         # (level) -> [check.CheckResult]: small cases, no library op (for compute-sanitizer)
-    bench: str            # (levels, set name, min_reps, log) -> result dict: the builds timed beside the library op
-    report: str           # (result dict) -> markdown: the bench's table and summary
+    library_fn: Callable  # the baseline op on the same operands
+    check: Callable       # (level, n_random, seed) -> [check.CheckResult]: the correctness suite of one build
+    sanitize: Callable    # (level) -> [check.CheckResult]: small cases, no library op (for compute-sanitizer)
+    bench: Callable       # (levels, set name, min_reps, log) -> result dict: the builds timed beside the library op
+    report: Callable      # (result dict) -> markdown: the bench's table and summary
     command: str          # the device_suite subcommand that runs `bench` (python3 -m roofline.ladder.device_suite ...)
     dispatch_table: str   # package data under roofline/data/
     table_builder: str    # python -m roofline.rerun FLAG BENCH... OUT
-
-
-_GROUPED = ("gpu_moe_fp8.launch_grouped", "check.check_grouped_level", "check.sanitize_grouped", "bench_moe_fp8.bench_moe",
-            "bench_moe_fp8.report", "bench-moe")
-
-CONTRACTS: dict[str, Contract] = {c.name: c for c in (
-    Contract("gemm-bf16", "C[M,N] = A[M,K] B[N,K]^T, bf16 in, fp32 acc, bf16 out",
-             "a [M,K], b [N,K], c [M,N] uint16 (bf16 bits)", "gpu.launch", "cuBLAS (torch.mm)", "gpu.cublas_tn",
-             "check.check_level", "check.sanitize_gemm", "bench.bench_set", "bench.report", "bench",
-             "ladder_dispatch_sm90a_bf16.json", "--build-dispatch"),
-    Contract("gemm-fp8", "C[M,N] = (A[M,K] B[N,K]^T) * sa[M] * sb[N], e4m3 in, fp32 acc, bf16 out (torch._scaled_mm rowwise)",
-             "a [M,K], b [N,K] uint8 (e4m3 bits), sa [M], sb [N] float32, c [M,N] uint16", "gpu_moe_fp8.launch_fp8",
-             "torch._scaled_mm", "gpu_moe_fp8.torch_scaled", "check.check_fp8_level", "check.sanitize_fp8",
-             "bench_moe_fp8.bench_fp8", "bench_moe_fp8.report", "bench-fp8", "ladder_dispatch_sm90a_fp8.json",
-             "--build-fp8-dispatch"),
-    Contract("grouped-bf16", "C[R,N] = A_e[rows of e] W_e^T per expert, offs[E] int32 row ends, W [E,N,K] or [E,K,N] "
-             "(torch._grouped_mm), bf16 in, fp32 acc, bf16 out",
-             "a [R,K], w [E,N,K] (or [E,K,N]: l11_wkn), offs [E] int32, c [R,N] uint16", _GROUPED[0],
-             "torch._grouped_mm", "gpu_moe_fp8.torch_grouped", *_GROUPED[1:],
-             "ladder_dispatch_sm90a_grouped_bf16.json", "--build-grouped-dispatch"),
-    Contract("grouped-fp8", "grouped-bf16 in e4m3, C = (A_e W_e^T) * sa[row] * sw[e,n] (torch._scaled_grouped_mm rowwise)",
-             "a [R,K], w [E,N,K] uint8 (e4m3 bits), offs [E] int32, sa [R], sw [E,N] float32, c [R,N] uint16",
-             _GROUPED[0], "torch._scaled_grouped_mm", "gpu_moe_fp8.torch_scaled_grouped", *_GROUPED[1:],
-             "ladder_dispatch_sm90a_grouped_fp8.json", "--build-grouped-fp8-dispatch"),
-)}
-
-
-def contract_fn(contract: str, role: str):
-    """The function a contract names for `role` ("launcher", "library_fn", "check", "sanitize",
-    "bench", "report")."""
-    from importlib import import_module
-
-    mod, _, fn = getattr(CONTRACTS[contract], role).rpartition(".")
-    return getattr(import_module(f"roofline.ladder.{mod}"), fn)
 
 
 @dataclass(frozen=True)

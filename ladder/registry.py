@@ -7,7 +7,7 @@ ptxas) is level.py's docstring.
 """
 from __future__ import annotations
 
-from .level import ARCH, CONTRACTS, KERNEL_DIR, Contract, Level, contract_fn  # noqa: F401  (the registry's public names)
+from .level import ARCH, KERNEL_DIR, Contract, Level  # noqa: F401  (the registry's public names; the contract records: contracts.py)
 
 
 _TILE = (128, 128, 64)
@@ -422,7 +422,7 @@ VARIANTS: dict[str, Level] = {
 
 
 def levels_for(contract: str, levels=None) -> tuple[Level, ...]:
-    """The levels (default: LEVELS) that solve `contract` (CONTRACTS)."""
+    """The levels (default: LEVELS) that solve `contract` (contracts.CONTRACTS)."""
     return tuple(lv for lv in (LEVELS if levels is None else levels) if lv.contract == contract)
 
 

@@ -47,4 +47,9 @@ TARGET_SETS: dict[str, tuple[str, ...]] = {
     # and the paired-unit tile order (built, never run): checked, sanitized, then timed beside l15_pp_m128
     "x-round7-next": ("l15_pp_m128_pairs", "l15_pp_m128_ssc"),
     "x-round7-next-moe": ("l15_pp_m128", "l15_pp_m128_pairs", "l15_pp_m128_ssc"),
+    # round 8 (tools/device/call_round8.sh): the held-out-like cases, every build a table can dispatch there
+    "x-round8-decode": ("11", "l11_fp8_tn32", "l11_fp8", "12", "l12_pingpong", "l12_pingpong_m128", "l12_fp8_pingpong",
+                        "l15_pp_m128"),
+    "x-round8-prefill": ("12", "l12_pingpong", "l12_pingpong_m128", "15", "l15_pp_m128", "l15_m128n128", "l12_fp8_pingpong"),
+    "x-round8-fp8": ("13", "14", "l13_pingpong", "l13_pingpong_wide", "l13_ssc"),
 }

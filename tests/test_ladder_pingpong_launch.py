@@ -191,14 +191,14 @@ def test_the_driver_reads_check_sanitize_and_bench_from_the_contract_record(monk
     import dataclasses
 
     from roofline.ladder import check, device_suite
-    from roofline.ladder.level import CONTRACTS
+    from roofline.ladder.contracts import CONTRACTS
 
     seen = []
     monkeypatch.setattr(check, "sanitize_fp8", lambda lv: seen.append(("sanitize", lv.name)) or [])
     monkeypatch.setattr(check, "check_fp8_level", lambda lv, seed=0, **kw: seen.append(("check", lv.name, kw)) or [])
     rec = CONTRACTS["grouped-fp8"]
-    monkeypatch.setitem(CONTRACTS, "grouped-fp8", dataclasses.replace(rec, sanitize="check.sanitize_fp8",
-                                                                       check="check.check_fp8_level"))
+    monkeypatch.setitem(CONTRACTS, "grouped-fp8", dataclasses.replace(rec, sanitize=check.sanitize_fp8,
+                                                                       check=check.check_fp8_level))
     assert device_suite.do_sanitize(["l12_fp8_pingpong"]) and seen == [("sanitize", "grouped_fp8_pingpong")]
 
     class _Q:
@@ -206,7 +206,7 @@ def test_the_driver_reads_check_sanitize_and_bench_from_the_contract_record(monk
             seen.append(rec["target"])
     device_suite._check_child("l12_fp8_pingpong", 3, _Q())
     assert seen[1:] == [("check", "grouped_fp8_pingpong", {"n_random": 3}), "l12_fp8_pingpong"]
-    monkeypatch.setitem(CONTRACTS, "gemm-fp8", dataclasses.replace(
-        CONTRACTS["gemm-fp8"], bench="check.sanitize_fp8", report="check.sanitize_fp8"))
     monkeypatch.setattr(check, "sanitize_fp8", lambda *a, **k: seen.append("bench") or {"meta": {}, "rows": []})
+    monkeypatch.setitem(CONTRACTS, "gemm-fp8", dataclasses.replace(
+        CONTRACTS["gemm-fp8"], bench=check.sanitize_fp8, report=check.sanitize_fp8))
     assert device_suite.do_bench("bench-fp8", ["13"], "all", "x", None, 50) and seen[-2:] == ["bench", "bench"]

@@ -146,7 +146,8 @@ def test_one_contract_record_per_contract_names_callables_and_shipped_tables():
     from importlib import resources
 
     from roofline.ladder import device_suite, dispatch
-    from roofline.ladder.registry import CONTRACTS, VARIANTS, contract_fn
+    from roofline.ladder.contracts import CONTRACTS, contract_fn
+    from roofline.ladder.registry import VARIANTS
     from roofline.stagec import timing
 
     assert {lv.contract for lv in (*LEVELS, *VARIANTS.values())} == set(CONTRACTS)

@@ -145,13 +145,14 @@ def test_dram_reads_torch_at_the_floor_ours_moving_with_timing():
 
 
 def test_the_paired_unit_build_differs_from_l15_pp_m128_only_in_its_tile_order():
-    """l15_pp_m128_pairs (ws.cuh PAIRS = 1; built, not yet run on the device): the same file, entry point, unit
+    """l15_pp_m128_pairs (ws_grouped.cuh GroupedPairs; built, not yet run on the device): the same file, entry point, unit
     tile, shared memory and contract as l15_pp_m128, one more define; PAIRS is a grouped-only, no-split switch
-    (ws.cuh static_asserts it) and the WsBuild field that carries it defaults to 0 (every other build unchanged)."""
+    (ws.cuh static_asserts it) and WsBuild's default tile policy is DenseTiles (every other build unchanged)."""
     a, b = VARIANTS["l15_pp_m128_pairs"], VARIANTS["l15_pp_m128"]
     assert (a.file, a.kernel, a.tile_mnk, a.cluster, a.smem_bytes, a.dyn_smem_bytes, a.contract, a.no_spills) == \
            (b.file, b.kernel, b.tile_mnk, b.cluster, b.smem_bytes, b.dyn_smem_bytes, b.contract, b.no_spills)
     assert set(a.defines) - set(b.defines) == {"L15_PAIRS"}
     ws = (Path(a.path).parent / "ws.cuh").read_text()
-    assert "static constexpr int unit_pairs = 0;" in ws
+    assert "using tiles = DenseTiles;" in ws and "static constexpr int grouped = 0, pairs = 0" in ws
     assert 'static_assert(!PAIRS || (GROUPED && !SPLITK)' in ws
+    assert "struct GroupedPairs : GroupedTiles" in (Path(a.path).parent / "ws_grouped.cuh").read_text()

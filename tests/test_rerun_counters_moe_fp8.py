@@ -263,14 +263,16 @@ def test_grouped_rerun_counters_on_the_drawn_routing(tmp_path, monkeypatch, libr
             run = next(x for x in ncu.runs if x["launch"][3:6] == (q["M"], q["N"], q["K"]))
             assert run["launch"][1:4] == (target, "grouped-bf16", q["M"])
             assert run["launch"][6] == tuple(np.cumsum(counts)) and run["spec"]["counts"] == counts
-            # the build the shipped grouped table names for this head's class (decode: l12_pingpong,
-            # prefill: level 12's own build), launched by the counter run too
+            # the build the shipped grouped table names for this head (its benched case's pick, else its class's:
+            # decode l12_pingpong, prefill level 12's own build), launched by the counter run too
             from roofline.ladder import dispatch as _d
-            first = _d.default_dispatch_table("grouped-bf16")["classes"][
-                _d.grouped_class(probs[0]["M"], probs[0]["experts_hit_drawn"])][0]
-            assert run["spec"]["seed"] == 0 and m["ladder_level"] == first["level"] == 12
-            assert run["spec"]["level"] == (first.get("build") or first["level"])
-            assert m.get("ladder_build") == first.get("build")
+            from roofline.ladder.registry import get_level as _gl
+            p0 = probs[0]
+            pick = _d.choose_grouped_level(_d.default_dispatch_table("grouped-bf16"), p0["M"], p0["experts_hit_drawn"],
+                                           p0["N"], p0["K"], "bf16", E=p0["E"])[0]
+            assert run["spec"]["seed"] == 0 and m["ladder_level"] == _gl(pick).id == 12
+            assert run["spec"]["level"] == pick
+            assert m.get("ladder_build") == (pick if isinstance(pick, str) else None)
         want = _planted_sum(ncu, probs, lambda v: v["dram__bytes_read.sum"] + v["dram__bytes_write.sum"])
         assert e["bytes_measured"] == pytest.approx(want, rel=1e-12) and e["confidence"] == "high"
         assert e["flops_issued"] == pytest.approx(_planted_sum(ncu, probs, lambda v: v[BF16]), rel=1e-12)

@@ -159,7 +159,8 @@ def test_the_ladders_python_names_levels_only_through_the_registry():
 def test_device_suite_lists_exactly_the_registry():
     # one driver for every contract: its targets are the registry's levels and variants, per contract
     from roofline.ladder.device_suite import all_targets
-    from roofline.ladder.registry import CONTRACTS, DENSE_LEVELS as LEVELS, LEVELS as ALL, VARIANTS as ALL_VARIANTS
+    from roofline.ladder.contracts import CONTRACTS
+    from roofline.ladder.registry import DENSE_LEVELS as LEVELS, LEVELS as ALL, VARIANTS as ALL_VARIANTS
 
     VARIANTS = {k: v for k, v in ALL_VARIANTS.items() if v.contract == "gemm-bf16"}
     assert sorted(all_targets()) == sorted([str(lv.id) for lv in ALL] + list(ALL_VARIANTS))

@@ -108,9 +108,9 @@ def draw_routing(p: Problem, seed: int = 0) -> tuple[list[int], str]:
 
 # the library op each contract's level is timed (and profiled) beside
 def _library_names() -> dict:
-    from roofline.ladder.level import CONTRACTS
+    from roofline.ladder.level import CONTRACT_TABLES
 
-    return {name: c.library for name, c in CONTRACTS.items()}
+    return {name: library for name, (library, _) in CONTRACT_TABLES.items()}
 
 
 LIBRARY = _library_names()   # the ladder's Contract records name it

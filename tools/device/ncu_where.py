@@ -91,6 +91,14 @@ ROUND7 = ["fp8-8192x8192x8192:13+l13_wepi+l13_ssc",
 # what round 7 left for the next call: the paired-unit tile order beside l15_pp_m128 (DRAM reads, notes/l15.md)
 ROUND7_NEXT = ["qwen3moe-prefill4096-gate_up-fp8:l15_pp_m128+l15_pp_m128_pairs",
                "qwen3moe-prefill4096-down-fp8:l15_pp_m128+l15_pp_m128_pairs"]
+# round 8 (notes/l11.md .. l15.md, H100): the decode cases whose HBM targets were missed (call 1), then the prefill
+# and fp8 dense cases (call 3)
+ROUND8 = ["qwen35moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong", "olmoe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong",
+          "gptoss20b-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong", "granite4h-decode16-down:11+l12_pingpong",
+          "olmoe-decode64-down:11+l12_pingpong"]
+ROUND8_PREFILL_DENSE = ["qwen35moe-prefill4096-gate_up-fp8:l15_pp_m128+15", "olmoe-prefill4096-gate_up:12+l12_pingpong_m128",
+                        "gptoss20b-decode64-down-fp8:l11_fp8_tn32", "fp8-256x7168x2048:l13_pingpong+14",
+                        "fp8-512x7168x2048:l13_ssc+13"]
 ROUND3 = ["qwen3moe-decode64-down:l12_pingpong", "qwen3moe-decode256-down:l12_pingpong",
           "qwen3moe-decode64-down-fp8:l11_fp8_tn32+l12_fp8_pingpong",
           "qwen3moe-decode64-gate_up-fp8:l11_fp8_tn32+l12_fp8_pingpong",
@@ -251,6 +259,10 @@ if __name__ == "__main__":  # pragma: no cover - a device tool
                     print(name, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k != "top_epilogue"})
     elif sys.argv[1:] == ["--round5"]:
         run(ROUND5)
+    elif sys.argv[1:] == ["--round8"]:
+        run(ROUND8)
+    elif sys.argv[1:] == ["--round8-prefill-dense"]:
+        run(ROUND8_PREFILL_DENSE)
     elif sys.argv[1:] == ["--round7"]:
         run(ROUND7)
     elif sys.argv[1:] == ["--round7-next"]:

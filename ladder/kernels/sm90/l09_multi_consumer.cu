@@ -9,17 +9,27 @@
 // notes/l09.md says which was kept and why. The template: ws.cuh.
 #include "common.cuh"
 #include "ws.cuh"
+#include "ws_cluster.cuh"
+#include "ws_pingpong.cuh"
+#include "ws_splitk.cuh"
 #ifndef L9_CL
 #define L9_CL 1
 #endif
-#ifdef L9_SK
-#define L9_SPLIT 2   // -DL9_SK: the stream-K tail (ws.cuh): the last partial wave's K iterations spread over all CTAs
+#if L9_CL == 2
+#define L9_CLUSTER ladder::Multicast2   // ws_cluster.cuh
 #else
-#define L9_SPLIT 0
+#define L9_CLUSTER ladder::NoCluster
+#endif
+#ifdef L9_SK
+#define L9_SPLIT ladder::StreamK   // -DL9_SK: the stream-K tail (ws_splitk.cuh): the last partial wave's K iterations spread over all CTAs
+#else
+#define L9_SPLIT ladder::NoSplit
 #endif
 // what level 9 adds to level 7: two consumers (WsBuild's default), cooperative on 128x256
 struct L9Base : ladder::WsBuild {
-  static constexpr int cluster = L9_CL, splitk = L9_SPLIT, group_rows = 16 / L9_CL;
+  using cluster = L9_CLUSTER;
+  using split = L9_SPLIT;
+  static constexpr int group_rows = 16 / L9_CL;
 };
 #if defined(L9_N192)
 // mid shapes (notes/mid.md): cooperative 128x192 (m64n192, 96 accumulators), 4 stages of 40 KiB
@@ -27,14 +37,17 @@ struct L9 : L9Base { static constexpr int tile_n = 192; };
 #elif defined(L9_N96)
 // mid shapes (notes/mid.md): cooperative 128x96 (m64n96, 48 accumulators), 8 stages of 28 KiB,
 // register-store epilogue (96 columns are not whole 64-column TMA store boxes)
-struct L9 : L9Base { static constexpr int tile_n = 96, stages = 8, tma_store = 0; };
+struct L9 : L9Base { static constexpr int tile_n = 96, stages = 8; using epilogue = ladder::EpiRegs; };
 #elif defined(L9_M128)
 // mid shapes (notes/mid.md): cooperative 128x128 (m64n128), 6 stages of 32 KiB
 struct L9 : L9Base { static constexpr int tile_n = 128, stages = 6; };
 #elif defined(L9_PINGPONG) && defined(L9_PP_WIDE)
-struct L9 : L9Base { static constexpr int pingpong = 1, splitk = 0; };   // ping-pong 64x256 units
+struct L9 : L9Base { using consumer_mode = ladder::PingPong; using split = ladder::NoSplit; };   // ping-pong 64x256 units
 #elif defined(L9_PINGPONG)
-struct L9 : L9Base { static constexpr int pingpong = 1, splitk = 0, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128
+struct L9 : L9Base {   // ping-pong 128x128 (ws_pingpong.cuh)
+  using consumer_mode = ladder::PingPong; using split = ladder::NoSplit;
+  static constexpr int m64_slabs = 2, tile_n = 128, stages = 6;
+};
 #else
 struct L9 : L9Base {};   // cooperative 128x256, 4 stages of 48 KiB
 #endif

@@ -8,14 +8,18 @@
 // launcher uses it for M > 64 (registry by_m). -DL10_N256: 64x256 tiles (m64n256), 5 stages.
 #include "common.cuh"
 #include "ws.cuh"
+#include "ws_splitk.cuh"
 // what level 10 sets: one consumer on 64x128 tiles, 8 stages, split-K (the launcher picks the splits)
-struct L10Base : ladder::WsBuild { static constexpr int consumers = 1, tile_n = 128, stages = 8, splitk = 1; };
+struct L10Base : ladder::WsBuild {
+  static constexpr int consumers = 1, tile_n = 128, stages = 8;
+  using split = ladder::SplitK;   // ws_splitk.cuh
+};
 #if defined(L10_M128)
 struct L10 : L10Base { static constexpr int consumers = 2, stages = 6; };   // 128x128, two cooperative consumers
 #elif defined(L10_N256)
 struct L10 : L10Base { static constexpr int tile_n = 256, stages = 5; };    // 64x256 (m64n256)
 #elif defined(L10_SK)
-struct L10 : L10Base { static constexpr int splitk = 2; };                   // stream-K tail (ws.cuh)
+struct L10 : L10Base { using split = ladder::StreamK; };                    // stream-K tail (ws_splitk.cuh)
 #else
 struct L10 : L10Base {};
 #endif

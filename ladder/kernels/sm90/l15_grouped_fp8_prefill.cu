@@ -12,37 +12,40 @@
 // -DL15_PP_M128: ping-pong consumers on whole 128x128 units (2 x m64n128k32), 6 stages of 32 KiB
 // (one consumer's epilogue under the other's main loop: the short-K down projection).
 // -DL15_M128N128: the cooperative engine on 128x128 tiles, 6 stages.
-// -DL15_WEPI (with any of them; round 6, notes/l15.md): the per-warp epilogue (ws.cuh EPI = 2): each warp
+// -DL15_WEPI (with any of them; round 6, notes/l15.md): the per-warp epilogue (ws_epi_warp.cuh EpiPerWarp): each warp
 // stages and TMA-stores its own 16 rows (16x64 boxes, double-buffered), no named barrier, and only the
 // warp whose 16 rows cross the expert end stores from registers.
 // -DL15_SSC (round 7, notes/l15.md): the unit's column scales sw[e, n0..n0+UN) staged in shared memory by a
-// producer warp (ws.cuh SSC = 1, WsBuild stage_scales) instead of two __ldg per column pair in the staging.
-// -DL15_PAIRS (round 7, NOT yet measured): a CTA takes consecutive tiles of the list in pairs (ws.cuh PAIRS = 1,
-// WsBuild unit_pairs): two m-tiles of one weight block on one SM back to back (ping-pong: one per consumer).
+// producer warp (ws_fp8_ssc.cuh Fp8StagedScales) instead of two __ldg per column pair in the staging.
+// -DL15_PAIRS (round 7, NOT yet measured): a CTA takes consecutive tiles of the list in pairs (ws_grouped.cuh GroupedPairs,
+// `using tiles`): two m-tiles of one weight block on one SM back to back (ping-pong: one per consumer).
 #include "common.cuh"
 #include "ws.cuh"
+#include "ws_grouped.cuh"
+#include "ws_fp8.cuh"
+// the variants' policies
+#include "ws_pingpong.cuh"
+#include "ws_epi_warp.cuh"
+#include "ws_fp8_ssc.cuh"
 
 // level 12's build (grouped tile list, cooperative 128x256, 4 stages of 48 KiB) + level 13's fp8 main loop
-#ifdef L15_WEPI
-#define L15_EPI 2
+struct L15Base : ladder::WsBuild {
+#ifdef L15_PAIRS
+  using tiles = ladder::GroupedPairs;   // round-7 variant: consecutive tiles in pairs (ws_grouped.cuh)
 #else
-#define L15_EPI LADDER_EPI
+  using tiles = ladder::GroupedTiles;   // level 12's grouped tile list (ws_grouped.cuh)
 #endif
 #ifdef L15_SSC
-#define L15_STAGE_SCALES 1
+  using numerics = ladder::Fp8StagedScales;   // round-7 variant (ws_fp8_ssc.cuh)
 #else
-#define L15_STAGE_SCALES 0
+  using numerics = ladder::Fp8;         // level 13's fp8 (ws_fp8.cuh)
 #endif
-#ifdef L15_PAIRS
-#define L15_UNIT_PAIRS 1
-#else
-#define L15_UNIT_PAIRS 0
+#ifdef L15_WEPI
+  using epilogue = ladder::EpiPerWarp;  // round-6 variant (ws_epi_warp.cuh)
 #endif
-struct L15Base : ladder::WsBuild {
-  static constexpr int grouped = 1, fp8 = 1, tma_store = L15_EPI, stage_scales = L15_STAGE_SCALES, unit_pairs = L15_UNIT_PAIRS;
 };
 #if defined(L15_PP_M128)
-struct L15 : L15Base { static constexpr int pingpong = 1, m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128 units
+struct L15 : L15Base { using consumer_mode = ladder::PingPong; static constexpr int m64_slabs = 2, tile_n = 128, stages = 6; };   // ping-pong 128x128 units
 #elif defined(L15_M128N128)
 struct L15 : L15Base { static constexpr int tile_n = 128, stages = 6; };                           // cooperative 128x128
 #else
