@@ -74,6 +74,7 @@ def merged(art: dict, artifact: Path, path: Path, records: list) -> dict:
     """The stage-C artifact: `analyze --counters path` of the artifact's Top-N when a counter was
     read, else (timings only, or the Top-N gone: L4) the timings written onto `art` as it stands."""
     from roofline.core.writeback import merge_reruns
+    from roofline.counters import measurement
 
     note = None
     if any(not r.read_nothing for r in records):
@@ -81,7 +82,7 @@ def merged(art: dict, artifact: Path, path: Path, records: list) -> dict:
             return analyze_with(art, artifact, path)
         except RerunError as exc:   # the Top-N behind the artifact is gone: L4
             note = f"L4: counters recorded in measured.counters but not merged ({exc})"
-    merge_reruns(art, {r.name: r.rerun for r in records}, note)
+    merge_reruns(art, measurement.isolated_timings({r.name: measurement.of(r.name, r) for r in records}), note)
     return art
 
 

@@ -120,3 +120,21 @@ def test_the_rerun_counters_file_is_a_counter_file(tmp_path):
         p.write_text(json.dumps(bad))
         with pytest.raises(CounterReadError, match=why):
             load(p)
+
+
+def test_a_matched_record_becomes_one_measurement(kcs):
+    """roofline/counters/measurement.py: a real ncu record is a reading with no isolated timing; a
+    re-run's timing-only record has no reading and carries its timing; a re-run with counters both."""
+    from roofline.counters import KernelCounters
+    from roofline.counters.measurement import isolated_timings, measurements
+
+    ncu = _kc(kcs, GEMM)
+    timing_only = KernelCounters(name="gemm_b", launches=1, source="rerun: isolated timing, no counters",
+                                 rerun={"ladder_t_ms": 0.4})
+    both = KernelCounters(name="gemm_c", launches=1, source="rerun ncu-cli", t_ms=0.5, dram_bytes=1.5e8,
+                          rerun={"ladder_t_ms": 0.3})
+    m = measurements({"a": ncu, "b": timing_only, "c": both})
+    assert m["a"].reading is ncu and m["a"].isolated is None and m["a"].dram_bytes == ncu.dram_bytes
+    assert m["b"].reading is None and m["b"].isolated == {"ladder_t_ms": 0.4} and m["b"].t_ms is None
+    assert m["c"].reading is both and m["c"].dram_bytes == 1.5e8 and m["c"].source == "rerun ncu-cli"
+    assert isolated_timings(m) == {"b": {"ladder_t_ms": 0.4}, "c": {"ladder_t_ms": 0.3}}

@@ -19,6 +19,7 @@ from roofline.core.hints import with_fix
 from roofline.core.inputs import Entry, Env, TopN
 from roofline.peaks import Peaks
 from roofline.core.writeback import merge_reruns
+from roofline.counters import measurement
 from roofline.core.procedure import (  # noqa: F401  (re-exported: the per-entry steps live in roofline.core.procedure)
     BOUND_TYPES, DISPATCH_FLOOR_MS, HEADROOM_CLASSES, LATENCY_UTIL, SUSPECT_LOW, _compute_peak, _feasible, _finite,
     REAL_TIME_PCT, _metrics, _min_conf, _verbatim_lps, _verbatim_pct, analyze_entry, pick_regime, regime_shares,
@@ -59,8 +60,9 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     matched: dict[str, Any] = {}
     if counters is not None:
         matched, art["unmatched_counters"] = _match_counters(head, order, counters)
-    # a re-run's record may carry its timing only: no reading for the merge, its timing written last
-    readings = {n: kc for n, kc in matched.items() if not kc.read_nothing}
+    # one Measurement per matched entry (roofline/counters/measurement.py): its counter reading
+    # (None for a re-run that carries its timing only) and a re-run's isolated timing, written last
+    meas = measurement.measurements(matched)
     any_captured = any(e.shapes for e in head)
     art["stage"] = stage or ("C" if matched else ("B" if any_captured else "A"))
     for e in nonfinite:
@@ -68,7 +70,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     for e in head:
         light = next(x for x in all_light if x["name"] == e.name and x["pct_gpu_time"] == e.pct_gpu_time)
         try:
-            ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], readings.get(e.name), all_light)
+            ent, _info = analyze_entry(e, topn, env, config, peaks, art["stage"], _reading(meas, e.name), all_light)
         except EntryError as exc:
             why = with_fix(str(exc), bool(e.shapes))    # what would give it a verdict (roofline.core.hints)
             ent = _degraded_entry(e, light, why)
@@ -87,7 +89,7 @@ def analyze(topn: TopN, env: Env, config: dict | None, peaks: Peaks, *, stage: s
     art["ranking_by_pct"], art["ranking_by_expected_gain"] = rankings(art["entries"])
     art["ranking_by_larger_gain"] = ranking_by_larger_gain(art["entries"])
     _run_fields(art, topn)
-    _after_entries(art, topn, matched)
+    _after_entries(art, topn, meas)
     return art
 
 
@@ -168,7 +170,13 @@ def _run_fields(art: dict, topn: TopN) -> None:
         art["ranks"] = r
 
 
-def _after_entries(art: dict, topn: TopN, matched: dict) -> None:
+def _reading(meas: dict, name: str):
+    """The counter reading of entry `name`'s measurement; None without one."""
+    m = meas.get(name)
+    return m.reading if m else None
+
+
+def _after_entries(art: dict, topn: TopN, meas: dict) -> None:
     """What needs every entry: the step wall-time shares (roofline/core/wall.py), the counter-time check;
     last, stage C's re-run timings (roofline/counters/records.py) onto their entries."""
     from roofline.core import wall
@@ -177,7 +185,7 @@ def _after_entries(art: dict, topn: TopN, matched: dict) -> None:
     wall.add_wall_shares(art["entries"], art["wall_time"])
     for ent in art["entries"]:
         check_counter_time(ent)
-    merge_reruns(art, {n: kc.rerun for n, kc in matched.items() if kc.rerun})
+    merge_reruns(art, measurement.isolated_timings(meas))
 
 
 # Counters are matched to entries by kernel name. An isolated counter run of the same work times
