@@ -212,7 +212,8 @@ def fix_lines(art: dict) -> list[str]:
     from roofline.core.analysis import larger_gain_key
 
     e = order[0]
-    name = e.get("short_name") or e["name"]
+    # a fused kernel's name can outrun the line by itself: cut it, or the wrap leaves no room for the fix
+    name = _cut(e.get("short_name") or e["name"], 60)
     lv = top_lever(e)
     if lv is None and not larger_gain_key(e)[1]:
         return _wrap("No row has a gain to act on: the degraded lines (stderr) and `verdict unknown` say what "
