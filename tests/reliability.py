@@ -1131,3 +1131,15 @@ def sweep_cases():
                     out.append(Case(kind, f"sweep value {'.'.join(map(str, p))} -> {new!r}", _dumps(d),
                                     expect=ve(p, new), entry=_entry_of(base, p)))
     return out
+
+
+def one_line_2(args, *needles) -> str:
+    """The documented outcome of unusable input: exit 2 and one stderr line naming it (each needle in it),
+    never an internal error or a traceback."""
+    code, out, err = cli([str(a) for a in args])
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1, (code, err[-2000:])
+    assert "internal error" not in err and "Traceback" not in err, err
+    for n in needles:
+        assert n in err, err
+    return err
